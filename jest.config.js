@@ -1,0 +1,16 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    // isolatedModules: type-checking is `npm run lint`'s job; tests transpile only, which is much faster.
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
+  },
+  globalSetup: '<rootDir>/test/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+  // Real servers and workflow bundling: generous per-test timeout; each test sets tighter waits itself.
+  testTimeout: 120_000,
+  maxWorkers: 2,
+  verbose: true,
+};

@@ -1,0 +1,13 @@
+/**
+ * Workflow ids, built in one place so the client, the receiver and the workflows agree.
+ * A merchant reference or consent id is used verbatim after a prefix: ids are opaque strings to Temporal.
+ */
+export const financeApplicationWorkflowId = (merchantReference: string): string =>
+  `finance-application:${merchantReference}`;
+
+export const consentRefreshWorkflowId = (consentId: string): string => `consent-refresh:${consentId}`;
+
+export const transactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
+
+/** Merchant references and consent ids that may appear in a URL path segment and a workflow id. */
+export const REFERENCE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
