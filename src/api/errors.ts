@@ -1,0 +1,73 @@
+import type { ErrorRequestHandler } from 'express';
+import { z } from 'zod';
+import { isGrpcServiceError } from '@temporalio/client';
+import type { Logger } from '../logging';
+
+/** An error with the HTTP status and message the client should see. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+// gRPC status codes: CANCELLED 1, DEADLINE_EXCEEDED 4, RESOURCE_EXHAUSTED 8, UNAVAILABLE 14.
+const UNAVAILABLE_CODES = new Set<number>([1, 4, 8, 14]);
+
+/** True when Temporal could not take the call (down, overloaded, timed out): answer 503 so callers retry. */
+export function isTemporalUnavailable(err: unknown): boolean {
+  // The client wraps gRPC errors (ServiceError, WorkflowUpdateFailedError…) with the gRPC error as `cause`.
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && UNAVAILABLE_CODES.has(e.code)) return true;
+  }
+  return false;
+}
+
+/** The one error middleware: every error becomes a JSON body `{ error, message }` with the right status. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    let status = 500;
+    let message = 'Internal error';
+    let details: unknown;
+    const bodyParserType = (err as { type?: string })?.type;
+    if (err instanceof HttpError) {
+      status = err.status;
+      message = err.message;
+      details = err.details;
+    } else if (err instanceof z.ZodError) {
+      status = 400;
+      message = 'Invalid request';
+      details = err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+    } else if (bodyParserType === 'entity.too.large') {
+      status = 413;
+      message = 'Request body too large';
+    } else if (bodyParserType === 'entity.parse.failed' || bodyParserType === 'encoding.unsupported') {
+      status = 400;
+      message = 'Malformed JSON body';
+    } else if (isTemporalUnavailable(err)) {
+      status = 503;
+      message = 'Temporal is unavailable; retry later';
+      res.setHeader('Retry-After', '5');
+    }
+    if (status >= 500) logger.error({ err, method: req.method, path: req.path }, message);
+    else logger.info({ method: req.method, path: req.path, status, message }, 'request rejected');
+    res.status(status).json({ error: httpErrorName(status), message, ...(details ? { details } : {}) });
+  };
+}
+
+function httpErrorName(status: number): string {
+  const names: Record<number, string> = {
+    400: 'bad_request',
+    401: 'unauthorized',
+    404: 'not_found',
+    409: 'conflict',
+    413: 'payload_too_large',
+    415: 'unsupported_media_type',
+    503: 'unavailable',
+  };
+  return names[status] ?? 'internal_error';
+}

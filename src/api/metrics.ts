@@ -1,0 +1,25 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of the HTTP app; one registry per app instance (no global registry). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpRequests: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    /** Every webhook the bank sent, by kind and outcome (accepted, rejected reason, no-target, unavailable). */
+    webhooks: new Counter({
+      name: 'bank_webhooks_total',
+      help: 'Bank webhooks received, by kind and outcome',
+      labelNames: ['kind', 'outcome'] as const,
+      registers: [registry],
+    }),
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,170 @@
+import { z } from 'zod';
+import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
+
+/**
+ * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
+ * entry points; a bad or missing value stops start-up with a ConfigError naming each variable.
+ *
+ * Two shapes:
+ * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
+ *   development default, so `npm start` works with nothing configured;
+ * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL and
+ *   WEBHOOK_HASH_SECRET are required, and no development default is used.
+ */
+
+const DEV_DEFAULTS = {
+  BANK_CLIENT_ID: 'sandbox-client',
+  BANK_CLIENT_SECRET: 'sandbox-secret',
+  WEBHOOK_HASH_SECRET: 'dev-only-webhook-hash-secret-change-me-0123456789',
+};
+
+const emptyToUndefined = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const optionalString = z.preprocess(emptyToUndefined, z.string().optional());
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
+  .transform((u) => u.replace(/\/+$/, ''));
+const optionalUrl = z.preprocess(emptyToUndefined, httpUrl.optional());
+const port = (fallback: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: 'must be a port number' })
+      .int('must be an integer')
+      .min(0, 'must be 0-65535')
+      .max(65535, 'must be 0-65535')
+      .default(fallback),
+  );
+
+const EnvSchema = z
+  .object({
+    NODE_ENV: optionalString,
+    LOG_LEVEL: z.preprocess(
+      emptyToUndefined,
+      z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+    ),
+    PORT: port(3000),
+
+    // Temporal: unset address → the embedded dev server. The connection itself (API key, TLS) is read by
+    // @temporalio/envconfig from the same environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*).
+    TEMPORAL_ADDRESS: z.preprocess(
+      emptyToUndefined,
+      z
+        .string()
+        .regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
+        .optional(),
+    ),
+    TEMPORAL_NAMESPACE: z.preprocess(emptyToUndefined, z.string().min(1).default('default')),
+    TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
+    TEMPORAL_UI_PORT: port(8233),
+    TEMPORAL_DEV_SERVER_PORT: port(7233),
+    TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
+
+    // The bank: unset base URL → the embedded bank sandbox.
+    BANK_AUTH_URL: optionalUrl,
+    BANK_BASE_URL: optionalUrl,
+    BANK_CLIENT_ID: optionalString,
+    BANK_CLIENT_SECRET: optionalString,
+    SANDBOX_PORT: port(4010),
+
+    // Webhooks.
+    PUBLIC_BASE_URL: optionalUrl,
+    WEBHOOK_HASH_SECRET: z.preprocess(
+      emptyToUndefined,
+      z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
+    ),
+    WEBHOOK_SECURITY_HEADER: z
+      .string()
+      .regex(WEBHOOK_SECURITY_HEADER_PATTERN, 'must match [ a-zA-Z0-9=+/]* (the bank accepts nothing else)')
+      .default(''),
+    /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
+    TRANSACTIONS_CALLBACK_URL: optionalUrl,
+  })
+  .superRefine((env, ctx) => {
+    if (!env.BANK_BASE_URL) {
+      if (env.BANK_AUTH_URL) ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
+      return;
+    }
+    // Talking to a real bank: no development defaults.
+    for (const key of ['BANK_AUTH_URL', 'BANK_CLIENT_ID', 'BANK_CLIENT_SECRET', 'PUBLIC_BASE_URL', 'WEBHOOK_HASH_SECRET'] as const) {
+      if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
+    }
+  });
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config {
+  nodeEnv: string;
+  logLevel: Env['LOG_LEVEL'];
+  port: number;
+  temporal: {
+    /** Undefined: start the embedded dev server. */
+    address?: string;
+    namespace: string;
+    taskQueue: string;
+    devServer: { port: number; uiPort: number; dataDir: string };
+  };
+  bank: {
+    /** True when the bank sandbox is started in-process (BANK_BASE_URL unset). */
+    embedded: boolean;
+    authUrl?: string;
+    baseUrl?: string;
+    clientId: string;
+    clientSecret: string;
+    sandboxPort: number;
+  };
+  webhooks: {
+    publicBaseUrl: string;
+    hashSecret: string;
+    securityHeader: string;
+  };
+  transactionsCallbackUrl?: string;
+  /** The raw environment, for @temporalio/envconfig (TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
+  env: Record<string, string | undefined>;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: { variable: string; message: string }[]) {
+    super(
+      `Invalid configuration:\n${issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n')}\n` +
+        'See .env.example and the README\'s "Configuration" table.',
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? '(environment)'), message: issue.message })),
+    );
+  }
+  const e = parsed.data;
+  const embeddedBank = !e.BANK_BASE_URL;
+  return {
+    nodeEnv: e.NODE_ENV ?? 'development',
+    logLevel: e.LOG_LEVEL,
+    port: e.PORT,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TASK_QUEUE,
+      devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
+    },
+    bank: {
+      embedded: embeddedBank,
+      authUrl: e.BANK_AUTH_URL,
+      baseUrl: e.BANK_BASE_URL,
+      clientId: e.BANK_CLIENT_ID ?? DEV_DEFAULTS.BANK_CLIENT_ID,
+      clientSecret: e.BANK_CLIENT_SECRET ?? DEV_DEFAULTS.BANK_CLIENT_SECRET,
+      sandboxPort: e.SANDBOX_PORT,
+    },
+    webhooks: {
+      publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,
+      hashSecret: e.WEBHOOK_HASH_SECRET ?? DEV_DEFAULTS.WEBHOOK_HASH_SECRET,
+      securityHeader: e.WEBHOOK_SECURITY_HEADER,
+    },
+    transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+    env,
+  };
+}

@@ -1,0 +1,110 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import type { Logger } from '../logging';
+import { SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
+
+export interface DevServerOptions {
+  cliPath: string;
+  port: number;
+  uiPort: number;
+  /** Folder of the SQLite file (created if missing), relative to `cwd`. */
+  dataDir: string;
+  cwd: string;
+  namespace: string;
+  logger: Logger;
+  startTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Dynamic config the product needs: update-with-start is a multi-operation, off by default on some
+ * server versions (DESIGN.md, issue 4).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = [
+  'frontend.enableExecuteMultiOperation=true',
+  'frontend.enableUpdateWorkflowExecution=true',
+  'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+];
+
+export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'> & { dbFile?: string }): string[] {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--ui-port', String(options.uiPort)];
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (options.namespace !== 'default') args.push('--namespace', options.namespace);
+  for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
+  for (const kv of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', kv);
+  args.push('--log-level', 'warn');
+  return args;
+}
+
+/**
+ * Starts the Temporal CLI dev server as a child process with state in a SQLite file, and waits until its
+ * frontend answers. stop() ends it with SIGTERM (SIGKILL after a grace period) so nothing is left behind.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const dataDir = isAbsolute(options.dataDir) ? options.dataDir : join(options.cwd, options.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const dbFile = join(dataDir, 'temporal.db');
+  const address = `127.0.0.1:${options.port}`;
+  const log = options.logger.child({ component: 'temporal-dev-server' });
+
+  const child: ChildProcess = spawn(options.cliPath, devServerArgs({ ...options, dbFile }), {
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-4000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Last resort if the parent exits without calling stop(): never leave the server orphaned.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const stop = async (): Promise<void> => {
+    process.removeListener('exit', killOnExit);
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  let earlyExit: number | null | undefined;
+  void exited.then((code) => (earlyExit = code));
+  for (;;) {
+    if (earlyExit !== undefined) {
+      throw new Error(
+        `Temporal dev server exited (code ${String(earlyExit)}) before it was ready. ` +
+          `Is port ${options.port} or ${options.uiPort} in use? Set TEMPORAL_DEV_SERVER_PORT / TEMPORAL_UI_PORT, ` +
+          `or TEMPORAL_ADDRESS to use a running server.\n${output.trim()}`,
+      );
+    }
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace: options.namespace });
+        break;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`Temporal dev server did not become ready at ${address}: ${(err as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  log.info({ address, dbFile }, 'Temporal dev server ready');
+  return { address, uiUrl: `http://localhost:${options.uiPort}`, stop };
+}

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { findTemporalTestServer } from '../../src/temporal/binaries';
+
+/** Connections to the suite's real dev server (started once by test/setup/global-setup.ts). */
+export interface TemporalTestContext {
+  address: string;
+  namespace: string;
+  client: Client;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+  /** A task queue of its own for each test file, so files running in parallel never steal each other's tasks. */
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+export async function connectTestTemporal(): Promise<TemporalTestContext> {
+  const address = process.env.TEMPORAL_TEST_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests through jest (global setup)');
+  const namespace = 'default';
+  const connection = await Connection.connect({ address });
+  const nativeConnection = await NativeConnection.connect({ address });
+  return {
+    address,
+    namespace,
+    connection,
+    nativeConnection,
+    client: new Client({ connection, namespace }),
+    taskQueue: `test-${randomUUID()}`,
+    async close() {
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+/** Runs `fn` while a worker polls; the worker is shut down and drained afterwards, whatever happens. */
+export async function withWorker<T>(options: WorkerOptions, fn: (worker: Worker) => Promise<T>): Promise<T> {
+  const worker = await Worker.create(options);
+  return worker.runUntil(fn(worker));
+}
+
+/** The time-skipping test server (installed binary; SDK download only as a fallback) for timer-heavy tests. */
+export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+  const path = findTemporalTestServer();
+  return TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: path ? { type: 'existing-path', path } : { type: 'cached-download' } },
+  });
+}
+
+/** Polls `probe` until it returns a value other than undefined (bounded; never used to assert timing). */
+export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
