@@ -74,7 +74,13 @@ export class BankClient {
   /** POST /applications. The body is the merchant's, passed on whole (bank-wire.ts decision). */
   createApplication(body: CreateApplicationRequest, opts: CallOptions = {}): Promise<CreateApplicationResponse> {
     return this.call(
-      { operation: 'createApplication', method: 'POST', path: '/applications', body, schema: createApplicationResponseSchema },
+      {
+        operation: 'createApplication',
+        method: 'POST',
+        path: '/applications',
+        body,
+        schema: createApplicationResponseSchema,
+      },
       opts,
     );
   }
@@ -106,7 +112,12 @@ export class BankClient {
 
   private async call<T>(call: Call<T>, opts: CallOptions): Promise<T> {
     const { signal, deadline } = withDeadline(opts.signal, this.callTimeoutMs);
-    const attempt = async (): Promise<{ token: string; status: number; headers: Dispatcher.ResponseData['headers']; text?: string }> => {
+    const attempt = async (): Promise<{
+      token: string;
+      status: number;
+      headers: Dispatcher.ResponseData['headers'];
+      text?: string;
+    }> => {
       const token = await raceAbort(this.options.tokens.getToken(signal), signal);
       const res = await request(`${this.baseUrl}${call.path}`, {
         method: call.method,
@@ -160,7 +171,8 @@ export class BankClient {
       if (!parsed.success) throw new BankInvalidResponseError(call.operation, status, describeIssues(parsed.error));
       return parsed.data;
     }
-    if (status === 429) throw new BankRateLimitedError(call.operation, parseRetryAfter(headers['retry-after'], this.now()));
+    if (status === 429)
+      throw new BankRateLimitedError(call.operation, parseRetryAfter(headers['retry-after'], this.now()));
     if (status === 403) throw new BankUnauthorizedError(call.operation, status, bankMessage(text));
     if (status >= 500) throw new BankUnavailableError(call.operation, `bank answered HTTP ${status}`, { status });
     // 3xx are not followed (the bank documents none) and count as a refusal like 4xx.

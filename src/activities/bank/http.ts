@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { BankUnavailableError, type BankOperation } from './errors';
+import { BankError, BankUnavailableError, type BankOperation } from './errors';
 
 /** Largest response body we read; a bigger one is cut off (the socket is destroyed, never left half-read). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -81,6 +81,7 @@ export function classifyTransportError(
   callerSignal: AbortSignal | undefined,
   deadline: AbortSignal,
 ): unknown {
+  if (err instanceof BankError) return err;
   if (callerSignal?.aborted) return callerSignal.reason ?? err;
   if (deadline.aborted) {
     return new BankUnavailableError(operation, 'bank did not answer in time', { code: 'TIMEOUT', cause: err });

@@ -1,0 +1,126 @@
+import { cancellationSignal, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Dispatcher } from 'undici';
+import type { CreateApplicationRequest } from '../shared/bank-wire';
+import { financeApplicationWebhookUrl } from '../security/webhook-hash';
+import type { BankClient } from './bank/bank-client';
+import { toApplicationFailure } from './failures';
+import { postMerchantCallback } from './merchant-callback';
+import type { Activities } from './types';
+
+export type { Activities } from './types';
+export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
+export {
+  createBankClient,
+  type BankClientHandle,
+  type BankPoolOptions,
+  type CreateBankClientOptions,
+} from './bank/create-bank-client';
+export { ClientCredentialsTokenProvider, type TokenProvider } from './bank/token-provider';
+export type { BankLogger } from './bank/logger';
+export { createCallbackDispatcher, CALLBACK_UNAVAILABLE } from './merchant-callback';
+export { toApplicationFailure } from './failures';
+
+export interface ActivityDeps {
+  /** The bank client (createBankClient(...).client); a typed fake works too. */
+  bank: Pick<BankClient, 'createApplication' | 'getApplicationStatus' | 'startRefresh'>;
+  webhooks: {
+    /** PUBLIC_BASE_URL: where the bank reaches our webhook receiver. */
+    publicBaseUrl: string;
+    /** WEBHOOK_HASH_SECRET: keys the hash in each application's webhookUrl. */
+    hashSecret: string;
+  };
+  /** Dispatcher for merchant callbacks (createCallbackDispatcher()); undici's global one when absent. */
+  callbackDispatcher?: Dispatcher;
+  /** Deadline of one merchant callback request (default 10 s). */
+  callbackTimeoutMs?: number;
+}
+
+/**
+ * The worker's activities (STYLE.md, 7: dependencies passed in, no singletons, no process.env).
+ * Each one calls the bank with the activity's cancellation signal, logs through Temporal's activity logger
+ * (workflow id attached) with the bank's ids, and turns bank errors into ApplicationFailure in one place.
+ */
+export function createActivities(deps: ActivityDeps): Activities {
+  const { bank, webhooks } = deps;
+
+  return {
+    async createApplication({ merchantReference, application }) {
+      const webhookUrl = financeApplicationWebhookUrl(webhooks.publicBaseUrl, webhooks.hashSecret, merchantReference);
+      // Ours wins over any webhookUrl the merchant sent: the receiver only accepts the hashed one. redirectUrl
+      // is checked by the merchant facade; its requiredness is the bank's call (not shown), so a 4xx says it.
+      const body = { ...application, webhookUrl } as CreateApplicationRequest;
+      try {
+        const created = await bank.createApplication(body, { signal: cancellationSignal() });
+        log.info('Finance application created', {
+          merchantReference,
+          financeApplicationId: created.financeApplicationId,
+          status: created.status,
+        });
+        return created;
+      } catch (err) {
+        throw failed('createApplication', err, { merchantReference });
+      }
+    },
+
+    async getApplicationStatus({ financeApplicationId, merchantReference }) {
+      try {
+        const status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
+        log.info('Finance application status read', { merchantReference, financeApplicationId, status: status.status });
+        return status;
+      } catch (err) {
+        throw failed('getApplicationStatus', err, { merchantReference, financeApplicationId });
+      }
+    },
+
+    async startRefresh({ consentId }) {
+      try {
+        const { taskId } = await bank.startRefresh(consentId, { signal: cancellationSignal() });
+        log.info('Account refresh started', { consentId, taskId });
+        return { taskId };
+      } catch (err) {
+        throw failed('startRefresh', err, { consentId });
+      }
+    },
+
+    async notifyMerchant({ url, idempotencyKey, event }) {
+      const target = safeOrigin(url);
+      try {
+        const result = await postMerchantCallback(
+          { url, idempotencyKey, event },
+          { dispatcher: deps.callbackDispatcher, timeoutMs: deps.callbackTimeoutMs, signal: cancellationSignal() },
+        );
+        log.info('Merchant notified', { target, idempotencyKey, status: result.status });
+        return result;
+      } catch (err) {
+        log.warn('Merchant notification failed', { target, idempotencyKey, ...failureAttributes(err) });
+        throw err;
+      }
+    },
+  };
+}
+
+/** Logs the failure with the bank's ids and returns what the activity should throw. */
+function failed(operation: string, err: unknown, ids: Record<string, string>): unknown {
+  const failure = toApplicationFailure(err);
+  log.warn('Bank call failed', { operation, ...ids, ...failureAttributes(failure) });
+  return failure;
+}
+
+function failureAttributes(err: unknown): Record<string, unknown> {
+  if (err instanceof ApplicationFailure) {
+    const [first] = err.details ?? [];
+    const status = (first as { status?: unknown } | undefined)?.status;
+    return { failureType: err.type, nonRetryable: err.nonRetryable, status, error: err.message };
+  }
+  return { error: err instanceof Error ? err.message : String(err) };
+}
+
+/** Callback URLs may carry credentials or tokens in their path or query: log the origin only. */
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(invalid url)';
+  }
+}
