@@ -1,0 +1,33 @@
+import type { ActivityOptions } from '@temporalio/workflow';
+import { CALLBACK_REJECTED, NON_RETRYABLE_BANK_FAILURES } from '../shared/failure-types';
+
+/**
+ * Activity options for every workflow, in one place (STYLE.md, 6). The HTTP deadlines on the activity side
+ * (bank call 20 s, token request 8 s, merchant callback 10 s) are below these startToCloseTimeouts, so an
+ * attempt fails with the bank's or merchant's own failure type rather than a bare activity timeout.
+ */
+
+/** Bank calls (createApplication, getApplicationStatus, startRefresh): give up after 10 minutes of retries. */
+export const BANK_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '10 minutes',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    // BankRejected, BankUnauthorized, BankInvalidResponse: the same request would get the same answer.
+    nonRetryableErrorTypes: NON_RETRYABLE_BANK_FAILURES,
+  },
+};
+
+/** Merchant callbacks (notifyMerchant): a merchant may be down for hours; keep trying for a day. */
+export const MERCHANT_CALLBACK_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '15 seconds',
+  scheduleToCloseTimeout: '24 hours',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 minutes',
+    nonRetryableErrorTypes: [CALLBACK_REJECTED],
+  },
+};
