@@ -17,10 +17,13 @@ export class Timers {
   }
 
   after(ms: number, fn: () => void): void {
-    const handle = setTimeout(() => {
-      this.handles.delete(handle);
-      fn();
-    }, Math.max(0, ms));
+    const handle = setTimeout(
+      () => {
+        this.handles.delete(handle);
+        fn();
+      },
+      Math.max(0, ms),
+    );
     this.handles.add(handle);
   }
 

@@ -48,9 +48,7 @@ export interface SendHandle {
 export class WebhookSender {
   private readonly agent: Agent;
 
-  constructor(
-    private readonly deps: { timers: Timers; clock: Clock; logger: Logger; retry: RetryPolicy },
-  ) {
+  constructor(private readonly deps: { timers: Timers; clock: Clock; logger: Logger; retry: RetryPolicy }) {
     this.agent = new Agent({ connect: { timeout: deps.retry.timeoutMs }, keepAliveTimeout: 1_000 });
   }
 
@@ -80,7 +78,11 @@ export class WebhookSender {
         if (!(await timers.sleep(backoff))) break;
       }
       if (cancelSignal.aborted) break;
-      const record = { attempt, at: isoAt(this.deps.clock()), status: null as number | null } as WebhookDelivery['attempts'][number];
+      const record = {
+        attempt,
+        at: isoAt(this.deps.clock()),
+        status: null as number | null,
+      } as WebhookDelivery['attempts'][number];
       delivery.attempts.push(record);
       try {
         const response = await this.agent.request({

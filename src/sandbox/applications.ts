@@ -1,0 +1,227 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { CreateApplicationRequest } from '../shared/bank-wire';
+import { isoAt } from './clock';
+import { copiesOf, newDelivery } from './deliveries';
+import type { Timers } from './timers';
+import type { WebhookSender } from './webhook-sender';
+import type {
+  ApplicationMatch,
+  ApplicationRecord,
+  ApplicationScript,
+  Clock,
+  WebhookDelivery,
+  WebhookFaults,
+} from './types';
+
+/** The default lifecycle: CREATED (at creation) → IN_PROGRESS → APPROVED → SIGNED → COMPLETED, `stepMs` apart. */
+export function defaultScript(stepMs: number): ApplicationScript {
+  return {
+    steps: (['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'] as const).map((status) => ({ status, afterMs: stepMs })),
+  };
+}
+
+interface ScriptRule {
+  id: string;
+  script: ApplicationScript;
+  match?: ApplicationMatch;
+}
+
+interface ApplicationState {
+  record: ApplicationRecord;
+  /** Sends held back by the reorder switch, released newest first after the last step. */
+  held: (() => void)[];
+}
+
+/**
+ * Finance applications: creation, the scripted status lifecycle, and the finance-application webhook
+ * (bank-interface 6.1) to the webhookUrl exactly as given.
+ *
+ * Decision: creation is not a status change, so no webhook is sent for the initial CREATED; one is sent after
+ * every later change ("every change of status triggers a webhook", section 3).
+ */
+export class Applications {
+  private readonly states = new Map<string, ApplicationState>();
+  private rules: ScriptRule[] = [];
+
+  constructor(
+    private readonly deps: {
+      timers: Timers;
+      sender: WebhookSender;
+      clock: Clock;
+      logger: Logger;
+      stepMs: number;
+      faults: () => WebhookFaults;
+    },
+  ) {}
+
+  addRule(script: ApplicationScript, match?: ApplicationMatch): string {
+    const id = randomUUID();
+    this.rules.push({ id, script: structuredClone(script), match });
+    return id;
+  }
+
+  clearRules(): void {
+    this.rules = [];
+  }
+
+  /** Creates the application and starts its lifecycle; with beforeCreateResponse, resolves after the first webhook's first attempt. */
+  async create(body: CreateApplicationRequest): Promise<ApplicationRecord> {
+    const now = isoAt(this.deps.clock());
+    const script = this.scriptFor(body);
+    const record: ApplicationRecord = {
+      financeApplicationId: randomUUID(),
+      createRequest: structuredClone(body),
+      createdAt: now,
+      status: 'CREATED',
+      updatedAt: now,
+      statusHistory: [{ status: 'CREATED', at: now }],
+      script,
+      webhooks: [],
+    };
+    const state: ApplicationState = { record, held: [] };
+    this.states.set(record.financeApplicationId, state);
+    this.deps.logger.info({ financeApplicationId: record.financeApplicationId }, 'application created');
+    const created = structuredClone(record);
+    if (script.webhooks?.beforeCreateResponse && script.steps.length > 0) {
+      await this.step(state, 0);
+    } else {
+      this.schedule(state, 0);
+    }
+    return created;
+  }
+
+  get(id: string): ApplicationRecord | undefined {
+    return this.states.get(id)?.record;
+  }
+
+  all(): ApplicationRecord[] {
+    return [...this.states.values()].map((s) => s.record);
+  }
+
+  /** A status change outside the script (the script goes on); sent at once, never held for reorder. */
+  setStatus(id: string, status: string): void {
+    const state = this.mustGet(id);
+    if (this.change(state, status)) void this.emit(state, `status:${status}`, {}, false).firstAttempt;
+  }
+
+  async sendBurst(id: string, count: number): Promise<WebhookDelivery[]> {
+    const state = this.mustGet(id);
+    const url = state.record.createRequest.webhookUrl;
+    if (typeof url !== 'string') throw new Error(`application ${id} has no webhookUrl`);
+    const deliveries: WebhookDelivery[] = [];
+    const settled: Promise<void>[] = [];
+    for (let copy = 1; copy <= count; copy++) {
+      const delivery = newDelivery(
+        this.deps.clock,
+        'financeApplication',
+        url,
+        { financeApplicationId: id },
+        'manual',
+        copy,
+      );
+      state.record.webhooks.push(delivery);
+      deliveries.push(delivery);
+      settled.push(this.deps.sender.send(delivery).settled);
+    }
+    await Promise.all(settled);
+    return deliveries;
+  }
+
+  clear(): void {
+    this.states.clear();
+  }
+
+  private mustGet(id: string): ApplicationState {
+    const state = this.states.get(id);
+    if (!state) throw new Error(`unknown financeApplicationId ${id}`);
+    return state;
+  }
+
+  private scriptFor(body: CreateApplicationRequest): ApplicationScript {
+    for (let i = this.rules.length - 1; i >= 0; i--) {
+      const rule = this.rules[i]!;
+      if (matches(rule.match, body)) return structuredClone(rule.script);
+    }
+    return defaultScript(this.deps.stepMs);
+  }
+
+  private schedule(state: ApplicationState, index: number): void {
+    const step = state.record.script.steps[index];
+    if (!step) return;
+    this.deps.timers.after(step.afterMs, () => void this.step(state, index));
+  }
+
+  private async step(state: ApplicationState, index: number): Promise<void> {
+    const { script } = state.record;
+    const step = script.steps[index]!;
+    const isLast = index === script.steps.length - 1;
+    let first: Promise<void> = Promise.resolve();
+    if (this.change(state, step.status)) {
+      first = this.emit(
+        state,
+        `status:${step.status}`,
+        { drop: step.dropWebhook },
+        script.webhooks?.reorder === true,
+      ).firstAttempt;
+    }
+    if (isLast) for (const release of state.held.splice(0).reverse()) release();
+    this.schedule(state, index + 1);
+    await first;
+  }
+
+  private change(state: ApplicationState, status: string): boolean {
+    const { record } = state;
+    if (record.status === status) return false;
+    const at = isoAt(this.deps.clock());
+    record.status = status;
+    record.updatedAt = at;
+    record.statusHistory.push({ status, at });
+    this.deps.logger.info({ financeApplicationId: record.financeApplicationId, status }, 'application status changed');
+    return true;
+  }
+
+  private emit(
+    state: ApplicationState,
+    trigger: string,
+    extra: WebhookFaults,
+    hold: boolean,
+  ): { firstAttempt: Promise<void> } {
+    const { record } = state;
+    const url = record.createRequest.webhookUrl;
+    if (typeof url !== 'string') return { firstAttempt: Promise.resolve() };
+    const faults: WebhookFaults = {
+      ...this.deps.faults(),
+      ...definedOnly(record.script.webhooks ?? {}),
+      ...definedOnly(extra),
+    };
+    const body = { financeApplicationId: record.financeApplicationId };
+    if (faults.drop) {
+      const delivery = newDelivery(this.deps.clock, 'financeApplication', url, body, trigger);
+      delivery.outcome = 'dropped';
+      record.webhooks.push(delivery);
+      return { firstAttempt: Promise.resolve() };
+    }
+    const firsts: Promise<void>[] = [];
+    for (let copy = 1; copy <= copiesOf(faults.duplicate); copy++) {
+      const delivery = newDelivery(this.deps.clock, 'financeApplication', url, body, trigger, copy);
+      record.webhooks.push(delivery);
+      const send = (): void => {
+        firsts.push(this.deps.sender.send(delivery, { delayMs: faults.delayMs }).firstAttempt);
+      };
+      if (hold) state.held.push(send);
+      else send();
+    }
+    return { firstAttempt: Promise.all(firsts).then(() => undefined) };
+  }
+}
+
+function matches(match: ApplicationMatch | undefined, body: CreateApplicationRequest): boolean {
+  if (match === undefined) return true;
+  if (typeof match === 'function') return match(body);
+  return Object.entries(match).every(([key, value]) => body[key] === value);
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,188 @@
+import express, { type Router } from 'express';
+import { z } from 'zod';
+import type { SandboxControl } from '../types';
+
+const webhookFaults = z.object({
+  drop: z.boolean().optional(),
+  duplicate: z.number().int().min(1).optional(),
+  delayMs: z.number().min(0).optional(),
+});
+
+const script = z.object({
+  steps: z.array(
+    z.object({ status: z.string().min(1), afterMs: z.number().min(0), dropWebhook: z.boolean().optional() }),
+  ),
+  webhooks: webhookFaults
+    .extend({ reorder: z.boolean().optional(), beforeCreateResponse: z.boolean().optional() })
+    .optional(),
+});
+
+const account = z.union([
+  z.string().min(1),
+  z.object({ accountId: z.string().min(1), eventType: z.string().min(1).optional() }),
+]);
+
+const consentSetup = z.object({
+  operatingAccounts: z.array(z.string().min(1)).optional(),
+  banks: z
+    .array(
+      z.object({
+        bankCode: z.string().min(1),
+        bankName: z.string().min(1),
+        accounts: z.array(account),
+        taskStatus: z.string().min(1).optional(),
+        neverAnswers: z.boolean().optional(),
+        delayMs: z.number().min(0).optional(),
+      }),
+    )
+    .optional(),
+  duplicateEvents: z.number().int().min(1).optional(),
+  shuffle: z.boolean().optional(),
+  eventBeforeResponse: z.boolean().optional(),
+});
+
+const apiFault = z.object({
+  route: z.enum(['token', 'createApplication', 'getStatus', 'refresh', '*']),
+  kind: z.enum(['5xx', '429', 'latency', 'hang']),
+  count: z.union([z.number().int().min(1), z.literal('unlimited')]).optional(),
+  status: z.number().int().min(500).max(599).optional(),
+  retryAfterSeconds: z.number().int().min(0).optional(),
+  latencyMs: z.number().min(0).optional(),
+});
+
+const accountWebhook = z.object({
+  endpoint: z.string().optional(),
+  securityHeader: z.string().optional(),
+  activation: z.enum(['next-full-hour', 'immediate']).optional(),
+});
+
+/**
+ * The control over HTTP, for other processes (benchmarks, a sandbox run with `npm run sandbox`). No auth: the
+ * sandbox is a test double. JSON in, JSON out; invalid bodies get 400 with the zod issues.
+ *
+ * | route | control method |
+ * |---|---|
+ * | POST /_sandbox/application-scripts `{ script, match? }` → 201 `{ ruleId }` | setApplicationScript (match: field equality) |
+ * | DELETE /_sandbox/application-scripts → 204 | clearApplicationScripts |
+ * | GET /_sandbox/applications, GET /_sandbox/applications/:id | applications(), application(id) (404 unknown) |
+ * | POST /_sandbox/applications/:id/status `{ status }` → 204 | setApplicationStatus |
+ * | POST /_sandbox/applications/:id/webhooks `{ count }` → 202 | sendApplicationWebhooks (not awaited) |
+ * | PUT /_sandbox/webhook-faults `{ drop?, duplicate?, delayMs? }` → 204 | setWebhookFaults |
+ * | PUT /_sandbox/account-webhook `{ endpoint?, securityHeader?, activation? }` → 200 `{ activeFrom }` | setAccountWebhook |
+ * | PUT /_sandbox/consents/:consentId `ConsentSetup` → 204, GET → ResolvedConsent | setConsent, consent |
+ * | POST /_sandbox/account-events `body` → 202 | sendAccountEvent (not awaited) |
+ * | POST /_sandbox/consents/:consentId/transaction-events `{ count?, accountIds?, withinMs? }` → 202 | emitTransactionEvents |
+ * | POST /_sandbox/api-faults `ApiFault` → 204, DELETE /_sandbox/api-faults → 204 | injectApiFault, clearApiFaults |
+ * | POST /_sandbox/revoke-tokens → 204 | revokeAllTokens |
+ * | POST /_sandbox/reset → 204 | reset |
+ * | GET /_sandbox/refresh-tasks, /_sandbox/account-webhooks, /_sandbox/api-calls | refreshTasks(), accountWebhooksSent(), apiCalls() |
+ * | GET /_sandbox/token-requests → `{ count }` | tokenRequestCount() |
+ */
+export function controlRoutes(control: SandboxControl): Router {
+  const router = express.Router();
+  router.use(express.json({ limit: '1mb' }));
+
+  const parse = <T>(schema: z.ZodType<T>, value: unknown): T => {
+    const result = schema.safeParse(value ?? {});
+    if (!result.success) throw Object.assign(new Error(z.prettifyError(result.error)), { status: 400 });
+    return result.data;
+  };
+
+  router.post('/application-scripts', (req, res) => {
+    const body = parse(z.object({ script, match: z.record(z.string(), z.unknown()).optional() }), req.body);
+    res.status(201).json({ ruleId: control.setApplicationScript(body.script, body.match) });
+  });
+  router.delete('/application-scripts', (_req, res) => {
+    control.clearApplicationScripts();
+    res.status(204).end();
+  });
+  router.get('/applications', (_req, res) => {
+    res.json(control.applications());
+  });
+  router.get('/applications/:id', (req, res) => {
+    const record = control.application(req.params.id);
+    if (!record) return void res.status(404).json({ error: 'not_found', message: 'Unknown finance application' });
+    res.json(record);
+  });
+  router.post('/applications/:id/status', (req, res) => {
+    const { status } = parse(z.object({ status: z.string().min(1) }), req.body);
+    if (!control.application(req.params.id)) {
+      return void res.status(404).json({ error: 'not_found', message: 'Unknown finance application' });
+    }
+    control.setApplicationStatus(req.params.id, status);
+    res.status(204).end();
+  });
+  router.post('/applications/:id/webhooks', (req, res) => {
+    const { count } = parse(z.object({ count: z.number().int().min(1).max(10_000) }), req.body);
+    if (!control.application(req.params.id)) {
+      return void res.status(404).json({ error: 'not_found', message: 'Unknown finance application' });
+    }
+    void control.sendApplicationWebhooks(req.params.id, count).catch(() => undefined);
+    res.status(202).json({ count });
+  });
+  router.put('/webhook-faults', (req, res) => {
+    control.setWebhookFaults(parse(webhookFaults, req.body));
+    res.status(204).end();
+  });
+  router.put('/account-webhook', (req, res) => {
+    try {
+      control.setAccountWebhook(parse(accountWebhook, req.body));
+    } catch (err) {
+      throw Object.assign(err instanceof Error ? err : new Error(String(err)), { status: 400 });
+    }
+    res.json({ activeFrom: control.accountWebhookActiveFrom() });
+  });
+  router.put('/consents/:consentId', (req, res) => {
+    control.setConsent(req.params.consentId, parse(consentSetup, req.body));
+    res.status(204).end();
+  });
+  router.get('/consents/:consentId', (req, res) => {
+    res.json(control.consent(req.params.consentId));
+  });
+  router.post('/account-events', (req, res) => {
+    const body = parse(z.record(z.string(), z.unknown()), req.body);
+    void control.sendAccountEvent(body);
+    res.status(202).end();
+  });
+  router.post('/consents/:consentId/transaction-events', (req, res) => {
+    const request = parse(
+      z.object({
+        count: z.number().int().min(1).max(10_000).optional(),
+        accountIds: z.array(z.string().min(1)).optional(),
+        withinMs: z.number().min(0).optional(),
+      }),
+      req.body,
+    );
+    void control.emitTransactionEvents(req.params.consentId, request);
+    res.status(202).end();
+  });
+  router.post('/api-faults', (req, res) => {
+    control.injectApiFault(parse(apiFault, req.body));
+    res.status(204).end();
+  });
+  router.delete('/api-faults', (_req, res) => {
+    control.clearApiFaults();
+    res.status(204).end();
+  });
+  router.post('/revoke-tokens', (_req, res) => {
+    control.revokeAllTokens();
+    res.status(204).end();
+  });
+  router.post('/reset', (_req, res) => {
+    control.reset();
+    res.status(204).end();
+  });
+  router.get('/refresh-tasks', (_req, res) => {
+    res.json(control.refreshTasks());
+  });
+  router.get('/account-webhooks', (_req, res) => {
+    res.json(control.accountWebhooksSent());
+  });
+  router.get('/api-calls', (_req, res) => {
+    res.json(control.apiCalls());
+  });
+  router.get('/token-requests', (_req, res) => {
+    res.json({ count: control.tokenRequestCount() });
+  });
+  return router;
+}
