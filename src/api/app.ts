@@ -10,6 +10,8 @@ export interface AppDeps {
   client: Client;
   taskQueue: string;
   webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
+  /** Where transactionEvent workflows deliver changed accounts (TRANSACTIONS_CALLBACK_URL); optional. */
+  transactionsCallbackUrl?: string;
   logger: Logger;
   metrics: Metrics;
   /** Readiness: resolves when Temporal answers. */

@@ -1,0 +1,76 @@
+import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger, installTemporalLogging, type Logger } from './logging';
+
+/** Raised for start-up problems whose message says what to do; printed without a stack trace. */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+export interface EntryContext {
+  config: Config;
+  logger: Logger;
+  /** Registers a step of the graceful shutdown; steps run in reverse order of registration. */
+  onShutdown(step: () => Promise<void> | void): void;
+  /** Resolves when a shutdown was requested (SIGINT/SIGTERM). */
+  stopping: Promise<void>;
+  /** Ends the process through the same graceful path (for example when the worker fails). */
+  shutdown(exitCode: number): Promise<void>;
+}
+
+const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableError']);
+
+/**
+ * The common frame of every entry point (main, worker, api): configuration that fails fast with a message
+ * naming each variable, logging through pino with the Temporal runtime routed into it, and a graceful
+ * shutdown on SIGINT/SIGTERM (a second signal forces the exit).
+ */
+export function runEntry(name: string, start: (ctx: EntryContext) => Promise<void>): void {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    process.stderr.write(`${name}: ${(err as Error).message}\n`);
+    process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
+  }
+  const logger = createLogger({ level: config.logLevel, name });
+  installTemporalLogging(logger);
+
+  const steps: (() => Promise<void> | void)[] = [];
+  let stopping = false;
+  let resolveStopping!: () => void;
+  const stoppingPromise = new Promise<void>((r) => (resolveStopping = r));
+
+  const shutdown = async (exitCode: number): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    resolveStopping();
+    logger.info('shutting down');
+    for (const step of steps.reverse()) {
+      try {
+        await step();
+      } catch (err) {
+        logger.error({ err }, 'shutdown step failed');
+      }
+    }
+    logger.info('stopped');
+    process.exit(exitCode);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) {
+        logger.warn(`second ${signal}: exiting now`);
+        process.exit(130);
+      }
+      void shutdown(0);
+    });
+  }
+
+  start({ config, logger, onShutdown: (step) => void steps.push(step), stopping: stoppingPromise, shutdown }).catch(
+    async (err: unknown) => {
+      const e = err as Error;
+      if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
+      else logger.fatal({ err }, 'start-up failed');
+      await shutdown(1);
+    },
+  );
+}

@@ -1,0 +1,76 @@
+import { ConfigError, loadConfig } from '../../src/config';
+
+const REAL_BANK = {
+  BANK_BASE_URL: 'https://api.bank.example',
+  BANK_AUTH_URL: 'https://auth.bank.example',
+  BANK_CLIENT_ID: 'client',
+  BANK_CLIENT_SECRET: 'secret',
+  PUBLIC_BASE_URL: 'https://paylater.example/',
+  WEBHOOK_HASH_SECRET: 'x'.repeat(32),
+};
+
+function issuesOf(env: Record<string, string>): { variable: string; message: string }[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('runs the embedded stack with nothing configured', () => {
+    const config = loadConfig({});
+    expect(config.temporal.address).toBeUndefined();
+    expect(config.temporal.namespace).toBe('default');
+    expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, dataDir: 'data' });
+    expect(config.bank.embedded).toBe(true);
+    expect(config.port).toBe(3000);
+    expect(config.webhooks.publicBaseUrl).toBe('http://localhost:3000');
+    expect(config.webhooks.securityHeader).toBe('');
+  });
+
+  it('takes a real bank configuration and trims trailing slashes from URLs', () => {
+    const config = loadConfig({ ...REAL_BANK, TEMPORAL_ADDRESS: 'temporal:7233', PORT: '8080' });
+    expect(config.bank).toMatchObject({ embedded: false, baseUrl: 'https://api.bank.example', clientId: 'client' });
+    expect(config.webhooks.publicBaseUrl).toBe('https://paylater.example');
+    expect(config.temporal.address).toBe('temporal:7233');
+    expect(config.port).toBe(8080);
+  });
+
+  it('names every missing variable when a real bank is configured without its secrets', () => {
+    const issues = issuesOf({ BANK_BASE_URL: 'https://api.bank.example' });
+    expect(issues.map((i) => i.variable).sort()).toEqual(
+      ['BANK_AUTH_URL', 'BANK_CLIENT_ID', 'BANK_CLIENT_SECRET', 'PUBLIC_BASE_URL', 'WEBHOOK_HASH_SECRET'].sort(),
+    );
+    expect(issues[0]!.message).toMatch(/required when BANK_BASE_URL is set/);
+  });
+
+  it.each([
+    ['PORT', 'abc', /port/],
+    ['PORT', '70000', /0-65535/],
+    ['TEMPORAL_ADDRESS', 'no-port', /host:port/],
+    ['BANK_BASE_URL', 'ftp://bank', /http\(s\) URL/],
+    ['WEBHOOK_SECURITY_HEADER', 'Bearer abc!', /\[ a-zA-Z0-9=\+\/\]\*/],
+    ['WEBHOOK_HASH_SECRET', 'short', /32 characters/],
+    ['LOG_LEVEL', 'loud', /.+/],
+  ])('rejects %s=%s with a message naming it', (variable, value, message) => {
+    const issues = issuesOf({ [variable]: value });
+    const issue = issues.find((i) => i.variable === variable);
+    expect(issue?.message).toMatch(message);
+  });
+
+  it('accepts a security header made of the allowed characters, spaces included', () => {
+    expect(loadConfig({ WEBHOOK_SECURITY_HEADER: 'Basic dXNlcjpwYXNz=' }).webhooks.securityHeader).toBe('Basic dXNlcjpwYXNz=');
+  });
+
+  it('formats the error for a person: one line per variable, no stack needed', () => {
+    try {
+      loadConfig({ PORT: 'x', TEMPORAL_ADDRESS: 'bad' });
+    } catch (err) {
+      expect((err as Error).message).toMatch(/^Invalid configuration:\n {2}- PORT: .+\n {2}- TEMPORAL_ADDRESS: .+/);
+    }
+    expect.assertions(1);
+  });
+});
