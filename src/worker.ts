@@ -1,4 +1,4 @@
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { runEntry, StartupError } from './bootstrap';
 import type { Config } from './config';
 import { createActivities, createBankClient, createCallbackDispatcher, type Activities } from './activities';
@@ -13,6 +13,8 @@ export interface WorkerDeps {
   namespace: string;
   taskQueue: string;
   activities: Activities;
+  /** A prebuilt bundle (bundleWorkflowCode) instead of bundling src/workflows at start. */
+  workflowBundle?: WorkflowBundleOption;
 }
 
 /** The worker: every workflow in src/workflows, the given activities, a set shutdown grace time. */
@@ -21,7 +23,7 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: deps.activities,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
   });
