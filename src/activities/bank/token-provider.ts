@@ -172,8 +172,11 @@ export function bankMessage(text: string): string | undefined {
   return trimmed ? truncate(trimmed) : undefined;
 }
 
+/** Removes the secret as sent (form-encoded) and as plain text. */
 function redact(text: string | undefined, secret: string): string | undefined {
-  return text && secret ? text.split(secret).join('[redacted]') : text;
+  if (!text || !secret) return text;
+  const formEncoded = new URLSearchParams({ s: secret }).toString().slice(2);
+  return [formEncoded, encodeURIComponent(secret), secret].reduce((t, s) => t.split(s).join('[redacted]'), text);
 }
 
 function describe(err: unknown): string {
