@@ -30,7 +30,7 @@ interface ScriptRule {
 interface ApplicationState {
   record: ApplicationRecord;
   /** Sends held back by the reorder switch, released newest first after the last step. */
-  held: (() => void)[];
+  held: (() => Promise<void>)[];
 }
 
 /**
@@ -165,9 +165,14 @@ export class Applications {
         script.webhooks?.reorder === true,
       ).firstAttempt;
     }
-    if (isLast) for (const release of state.held.splice(0).reverse()) release();
+    if (isLast) void this.release(state.held.splice(0).reverse());
     this.schedule(state, index + 1);
     await first;
+  }
+
+  /** One after the other (each after the previous first attempt), so the receiver sees exactly this order. */
+  private async release(sends: (() => Promise<void>)[]): Promise<void> {
+    for (const send of sends) await send();
   }
 
   private change(state: ApplicationState, status: string): boolean {
@@ -206,11 +211,13 @@ export class Applications {
     for (let copy = 1; copy <= copiesOf(faults.duplicate); copy++) {
       const delivery = newDelivery(this.deps.clock, 'financeApplication', url, body, trigger, copy);
       record.webhooks.push(delivery);
-      const send = (): void => {
-        firsts.push(this.deps.sender.send(delivery, { delayMs: faults.delayMs }).firstAttempt);
+      const send = (): Promise<void> => {
+        const { firstAttempt } = this.deps.sender.send(delivery, { delayMs: faults.delayMs });
+        firsts.push(firstAttempt);
+        return firstAttempt;
       };
       if (hold) state.held.push(send);
-      else send();
+      else void send();
     }
     return { firstAttempt: Promise.all(firsts).then(() => undefined) };
   }
