@@ -1,0 +1,142 @@
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/types';
+import {
+  DEFAULT_TRANSACTION_BATCHES_PER_RUN,
+  DEFAULT_TRANSACTION_COALESCE_WINDOW,
+  DEFAULT_TRANSACTION_IDLE_TIMEOUT,
+  transactionEventSignal,
+  transactionEventsStateQuery,
+  type TransactionEventsInput,
+  type TransactionEventsState,
+  type TransactionsChangedEvent,
+} from '../shared/consent-refresh';
+import { ConsentId } from '../shared/search-attributes';
+import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
+
+const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVITY_OPTIONS);
+
+/**
+ * Per-consent hand-off of transactionEvents (operating-bank accounts), started or signalled by the receiver with
+ * signal-with-start. A burst is coalesced for `coalesceWindow` after its first event, then ONE merchant callback
+ * carries the union of the changed accounts; events that arrive meanwhile make the next batch. The run continues
+ * as new when its history grows, carrying undelivered accounts, and closes after `idleTimeout` without events.
+ */
+export async function transactionEventsWorkflow(input: TransactionEventsInput): Promise<TransactionEventsState> {
+  const { consentId, callbackUrl } = input;
+  const coalesceWindow = input.coalesceWindow ?? DEFAULT_TRANSACTION_COALESCE_WINDOW;
+  const idleTimeout = input.idleTimeout ?? DEFAULT_TRANSACTION_IDLE_TIMEOUT;
+  const maxBatchesPerRun = Math.max(1, input.maxBatchesPerRun ?? DEFAULT_TRANSACTION_BATCHES_PER_RUN);
+  const { workflowId, firstExecutionRunId } = workflowInfo();
+
+  // --- State: the handler only records; the body delivers.
+  const pending = new Set<string>(input.carried?.pendingAccountIds ?? []);
+  let pendingEvents = 0;
+  let eventType = 'NEW';
+  let events = input.carried?.events ?? 0;
+  let batches = input.carried?.batches ?? 0;
+  let batchesThisRun = 0;
+  const state = (): TransactionEventsState => ({ consentId, pendingAccountIds: [...pending], events, batches });
+
+  setHandler(transactionEventSignal, (event) => {
+    events++;
+    pendingEvents++;
+    if (event.eventType) eventType = event.eventType;
+    for (const account of event.accounts) pending.add(account.accountId);
+  });
+  setHandler(transactionEventsStateQuery, state);
+
+  if (!workflowInfo().typedSearchAttributes.get(ConsentId))
+    upsertSearchAttributes([{ key: ConsentId, value: consentId }]);
+
+  const deliver = async (batch: {
+    consentId: string;
+    eventType: string;
+    accountIds: string[];
+    events: number;
+    batch: number;
+  }): Promise<void> => {
+    if (!callbackUrl) {
+      log.info('transactionEvents coalesced (no merchant callback configured)', { ...batch });
+      return;
+    }
+    const event: TransactionsChangedEvent = {
+      type: 'transactionsChanged',
+      consentId: batch.consentId,
+      eventType: batch.eventType,
+      accounts: batch.accountIds.map((accountId) => ({ accountId })),
+      events: batch.events,
+      batch: batch.batch,
+    };
+    try {
+      await notifyMerchant.executeWithOptions(
+        { summary: `POST ${batch.accountIds.length} changed account(s) to the merchant (batch ${batch.batch})` },
+        // The chain's first run id makes the key unique per chain; the batch number per delivery within it.
+        [
+          {
+            url: callbackUrl,
+            idempotencyKey: `${workflowId}:${firstExecutionRunId}:${batch.batch}`,
+            event: { ...event },
+          },
+        ],
+      );
+      log.info('transactionEvents delivered to the merchant', {
+        consentId,
+        batch: batch.batch,
+        accounts: batch.accountIds.length,
+      });
+    } catch (err) {
+      // The merchant refused it (4xx) or stayed down past the retry budget: log loudly, keep serving later bursts.
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.error('transactionEvents batch not delivered', {
+        consentId,
+        batch: batch.batch,
+        accountIds: batch.accountIds,
+        error: err.cause?.message ?? err.message,
+      });
+    }
+  };
+
+  for (;;) {
+    setCurrentDetails(`Idle — ${events} transactionEvent(s), ${batches} batch(es) delivered so far`);
+    if (pending.size === 0) {
+      const woke = await condition(() => pending.size > 0, idleTimeout);
+      // Checked again: an event recorded in the same activation as the idle timer still gets delivered.
+      if (!woke && pending.size === 0) break;
+    }
+    await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
+
+    const accountIds = [...pending].sort();
+    const coalesced = pendingEvents;
+    pending.clear();
+    pendingEvents = 0;
+    batches++;
+    batchesThisRun++;
+    setCurrentDetails(`Delivering batch ${batches}: ${accountIds.length} account(s) from ${coalesced} event(s)`);
+    await deliver({ consentId, eventType, accountIds, events: coalesced, batch: batches });
+
+    if (batchesThisRun >= maxBatchesPerRun || workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      log.info('Continuing as new', { consentId, events, batches, pending: pending.size });
+      await continueAsNew<typeof transactionEventsWorkflow>({
+        ...input,
+        carried: { pendingAccountIds: [...pending], events, batches },
+      });
+    }
+  }
+
+  await condition(allHandlersFinished);
+  log.info('Transaction events idle: closing', { consentId, events, batches });
+  return state();
+}
