@@ -1,2 +1,4 @@
 // The worker's workflowsPath: every workflow type the task queue serves, re-exported (one file per workflow).
 export {};
+export * from './consent-refresh';
+export * from './transaction-events';
