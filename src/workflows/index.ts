@@ -2,3 +2,4 @@
 export {};
 export * from './consent-refresh';
 export * from './transaction-events';
+export * from './finance-application';

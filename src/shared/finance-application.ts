@@ -1,0 +1,143 @@
+/**
+ * The finance-application workflow's public shape: its messages (update, signal, query), input, state and
+ * defaults. Defined once here and used by the workflow, the merchant client and the webhook receiver.
+ * Types and constants only (plus @temporalio/workflow's define* helpers), so both sides may import it.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import {
+  FINANCE_APPLICATION_STATUS_ORDER,
+  TERMINAL_FINANCE_APPLICATION_STATUSES,
+  type CreateApplicationResponse,
+} from './bank-wire';
+
+/** How the workflow learned a status: the create response, a read after a webhook, or a fallback poll. */
+export type StatusSource = 'create' | 'webhook' | 'poll';
+
+/** One recorded status change (contract: GET /applications/:ref `history` items). */
+export interface StatusChange {
+  status: string;
+  /** ISO time the workflow learned it. */
+  at: string;
+  source: StatusSource;
+}
+
+/** Tunables of one application's lifecycle. Every field is optional; see FINANCE_APPLICATION_DEFAULTS. */
+export interface FinanceApplicationSettings {
+  /** Poll interval until the first webhook proves webhooks are live (ms). */
+  fastPollIntervalMs?: number;
+  /** Safety-net poll interval once webhooks are live (ms). */
+  slowPollIntervalMs?: number;
+  /** Stop following the application this long after the workflow first started (ms). */
+  deadlineMs?: number;
+  /** Statuses that end the workflow. */
+  terminalStatuses?: string[];
+  /** Rank of each status: a read with a lower rank than the current status is stale and ignored. */
+  statusOrder?: Record<string, number>;
+  /**
+   * Continue-as-new once the run's history has this many events, on top of the server's
+   * `continueAsNewSuggested` (tests use a small number to force it).
+   */
+  continueAsNewAfterEvents?: number;
+}
+
+/** Defaults: poll every 30 s until the first webhook, then every 15 min; give up after 30 days. */
+export const FINANCE_APPLICATION_DEFAULTS: Readonly<
+  Required<Omit<FinanceApplicationSettings, 'continueAsNewAfterEvents'>>
+> = {
+  fastPollIntervalMs: 30_000,
+  slowPollIntervalMs: 15 * 60_000,
+  deadlineMs: 30 * 24 * 60 * 60_000,
+  // The bank's status set is not shown: the sandbox's set (src/shared/bank-wire.ts).
+  terminalStatuses: [...TERMINAL_FINANCE_APPLICATION_STATUSES],
+  statusOrder: { ...FINANCE_APPLICATION_STATUS_ORDER },
+};
+
+/** State carried from one run to the next on continue-as-new (not for callers to set). */
+export interface FinanceApplicationCarriedState {
+  state: FinanceApplicationState;
+  /** Status changes not yet pushed to the merchant's callbackUrl. */
+  unsentNotifications: StatusChange[];
+  /** financeApplicationIds of webhooks received but not yet acted on. */
+  pendingWebhookIds: string[];
+}
+
+export interface FinanceApplicationInput {
+  merchantReference: string;
+  /** The bank's create request without webhookUrl (the activity adds the hashed one): redirectUrl and more. */
+  application: Record<string, unknown>;
+  /** Optional merchant URL that receives a POST for each status change (Idempotency-Key header). */
+  callbackUrl?: string;
+  settings?: FinanceApplicationSettings;
+  /** Id of the request that started the workflow: the update with the same id reports `created: true`. */
+  startRequestId?: string;
+  /** Set by the workflow itself when it continues as new. */
+  carried?: FinanceApplicationCarriedState;
+}
+
+/** The workflow's state; the query's and the result's view of it. */
+export interface FinanceApplicationState {
+  merchantReference: string;
+  financeApplicationId?: string;
+  /** The bank's create response. */
+  bank?: CreateApplicationResponse;
+  /** Latest recorded status. */
+  status?: string;
+  /** Every recorded status, oldest first, each once. */
+  history: StatusChange[];
+  /** True once the workflow stopped following the application. */
+  done: boolean;
+  /** Why it stopped: a terminal status or the deadline. */
+  outcome?: 'terminal' | 'deadline';
+  /** A webhook for this application arrived: polling has slowed down. */
+  webhooksLive: boolean;
+  /** Status-changed signals received (all of them, across runs). */
+  webhooksReceived: number;
+  /** Signals whose financeApplicationId is not this workflow's application: recorded and ignored. */
+  mismatchedWebhooks: number;
+  /** Status reads made (webhook-triggered and polls). */
+  statusReads: number;
+  /** Status reads that failed after the activity's retries (the next poll tries again). */
+  failedReads: number;
+  /** Merchant callbacks delivered / given up. */
+  notificationsSent: number;
+  notificationsFailed: number;
+  /** ISO time after which the workflow stops following the application. */
+  deadlineAt: string;
+  /** Runs of this workflow so far (1 + continue-as-new count). */
+  runs: number;
+}
+
+/** Result of the start update (contract: the body of POST /applications, plus `created`). */
+export interface FinanceApplicationStarted {
+  merchantReference: string;
+  workflowId: string;
+  financeApplicationId: string;
+  /** The bank's create response. */
+  bank: CreateApplicationResponse;
+  /** True when this request started the workflow (and so created the application at the bank). */
+  created: boolean;
+}
+
+/**
+ * Update sent with update-with-start: resolves with the bank's create response as soon as the application
+ * exists; fails with the creation's failure type when the bank refused it.
+ */
+export const startFinanceApplicationUpdate = defineUpdate<FinanceApplicationStarted, [{ requestId: string }]>(
+  'startFinanceApplication',
+);
+
+/** One signal per finance-application webhook (sent by the receiver). */
+export const financeApplicationStatusChangedSignal = defineSignal<[{ financeApplicationId: string }]>(
+  'financeApplicationStatusChanged',
+);
+
+/** Current status, history and counters. */
+export const financeApplicationStateQuery = defineQuery<FinanceApplicationState>('financeApplicationState');
+
+/** `ApplicationFailure.type` values the workflow and its update throw. */
+export const FinanceApplicationFailureType = {
+  /** The bank refused to create the application (its request was invalid or rejected). */
+  CreateRejected: 'FinanceApplicationCreateRejected',
+  /** The bank could not be reached to create the application within the activity's retries. */
+  CreateFailed: 'FinanceApplicationCreateFailed',
+} as const;
