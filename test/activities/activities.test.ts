@@ -12,6 +12,7 @@ import { financeApplicationWebhookUrl, isValidWebhookHash } from '../../src/secu
 import { BankFailureType, CALLBACK_REJECTED } from '../../src/shared/failure-types';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
+import { runActivity } from './helpers/run-activity';
 import { startMerchant } from './helpers/merchant-server';
 
 const clientId = 'merchant-app';
@@ -67,7 +68,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
   describe('createApplication', () => {
     it('merges the hashed webhookUrl into the merchant body and returns the whole bank response', async () => {
-      const created = await env.run(activities.createApplication, {
+      const created = await runActivity(env, activities.createApplication, {
         merchantReference: 'ref-1',
         application: { redirectUrl: 'https://shop.example/back', amount: 250, webhookUrl: 'https://evil.example/' },
       });
@@ -90,9 +91,9 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
   it('getApplicationStatus and startRefresh return the bank answers', async () => {
     await expect(
-      env.run(activities.getApplicationStatus, { financeApplicationId: 'fa-9', merchantReference: 'ref-1' }),
+      runActivity(env, activities.getApplicationStatus, { financeApplicationId: 'fa-9', merchantReference: 'ref-1' }),
     ).resolves.toMatchObject({ financeApplicationId: 'fa-9', status: 'IN_PROGRESS' });
-    await expect(env.run(activities.startRefresh, { consentId: 'consent-1' })).resolves.toEqual({
+    await expect(runActivity(env, activities.startRefresh, { consentId: 'consent-1' })).resolves.toEqual({
       taskId: expect.any(String),
     });
   });
@@ -102,7 +103,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('4xx → BankRejected, non-retryable, status in details', async () => {
       bank.override('getApplicationStatus', reply(404, { error: 'not_found', message: 'no such application' }));
-      const failure = await failureOf(env.run(activities.getApplicationStatus, status));
+      const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
       expect(failure.type).toBe(BankFailureType.Rejected);
       expect(failure.nonRetryable).toBe(true);
       expect(failure.details?.[0]).toMatchObject({
@@ -114,14 +115,14 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('401 twice → BankUnauthorized, non-retryable', async () => {
       bank.override('getApplicationStatus', reply(401, { error: 'invalid_token' }), 2);
-      const failure = await failureOf(env.run(activities.getApplicationStatus, status));
+      const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
       expect(failure.type).toBe(BankFailureType.Unauthorized);
       expect(failure.nonRetryable).toBe(true);
     });
 
     it('429 → BankRateLimited, retryable, nextRetryDelay from Retry-After', async () => {
       bank.override('startRefresh', reply(429, { error: 'slow_down' }, { 'retry-after': '3' }));
-      const failure = await failureOf(env.run(activities.startRefresh, { consentId: 'consent-1' }));
+      const failure = await failureOf(runActivity(env, activities.startRefresh, { consentId: 'consent-1' }));
       expect(failure.type).toBe(BankFailureType.RateLimited);
       expect(failure.nonRetryable).toBe(false);
       expect(failure.nextRetryDelay).toBe(3000);
@@ -129,7 +130,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('5xx → BankUnavailable, retryable', async () => {
       bank.override('getApplicationStatus', reply(502, 'bad gateway'));
-      const failure = await failureOf(env.run(activities.getApplicationStatus, status));
+      const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
       expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Unavailable, false]);
       expect(failure.details?.[0]).toMatchObject({ status: 502 });
     });
@@ -139,7 +140,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       const unreachable = createBankClient({ authUrl: down, baseUrl: down, clientId, clientSecret });
       try {
         const acts = createActivities({ bank: unreachable.client, webhooks });
-        const failure = await failureOf(env.run(acts.getApplicationStatus, status));
+        const failure = await failureOf(runActivity(env, acts.getApplicationStatus, status));
         expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Unavailable, false]);
         expect(failure.details?.[0]).toMatchObject({ code: 'ECONNREFUSED' });
       } finally {
@@ -149,7 +150,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('timeout (a bank that never answers) → BankUnavailable, retryable', async () => {
       bank.override('getApplicationStatus', hang);
-      const failure = await failureOf(env.run(activities.getApplicationStatus, status));
+      const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
       expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Unavailable, false]);
       expect(failure.details?.[0]).toMatchObject({ code: 'TIMEOUT' });
     });
@@ -157,7 +158,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('invalid 2xx body → BankInvalidResponse, non-retryable', async () => {
       bank.override('createApplication', reply(201, { id: 'no financeApplicationId here' }));
       const failure = await failureOf(
-        env.run(activities.createApplication, {
+        runActivity(env, activities.createApplication, {
           merchantReference: 'ref-1',
           application: { redirectUrl: 'https://x' },
         }),
@@ -171,7 +172,10 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     try {
       bank.override('getApplicationStatus', hang);
       const acts = createActivities({ bank: slow.client, webhooks });
-      const running = env.run(acts.getApplicationStatus, { financeApplicationId: 'fa-1', merchantReference: 'ref-1' });
+      const running = runActivity(env, acts.getApplicationStatus, {
+        financeApplicationId: 'fa-1',
+        merchantReference: 'ref-1',
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
       env.cancel();
       await expect(running).rejects.toBeInstanceOf(CancelledFailure);
@@ -192,7 +196,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('POSTs the event as JSON with the Idempotency-Key header', async () => {
       await expect(
-        env.run(activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'ref-1:APPROVED', event }),
+        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'ref-1:APPROVED', event }),
       ).resolves.toEqual({
         delivered: true,
         status: 200,
@@ -206,7 +210,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('4xx → MerchantCallbackRejected, non-retryable', async () => {
       merchant.answerNext(410);
       const failure = await failureOf(
-        env.run(activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([CALLBACK_REJECTED, true]);
     });
@@ -214,34 +218,38 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('5xx and connection refused → retryable', async () => {
       merchant.answerNext(500);
       const failure = await failureOf(
-        env.run(activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
       );
       expect(failure.nonRetryable).toBe(false);
       const refused = await failureOf(
-        env.run(activities.notifyMerchant, { url: `${await closedPortUrl()}/hook`, idempotencyKey: 'k', event }),
+        runActivity(env, activities.notifyMerchant, {
+          url: `${await closedPortUrl()}/hook`,
+          idempotencyKey: 'k',
+          event,
+        }),
       );
       expect(refused.nonRetryable).toBe(false);
     });
   });
 
   it('logs carry the workflow id and the bank ids, never the token, the secret or the callback URL path', async () => {
-    const created = await env.run(activities.createApplication, {
+    const created = await runActivity(env, activities.createApplication, {
       merchantReference: 'ref-1',
       application: { redirectUrl: 'https://shop.example/back' },
     });
     bank.revokeAllTokens(); // forces the 401 → fresh token path through the logs too
-    await env.run(activities.getApplicationStatus, {
+    await runActivity(env, activities.getApplicationStatus, {
       financeApplicationId: created.financeApplicationId,
       merchantReference: 'ref-1',
     });
-    const { taskId } = await env.run(activities.startRefresh, { consentId: 'consent-7' });
+    const { taskId } = await runActivity(env, activities.startRefresh, { consentId: 'consent-7' });
     bank.override('getApplicationStatus', reply(400, { error: 'bad', message: 'rejected' }));
     await env
       .run(activities.getApplicationStatus, { financeApplicationId: 'fa-x', merchantReference: 'ref-1' })
       .catch(() => undefined);
     const merchant = await startMerchant();
     try {
-      await env.run(activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event: {} });
+      await runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event: {} });
     } finally {
       await merchant.close();
     }
