@@ -4,6 +4,8 @@ import type { Logger } from '../logging';
 import { errorHandler, HttpError } from './errors';
 import type { Metrics } from './metrics';
 import { healthRoutes } from './routes/health';
+import { accountWebhookRoutes } from './routes/account-webhooks';
+import { consentRefreshRoutes } from './routes/consent-refresh';
 
 export interface AppDeps {
   /** Temporal client: every route is one call through it. */
@@ -35,6 +37,8 @@ export function createApp(deps: AppDeps): Express {
   });
 
   app.use(healthRoutes(deps));
+  app.use(accountWebhookRoutes(deps));
+  app.use(consentRefreshRoutes(deps));
 
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger));

@@ -69,6 +69,8 @@ export interface ConsentRefreshProgress {
   /** Further events for a (taskId, bankCode) already recorded. */
   duplicateEvents: number;
   endedBy?: RefreshEndReason;
+  /** Set (with done) when PUT /refresh failed for good: no task was started. */
+  error?: string;
 }
 
 export interface ConsentRefreshResult extends ConsentRefreshProgress {

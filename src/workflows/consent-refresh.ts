@@ -96,6 +96,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     staleEvents,
     duplicateEvents,
     ...(endedBy ? { endedBy } : {}),
+    ...(startFailure ? { error: startFailure } : {}),
   });
 
   // --- Handlers first, so an update-with-start or an early signal finds them in the first workflow task.
@@ -141,6 +142,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     if (isCancellation(err)) throw err;
     const ours = err instanceof ApplicationFailure && err.type === REFRESH_NOT_STARTED;
     startFailure = ours ? err.message : `PUT /refresh failed: ${err instanceof Error ? err.message : String(err)}`;
+    done = true;
     setCurrentDetails(`**Refresh not started**: ${startFailure}`);
     log.warn('Refresh not started', { consentId, error: startFailure });
     await condition(allHandlersFinished); // attach updates answer with the failure before the run closes

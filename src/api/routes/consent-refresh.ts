@@ -1,0 +1,85 @@
+import express, { Router } from 'express';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
+import { getConsentRefreshProgress, startConsentRefresh } from '../../client/consent-refresh';
+import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
+import { REFERENCE_PATTERN } from '../../shared/ids';
+import type { AppDeps } from '../app';
+import { HttpError } from '../errors';
+
+const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A duration as milliseconds (number) or a string such as "500ms", "30s", "5m", "1h". */
+const DurationSchema = z
+  .union([
+    z.number().int().positive(),
+    z
+      .string()
+      .regex(/^\d+(\.\d+)?\s*(ms|s|m|h)$/, 'must be milliseconds or a string like "30s", "5m", "1h"')
+      .transform((s) => {
+        const [, value, unit] = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(s)!;
+        return Math.round(Number(value) * UNIT_MS[unit!]!);
+      }),
+  ])
+  .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, 'must be between 1 ms and 24 h');
+
+const StartRefreshBody = z
+  .object({
+    expectedBankCodes: z.array(z.string().trim().min(1).max(64)).max(100).optional(),
+    timeout: DurationSchema.optional(),
+    quietPeriod: DurationSchema.optional(),
+  })
+  .strict();
+
+const consentIdOf = (raw: string | string[] | undefined): string => {
+  const consentId = typeof raw === 'string' ? raw : '';
+  if (!REFERENCE_PATTERN.test(consentId)) throw new HttpError(400, 'consentId must match [A-Za-z0-9._~-]{1,128}');
+  return consentId;
+};
+
+/**
+ * Merchant facade for consent refreshes (DESIGN.md contract), a thin layer over src/client/consent-refresh.ts:
+ * - `POST /consents/:consentId/refresh` `{ expectedBankCodes?, timeout?, quietPeriod? }` → 202 `{ consentId,
+ *   workflowId, taskId }`: starts a refresh or attaches to the running one (same taskId).
+ * - `GET /consents/:consentId/refresh` → progress of the latest refresh; 404 if none was ever started.
+ */
+export function consentRefreshRoutes(deps: AppDeps): Router {
+  const router = Router();
+  const json = express.json({ limit: '16kb' });
+
+  router.post('/consents/:consentId/refresh', json, async (req, res) => {
+    const consentId = consentIdOf(req.params.consentId);
+    const body = StartRefreshBody.parse(req.body ?? {});
+    try {
+      const started = await startConsentRefresh(deps.client, { consentId, ...body }, { taskQueue: deps.taskQueue });
+      deps.logger.info(
+        { consentId, taskId: started.taskId, workflowId: started.workflowId },
+        'consent refresh started or attached',
+      );
+      res.status(202).json({ consentId, workflowId: started.workflowId, taskId: started.taskId });
+    } catch (err) {
+      const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+      if (cause instanceof ApplicationFailure && cause.type === REFRESH_NOT_STARTED) {
+        throw new HttpError(502, `The bank did not start the refresh: ${cause.message}`);
+      }
+      throw err;
+    }
+  });
+
+  router.get('/consents/:consentId/refresh', async (req, res) => {
+    const consentId = consentIdOf(req.params.consentId);
+    let progress: ConsentRefreshProgress;
+    try {
+      progress = await getConsentRefreshProgress(deps.client, consentId);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError)
+        throw new HttpError(404, `No refresh was started for consent ${consentId}`);
+      throw err;
+    }
+    res.json({ ...progress, taskId: progress.taskId ?? null });
+  });
+
+  return router;
+}
