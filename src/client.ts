@@ -3,3 +3,4 @@
  * refreshes. The REST facade (src/api/routes) is a thin layer over these same functions.
  */
 export * from './client/consent-refresh';
+export * from './client/finance-applications';

@@ -4,6 +4,8 @@ import type { Logger } from '../logging';
 import { errorHandler, HttpError } from './errors';
 import type { Metrics } from './metrics';
 import { healthRoutes } from './routes/health';
+import { financeApplicationWebhookRoutes } from './routes/finance-application-webhooks';
+import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 
@@ -39,6 +41,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(healthRoutes(deps));
   app.use(accountWebhookRoutes(deps));
   app.use(consentRefreshRoutes(deps));
+  app.use(financeApplicationWebhookRoutes(deps));
+  app.use(financeApplicationRoutes(deps));
 
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger));

@@ -1,0 +1,81 @@
+import express, { Router } from 'express';
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { z } from 'zod';
+import {
+  FinanceApplicationFailureType,
+  getFinanceApplication,
+  startFinanceApplication,
+} from '../../client/finance-applications';
+import { REFERENCE_PATTERN } from '../../shared/ids';
+import type { AppDeps } from '../app';
+import { HttpError } from '../errors';
+
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+/** POST /applications: our two fields plus the bank's create request (redirectUrl and anything else, passed on). */
+export const StartApplicationSchema = z.looseObject({
+  merchantReference: z.string().regex(REFERENCE_PATTERN, 'letters, digits and . _ ~ - (1 to 128)'),
+  redirectUrl: httpUrl,
+  /** Ours, not the bank's: where each status change is pushed. */
+  callbackUrl: httpUrl.optional(),
+});
+
+/**
+ * The merchant facade over src/client/finance-applications.ts (DESIGN.md contract):
+ * - `POST /applications` → 201 (200 when the reference already existed) `{ merchantReference, workflowId,
+ *   financeApplicationId, bank }`; 422 when the bank refused the application, 502 when it could not be reached.
+ * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
+ */
+export function financeApplicationRoutes(deps: AppDeps): Router {
+  const router = Router();
+
+  router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
+    if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
+    const { merchantReference, callbackUrl, ...application } = StartApplicationSchema.parse(req.body);
+    let started;
+    try {
+      started = await startFinanceApplication(
+        deps.client,
+        { merchantReference, callbackUrl, application },
+        { taskQueue: deps.taskQueue },
+      );
+    } catch (err) {
+      throw creationError(err);
+    }
+    deps.logger.info(
+      { merchantReference, financeApplicationId: started.financeApplicationId, created: started.created },
+      started.created ? 'finance application started' : 'finance application already existed',
+    );
+    const { created: _created, ...body } = started;
+    res.status(started.created ? 201 : 200).json(body);
+  });
+
+  router.get('/applications/:ref', async (req, res) => {
+    const { ref } = req.params;
+    if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
+    try {
+      const s = await getFinanceApplication(deps.client, ref);
+      res.json({
+        merchantReference: s.merchantReference,
+        financeApplicationId: s.financeApplicationId ?? null,
+        status: s.status ?? null,
+        done: s.done,
+        history: s.history,
+      });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
+      throw err;
+    }
+  });
+
+  return router;
+}
+
+/** The bank's refusal is the merchant's to fix (422); an unreachable bank is ours (502). Others pass through. */
+function creationError(err: unknown): unknown {
+  if (!(err instanceof WorkflowUpdateFailedError) || !(err.cause instanceof ApplicationFailure)) return err;
+  const { type, message } = err.cause;
+  if (type === FinanceApplicationFailureType.CreateRejected) return new HttpError(422, message);
+  if (type === FinanceApplicationFailureType.CreateFailed) return new HttpError(502, message);
+  return err;
+}
