@@ -66,7 +66,12 @@ export function createActivities(deps: ActivityDeps): Activities {
     async getApplicationStatus({ financeApplicationId, merchantReference }) {
       try {
         const status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
-        log.info('Finance application status read', { merchantReference, financeApplicationId, status: status.status });
+        // Debug: polls are frequent; status changes are recorded by the workflow itself.
+        log.debug('Finance application status read', {
+          merchantReference,
+          financeApplicationId,
+          status: status.status,
+        });
         return status;
       } catch (err) {
         throw failed('getApplicationStatus', err, { merchantReference, financeApplicationId });

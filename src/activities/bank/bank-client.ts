@@ -174,7 +174,10 @@ export class BankClient {
     if (status === 429)
       throw new BankRateLimitedError(call.operation, parseRetryAfter(headers['retry-after'], this.now()));
     if (status === 403) throw new BankUnauthorizedError(call.operation, status, bankMessage(text));
-    if (status >= 500) throw new BankUnavailableError(call.operation, `bank answered HTTP ${status}`, { status });
+    // 408 is the bank giving up on a slow request: as transient as a 5xx.
+    if (status >= 500 || status === 408) {
+      throw new BankUnavailableError(call.operation, `bank answered HTTP ${status}`, { status });
+    }
     // 3xx are not followed (the bank documents none) and count as a refusal like 4xx.
     const body = bankErrorBodySchema.safeParse(safeJson(text));
     throw new BankRejectedError(call.operation, status, body.success ? body.data.error : undefined, bankMessage(text));
