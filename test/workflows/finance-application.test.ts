@@ -1,0 +1,244 @@
+/**
+ * The workflow's logic on the real dev server with typed jest.fn activities (the bank is scripted in memory).
+ * The sandbox-over-HTTP versions of these behaviours are in test/api/finance-application*.test.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Activities } from '../../src/activities/types';
+import {
+  awaitFinanceApplication,
+  financeApplicationHandle,
+  getFinanceApplication,
+  startFinanceApplication,
+  type FinanceApplicationSettings,
+} from '../../src/client/finance-applications';
+import { BankFailureType } from '../../src/shared/failure-types';
+import {
+  FinanceApplicationFailureType,
+  financeApplicationStateQuery,
+  financeApplicationStatusChangedSignal,
+} from '../../src/shared/finance-application';
+import { FinanceApplicationStatus } from '../../src/shared/search-attributes';
+import { connectTestTemporal, eventually, withWorker, type TemporalTestContext } from '../helpers/temporal';
+
+/** An in-memory bank: one status per application id, changed by the test. */
+function fakeBank() {
+  const statuses = new Map<string, string>();
+  let next = 0;
+  const activities = {
+    createApplication: jest.fn<
+      ReturnType<Activities['createApplication']>,
+      Parameters<Activities['createApplication']>
+    >(async () => {
+      const id = `fa-${++next}-${randomUUID()}`;
+      statuses.set(id, 'CREATED');
+      return { financeApplicationId: id, status: 'CREATED', extra: 'kept' };
+    }),
+    getApplicationStatus: jest.fn<
+      ReturnType<Activities['getApplicationStatus']>,
+      Parameters<Activities['getApplicationStatus']>
+    >(async ({ financeApplicationId }) => ({ status: statuses.get(financeApplicationId) ?? 'CREATED' })),
+    startRefresh: jest.fn<ReturnType<Activities['startRefresh']>, Parameters<Activities['startRefresh']>>(),
+    notifyMerchant: jest.fn<ReturnType<Activities['notifyMerchant']>, Parameters<Activities['notifyMerchant']>>(
+      async () => ({ delivered: true, status: 204 }),
+    ),
+  } satisfies Activities;
+  return { activities, statuses };
+}
+
+/** Webhooks alone drive reads in these tests unless one sets a short fast poll. */
+const WEBHOOK_DRIVEN: FinanceApplicationSettings = { fastPollIntervalMs: 3_600_000, slowPollIntervalMs: 3_600_000 };
+
+describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () => {
+  let t: TemporalTestContext;
+  let workflowBundle: WorkflowBundleWithSourceMap;
+  beforeAll(async () => {
+    t = await connectTestTemporal();
+    workflowBundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../src/workflows'),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+    });
+  });
+  afterAll(async () => t.close());
+
+  const run = <T>(activities: Activities, fn: () => Promise<T>) =>
+    withWorker({ connection: t.nativeConnection, taskQueue: t.taskQueue, workflowBundle, activities }, fn);
+  const start = (
+    merchantReference: string,
+    settings: FinanceApplicationSettings = WEBHOOK_DRIVEN,
+    callbackUrl?: string,
+  ) =>
+    startFinanceApplication(
+      t.client,
+      {
+        merchantReference,
+        application: { redirectUrl: 'https://shop.example/back', basket: 42 },
+        settings,
+        callbackUrl,
+      },
+      { taskQueue: t.taskQueue },
+    );
+
+  it('starts once per reference, records forward-only statuses once, coalesces bursts, ignores foreign ids', async () => {
+    const { activities, statuses } = fakeBank();
+    const ref = `wf-${randomUUID()}`;
+    await run(activities, async () => {
+      const [first, second] = await Promise.all([start(ref), start(ref)]);
+      expect(second.financeApplicationId).toBe(first.financeApplicationId);
+      expect([first.created, second.created].sort()).toEqual([false, true]);
+      expect(first.bank).toMatchObject({ financeApplicationId: first.financeApplicationId, extra: 'kept' });
+      expect(activities.createApplication).toHaveBeenCalledTimes(1);
+      expect(activities.createApplication.mock.calls[0]![0]).toEqual({
+        merchantReference: ref,
+        application: { redirectUrl: 'https://shop.example/back', basket: 42, merchantReference: ref },
+      });
+      const id = first.financeApplicationId;
+      const handle = financeApplicationHandle(t.client, ref);
+      const signal = (financeApplicationId = id) =>
+        handle.signal(financeApplicationStatusChangedSignal, { financeApplicationId });
+
+      statuses.set(id, 'IN_PROGRESS');
+      await signal();
+      await eventually(async () =>
+        (await getFinanceApplication(t.client, ref)).status === 'IN_PROGRESS' ? true : undefined,
+      );
+
+      // A burst of 20 webhooks for one change: far fewer reads than webhooks, one recorded status.
+      statuses.set(id, 'APPROVED');
+      const readsBefore = activities.getApplicationStatus.mock.calls.length;
+      await Promise.all(Array.from({ length: 20 }, () => signal()));
+      await eventually(async () =>
+        (await getFinanceApplication(t.client, ref)).status === 'APPROVED' ? true : undefined,
+      );
+      await eventually(async () =>
+        (await handle.query(financeApplicationStateQuery)).webhooksReceived === 21 ? true : undefined,
+      );
+      expect(activities.getApplicationStatus.mock.calls.length - readsBefore).toBeLessThan(20);
+
+      // A stale read (the bank answers an older status) is not a regression; a foreign id triggers no read.
+      statuses.set(id, 'IN_PROGRESS');
+      await signal();
+      const readsAfterStale = await eventually(async () => {
+        const s = await handle.query(financeApplicationStateQuery);
+        return s.webhooksReceived === 22 && s.statusReads === activities.getApplicationStatus.mock.calls.length
+          ? s.statusReads
+          : undefined;
+      });
+      await signal('someone-elses-application');
+      await eventually(async () =>
+        (await handle.query(financeApplicationStateQuery)).mismatchedWebhooks === 1 ? true : undefined,
+      );
+      expect(activities.getApplicationStatus.mock.calls.length).toBe(readsAfterStale);
+
+      statuses.set(id, 'COMPLETED');
+      await signal();
+      const final = await awaitFinanceApplication(t.client, ref);
+      expect(final.history.map((h) => [h.status, h.source])).toEqual([
+        ['CREATED', 'create'],
+        ['IN_PROGRESS', 'webhook'],
+        ['APPROVED', 'webhook'],
+        ['COMPLETED', 'webhook'],
+      ]);
+      expect(final).toMatchObject({
+        done: true,
+        outcome: 'terminal',
+        status: 'COMPLETED',
+        webhooksLive: true,
+        mismatchedWebhooks: 1,
+      });
+      const described = await handle.describe();
+      expect(described.typedSearchAttributes.get(FinanceApplicationStatus)).toBe('COMPLETED');
+      expect(await described.staticSummary()).toBe(`Finance application ${ref}`);
+
+      // After completion the same reference returns the same application, still without a second POST.
+      const again = await start(ref);
+      expect(again).toMatchObject({ financeApplicationId: id, created: false });
+      expect(activities.createApplication).toHaveBeenCalledTimes(1);
+    });
+  });
+
+  it('polls without webhooks, ends at the deadline, and pushes each change to the merchant once', async () => {
+    const { activities, statuses } = fakeBank();
+    const ref = `wf-poll-${randomUUID()}`;
+    await run(activities, async () => {
+      const { financeApplicationId: id } = await start(
+        ref,
+        { fastPollIntervalMs: 50, slowPollIntervalMs: 50, deadlineMs: 1_500 },
+        'https://merchant.example/hooks?token=secret',
+      );
+      statuses.set(id, 'IN_PROGRESS');
+      const final = await awaitFinanceApplication(t.client, ref);
+      expect(final).toMatchObject({ done: true, outcome: 'deadline', status: 'IN_PROGRESS', webhooksLive: false });
+      expect(final.history.map((h) => [h.status, h.source])).toEqual([
+        ['CREATED', 'create'],
+        ['IN_PROGRESS', 'poll'],
+      ]);
+      expect(activities.notifyMerchant.mock.calls.map(([c]) => [c.idempotencyKey, c.event.status])).toEqual([
+        [`finance-application:${ref}:CREATED`, 'CREATED'],
+        [`finance-application:${ref}:IN_PROGRESS`, 'IN_PROGRESS'],
+      ]);
+      expect(final.notificationsSent).toBe(2);
+    });
+  });
+
+  it('continues as new when forced, carrying history and every signal', async () => {
+    const { activities, statuses } = fakeBank();
+    const ref = `wf-can-${randomUUID()}`;
+    await run(activities, async () => {
+      const { financeApplicationId: id } = await start(ref, { ...WEBHOOK_DRIVEN, continueAsNewAfterEvents: 20 });
+      const handle = financeApplicationHandle(t.client, ref);
+      const firstRunId = (await handle.describe()).runId;
+      const order = ['IN_PROGRESS', 'APPROVED', 'SIGNED'];
+      let sent = 0;
+      for (const status of order) {
+        statuses.set(id, status);
+        // Several webhooks per change, some while the workflow is continuing as new.
+        for (let i = 0; i < 4; i++, sent++)
+          await handle.signal(financeApplicationStatusChangedSignal, { financeApplicationId: id });
+        await eventually(async () =>
+          (await handle.query(financeApplicationStateQuery)).status === status ? true : undefined,
+        );
+      }
+      statuses.set(id, 'COMPLETED');
+      await handle.signal(financeApplicationStatusChangedSignal, { financeApplicationId: id });
+      sent++;
+      const final = await awaitFinanceApplication(t.client, ref);
+      expect(final.runs).toBeGreaterThan(1);
+      expect((await handle.describe()).runId).not.toBe(firstRunId);
+      expect(final.webhooksReceived).toBe(sent);
+      expect(final.history.map((h) => h.status)).toEqual(['CREATED', ...order, 'COMPLETED']);
+    });
+  });
+
+  it('fails the update and the workflow with a typed failure when the bank refuses the application', async () => {
+    const { activities } = fakeBank();
+    activities.createApplication.mockRejectedValueOnce(
+      ApplicationFailure.create({
+        type: BankFailureType.Rejected,
+        message: 'redirectUrl not allowed',
+        nonRetryable: true,
+      }),
+    );
+    const ref = `wf-rejected-${randomUUID()}`;
+    await run(activities, async () => {
+      const err: unknown = await start(ref).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((err as WorkflowUpdateFailedError).cause).toMatchObject({
+        type: FinanceApplicationFailureType.CreateRejected,
+      });
+      const result: unknown = await awaitFinanceApplication(t.client, ref).catch((e: unknown) => e);
+      expect(result).toBeInstanceOf(WorkflowFailedError);
+      expect((result as WorkflowFailedError).cause).toMatchObject({
+        type: FinanceApplicationFailureType.CreateRejected,
+      });
+
+      // A failed creation may be tried again with the same reference: a new run, a new application.
+      const retried = await start(ref);
+      expect(retried.created).toBe(true);
+      expect(activities.createApplication).toHaveBeenCalledTimes(2);
+      await t.client.workflow.getHandle(retried.workflowId).terminate('test done');
+    });
+  });
+});
