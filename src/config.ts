@@ -81,11 +81,18 @@ const EnvSchema = z
   })
   .superRefine((env, ctx) => {
     if (!env.BANK_BASE_URL) {
-      if (env.BANK_AUTH_URL) ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
+      if (env.BANK_AUTH_URL)
+        ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
       return;
     }
     // Talking to a real bank: no development defaults.
-    for (const key of ['BANK_AUTH_URL', 'BANK_CLIENT_ID', 'BANK_CLIENT_SECRET', 'PUBLIC_BASE_URL', 'WEBHOOK_HASH_SECRET'] as const) {
+    for (const key of [
+      'BANK_AUTH_URL',
+      'BANK_CLIENT_ID',
+      'BANK_CLIENT_SECRET',
+      'PUBLIC_BASE_URL',
+      'WEBHOOK_HASH_SECRET',
+    ] as const) {
       if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
     }
   });
@@ -136,7 +143,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? '(environment)'), message: issue.message })),
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? '(environment)'),
+        message: issue.message,
+      })),
     );
   }
   const e = parsed.data;

@@ -22,7 +22,9 @@ const REDACT = [
   '*.authorization',
 ];
 
-export function createLogger(options: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
+export function createLogger(
+  options: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
+): Logger {
   return pino(
     { level: options.level ?? 'info', name: options.name, redact: { paths: REDACT, censor: '[redacted]' } },
     options.destination,

@@ -88,8 +88,12 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
     '',
     'Pay-later integration is running:',
     `  API and webhook receiver  ${apiUrl}   (readiness: ${apiUrl}/readyz)`,
-    uiUrl ? `  Temporal Web UI           ${uiUrl}` : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
-    sandboxUrl ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)` : `  Bank                      ${bank.baseUrl}`,
+    uiUrl
+      ? `  Temporal Web UI           ${uiUrl}`
+      : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
+    sandboxUrl
+      ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
+      : `  Bank                      ${bank.baseUrl}`,
     `  Task queue                ${config.temporal.taskQueue}`,
     'Try:',
     `  curl -s -X POST ${apiUrl}/applications -H 'content-type: application/json' \\`,

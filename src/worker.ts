@@ -23,7 +23,9 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+    ...(deps.workflowBundle
+      ? { workflowBundle: deps.workflowBundle }
+      : { workflowsPath: require.resolve('./workflows') }),
     activities: deps.activities,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
   });
@@ -87,7 +89,9 @@ export async function startWorker(options: {
 if (require.main === module) {
   runEntry('worker', async ({ config, logger, onShutdown, shutdown }) => {
     if (!config.temporal.address) {
-      throw new StartupError('TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)');
+      throw new StartupError(
+        'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
+      );
     }
     if (!config.bank.authUrl || !config.bank.baseUrl) {
       throw new StartupError('BANK_BASE_URL and BANK_AUTH_URL are required for `npm run worker`');

@@ -57,5 +57,7 @@ export async function connectWorker(target: TemporalTarget): Promise<NativeConne
 
 /** Readiness: the namespace answers within a short deadline. */
 export async function checkTemporal(connection: Connection, namespace: string, timeoutMs = 2_000): Promise<void> {
-  await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.describeNamespace({ namespace }));
+  await connection.withDeadline(Date.now() + timeoutMs, () =>
+    connection.workflowService.describeNamespace({ namespace }),
+  );
 }

@@ -33,8 +33,19 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
 ];
 
-export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'> & { dbFile?: string }): string[] {
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--ui-port', String(options.uiPort)];
+export function devServerArgs(
+  options: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'> & { dbFile?: string },
+): string[] {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--ui-port',
+    String(options.uiPort),
+  ];
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   if (options.namespace !== 'default') args.push('--namespace', options.namespace);
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);

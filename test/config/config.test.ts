@@ -62,7 +62,9 @@ describe('loadConfig', () => {
   });
 
   it('accepts a security header made of the allowed characters, spaces included', () => {
-    expect(loadConfig({ WEBHOOK_SECURITY_HEADER: 'Basic dXNlcjpwYXNz=' }).webhooks.securityHeader).toBe('Basic dXNlcjpwYXNz=');
+    expect(loadConfig({ WEBHOOK_SECURITY_HEADER: 'Basic dXNlcjpwYXNz=' }).webhooks.securityHeader).toBe(
+      'Basic dXNlcjpwYXNz=',
+    );
   });
 
   it('formats the error for a person: one line per variable, no stack needed', () => {

@@ -4,7 +4,13 @@ import pino from 'pino';
 import { createApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
-import { createActivities, createBankClient, createCallbackDispatcher, type Activities, type BankClientHandle } from '../../src/activities';
+import {
+  createActivities,
+  createBankClient,
+  createCallbackDispatcher,
+  type Activities,
+  type BankClientHandle,
+} from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
 import { checkTemporal } from '../../src/temporal/connection';
 import { createWorker } from '../../src/worker';

@@ -51,7 +51,11 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
 }
 
 /** Polls `probe` until it returns a value other than undefined (bounded; never used to assert timing). */
-export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
