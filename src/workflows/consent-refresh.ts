@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   allHandlersFinished,
@@ -141,7 +142,9 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
   } catch (err) {
     if (isCancellation(err)) throw err;
     const ours = err instanceof ApplicationFailure && err.type === REFRESH_NOT_STARTED;
-    startFailure = ours ? err.message : `PUT /refresh failed: ${err instanceof Error ? err.message : String(err)}`;
+    // An ActivityFailure's own message is generic: the bank's reason is its cause's.
+    const reason = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : String(err);
+    startFailure = ours ? err.message : `PUT /refresh failed: ${reason}`;
     done = true;
     setCurrentDetails(`**Refresh not started**: ${startFailure}`);
     log.warn('Refresh not started', { consentId, error: startFailure });

@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Activities } from '../../src/activities/types';
+import {
+  awaitConsentRefreshResult,
+  consentRefreshHandle,
+  getConsentRefreshProgress,
+  startConsentRefresh,
+} from '../../src/client/consent-refresh';
+import type { AccountEventBody } from '../../src/shared/bank-wire';
+import { accountEventSignal, REFRESH_NOT_STARTED } from '../../src/shared/consent-refresh';
+import { ConsentId, RefreshTaskId } from '../../src/shared/search-attributes';
+import { connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
+
+/**
+ * consentRefreshWorkflow's logic on the real dev server, with typed jest.fn activities standing in for the bank
+ * (the bank itself is exercised in consent-refresh.integration.test.ts).
+ */
+
+type StartRefresh = Activities['startRefresh'];
+const startRefresh = jest.fn<ReturnType<StartRefresh>, Parameters<StartRefresh>>();
+const notUsed = () => Promise.reject(new Error('not used in these tests'));
+const activities: Activities = {
+  startRefresh,
+  createApplication: notUsed,
+  getApplicationStatus: notUsed,
+  notifyMerchant: notUsed,
+};
+
+const bankEvent = (consentId: string, taskId: string, bankCode: string, taskStatus = 'FINISHED'): AccountEventBody => ({
+  consentId,
+  taskId,
+  taskStatus,
+  bankCode,
+  bankName: `Bank ${bankCode}`,
+  accounts: [{ accountId: `${bankCode}-1`, eventType: 'ADDED' }],
+});
+
+describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities)', () => {
+  let t: TemporalTestContext;
+  let bundle: WorkflowBundleWithSourceMap;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  beforeAll(async () => {
+    t = await connectTestTemporal();
+    bundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../src/workflows/consent-refresh'),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
+    });
+    worker = await Worker.create({
+      connection: t.nativeConnection,
+      taskQueue: t.taskQueue,
+      workflowBundle: bundle,
+      activities,
+    });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await t?.close();
+  });
+  beforeEach(() => startRefresh.mockReset());
+
+  const start = (consentId: string, extra: Record<string, unknown> = {}) =>
+    startConsentRefresh(t.client, { consentId, timeout: '60s', ...extra }, { taskQueue: t.taskQueue });
+
+  it('keeps an event that came before PUT /refresh answered, ignores duplicates, counts stale ones, records a failed bank', async () => {
+    const consentId = `c-${randomUUID()}`;
+    const taskId = `task-${randomUUID()}`;
+    let answer!: (value: { taskId: string }) => void;
+    startRefresh.mockImplementation(() => new Promise((resolve) => (answer = resolve)));
+
+    const started = start(consentId, { expectedBankCodes: ['AAA', 'BBB', 'CCC'] });
+    await eventually(() => (startRefresh.mock.calls.length === 1 ? true : undefined));
+    const handle = consentRefreshHandle(t.client, consentId);
+    // While PUT /refresh is still open: one event of this task (matched later) and one of an older task.
+    await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'AAA'));
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'an-earlier-task', 'BBB'));
+    expect((await getConsentRefreshProgress(t.client, consentId)).taskId).toBeUndefined();
+    answer({ taskId });
+
+    expect(await started).toEqual({ consentId, workflowId: handle.workflowId, taskId });
+    await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'AAA'));
+    await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'BBB', 'FAILED'));
+    await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'CCC'));
+
+    const result = await awaitConsentRefreshResult(t.client, consentId);
+    expect(result).toMatchObject({
+      consentId,
+      taskId,
+      done: true,
+      endedBy: 'all-reported',
+      missing: [],
+      staleEvents: 1,
+      duplicateEvents: 1,
+    });
+    expect(result.banks.map((b) => [b.bankCode, b.taskStatus, b.succeeded])).toEqual([
+      ['AAA', 'FINISHED', true],
+      ['BBB', 'FAILED', false],
+      ['CCC', 'FINISHED', true],
+    ]);
+    expect(result.banks[0]).toMatchObject({
+      bankName: 'Bank AAA',
+      accounts: [{ accountId: 'AAA-1', eventType: 'ADDED' }],
+    });
+    expect(typeof result.banks[0]!.at).toBe('string');
+    expect(startRefresh).toHaveBeenCalledTimes(1);
+    expect(startRefresh).toHaveBeenCalledWith({ consentId });
+
+    // Tracing: search attributes and static summary, read from the execution itself.
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(ConsentId)).toBe(consentId);
+    expect(description.typedSearchAttributes.get(RefreshTaskId)).toBe(taskId);
+    expect(await description.staticSummary()).toContain(consentId);
+  });
+
+  it('without expected banks, ends after the quiet period that follows the last bank', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockResolvedValue({ taskId: 'task-q' });
+    await start(consentId, { quietPeriod: '1s' });
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-q', 'AAA'));
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-q', 'BBB'));
+
+    const result = await handle.result();
+    expect(result.endedBy).toBe('quiet-period');
+    expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA', 'BBB']);
+    expect(result.missing).toEqual([]);
+  });
+
+  it('ends at the timeout with the banks that answered and the missing ones', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockResolvedValue({ taskId: 'task-t' });
+    await start(consentId, { expectedBankCodes: ['AAA', 'BBB'], timeout: '2s' });
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-t', 'AAA'));
+
+    const result = await handle.result();
+    expect(result).toMatchObject({ endedBy: 'timeout', missing: ['BBB'], staleEvents: 0 });
+    expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA']);
+  });
+
+  it('attaches a second caller to the running refresh (one PUT /refresh), and starts a new run after it closed', async () => {
+    const consentId = `c-${randomUUID()}`;
+    let n = 0;
+    startRefresh.mockImplementation(async () => ({ taskId: `task-${++n}` }));
+
+    const [first, second] = await Promise.all([
+      start(consentId, { expectedBankCodes: ['AAA'] }),
+      start(consentId, { expectedBankCodes: ['AAA'] }),
+    ]);
+    expect(first.taskId).toBe('task-1');
+    expect(second.taskId).toBe('task-1');
+    expect(startRefresh).toHaveBeenCalledTimes(1);
+
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-1', 'AAA'));
+    expect((await handle.result()).endedBy).toBe('all-reported');
+
+    const again = await start(consentId, { expectedBankCodes: ['AAA'] });
+    expect(again.taskId).toBe('task-2');
+    expect(startRefresh).toHaveBeenCalledTimes(2);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-1', 'AAA')); // the old task's: stale now
+    expect((await getConsentRefreshProgress(t.client, consentId)).staleEvents).toBe(1);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-2', 'AAA'));
+    const result = await awaitConsentRefreshResult(t.client, consentId);
+    expect(result).toMatchObject({ taskId: 'task-2', staleEvents: 1, endedBy: 'all-reported' });
+  });
+
+  it('fails the refresh (and every attached caller) with RefreshNotStarted when the bank refuses PUT /refresh', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockRejectedValue(ApplicationFailure.nonRetryable('consent unknown to the bank', 'BankRejected'));
+
+    const err: unknown = await start(consentId).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(((err as WorkflowUpdateFailedError).cause as ApplicationFailure).type).toBe(REFRESH_NOT_STARTED);
+
+    const handle = consentRefreshHandle(t.client, consentId);
+    const failed: unknown = await handle.result().catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(WorkflowFailedError);
+    expect(((failed as WorkflowFailedError).cause as ApplicationFailure).type).toBe(REFRESH_NOT_STARTED);
+    const progress = await getConsentRefreshProgress(t.client, consentId);
+    expect(progress.done).toBe(true);
+    expect(progress.taskId).toBeUndefined();
+    expect(progress.error).toContain('consent unknown to the bank');
+  });
+});

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Activities } from '../../src/activities/types';
+import {
+  transactionEventSignal,
+  transactionEventsStateQuery,
+  type TransactionEventsInput,
+  type TransactionEventSignalInput,
+  type TransactionsChangedEvent,
+} from '../../src/shared/consent-refresh';
+import { transactionEventsWorkflowId } from '../../src/shared/ids';
+import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events';
+import { connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
+
+/**
+ * transactionEventsWorkflow's logic on the real dev server with a typed jest.fn notifyMerchant (the real HTTP
+ * path, receiver → Temporal → merchant callback, is in transaction-events.integration.test.ts).
+ */
+
+type NotifyMerchant = Activities['notifyMerchant'];
+const notifyMerchant = jest.fn<ReturnType<NotifyMerchant>, Parameters<NotifyMerchant>>();
+const notUsed = () => Promise.reject(new Error('not used in these tests'));
+const activities: Activities = {
+  notifyMerchant,
+  startRefresh: notUsed,
+  createApplication: notUsed,
+  getApplicationStatus: notUsed,
+};
+
+describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {
+  let t: TemporalTestContext;
+  let bundle: WorkflowBundleWithSourceMap;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  beforeAll(async () => {
+    t = await connectTestTemporal();
+    bundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../src/workflows/transaction-events'),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
+    });
+    worker = await Worker.create({
+      connection: t.nativeConnection,
+      taskQueue: t.taskQueue,
+      workflowBundle: bundle,
+      activities,
+    });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await t?.close();
+  });
+  beforeEach(() => notifyMerchant.mockReset());
+
+  const signalWithStart = (input: TransactionEventsInput, event: TransactionEventSignalInput) =>
+    t.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
+      'transactionEventsWorkflow',
+      {
+        workflowId: transactionEventsWorkflowId(input.consentId),
+        taskQueue: t.taskQueue,
+        args: [input],
+        signal: transactionEventSignal,
+        signalArgs: [event],
+      },
+    );
+  const callsFor = (consentId: string) =>
+    notifyMerchant.mock.calls
+      .map(([c]) => c)
+      .filter((c) => (c.event as unknown as TransactionsChangedEvent).consentId === consentId);
+
+  it('coalesces a burst into one merchant call with the union of the accounts, then closes when idle', async () => {
+    const consentId = `c-${randomUUID()}`;
+    notifyMerchant.mockResolvedValue({ delivered: true, status: 204 });
+    const input = {
+      consentId,
+      callbackUrl: 'http://merchant.test/tx',
+      coalesceWindow: '1s',
+      idleTimeout: '1s',
+    } as const;
+    let handle;
+    for (let i = 0; i < 20; i++) {
+      handle = await signalWithStart(input, { consentId, eventType: 'NEW', accounts: [{ accountId: `acc-${i % 7}` }] });
+    }
+    const state = await handle!.result();
+    expect(state).toMatchObject({ consentId, events: 20, batches: 1, pendingAccountIds: [] });
+
+    const calls = callsFor(consentId);
+    expect(calls).toHaveLength(1);
+    const event = calls[0]!.event as unknown as TransactionsChangedEvent;
+    expect(event).toMatchObject({ type: 'transactionsChanged', consentId, eventType: 'NEW', events: 20, batch: 1 });
+    expect(event.accounts.map((a) => a.accountId).sort()).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `acc-${i}`));
+    expect(calls[0]!.url).toBe('http://merchant.test/tx');
+    expect(calls[0]!.idempotencyKey).toMatch(new RegExp(`^${transactionEventsWorkflowId(consentId)}:.+:1$`));
+  });
+
+  it('continues as new at the batch threshold, carrying counts, with a distinct idempotency key per batch', async () => {
+    const consentId = `c-${randomUUID()}`;
+    notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
+    const input = {
+      consentId,
+      callbackUrl: 'http://merchant.test/tx',
+      coalesceWindow: '200ms',
+      idleTimeout: '2s',
+      maxBatchesPerRun: 1,
+    } as const;
+    const first = await signalWithStart(input, { consentId, accounts: [{ accountId: 'a' }] });
+    await eventually(() => (callsFor(consentId).length === 1 ? true : undefined));
+    // Lands in the next run (after continue-as-new) or in the first run's pending set: either way delivered once.
+    await signalWithStart(input, { consentId, accounts: [{ accountId: 'b' }] });
+    await eventually(() => (callsFor(consentId).length === 2 ? true : undefined));
+
+    const latest = t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
+    const state = await latest.query(transactionEventsStateQuery);
+    expect(state).toMatchObject({ events: 2, batches: 2 });
+    expect((await latest.describe()).runId).not.toBe(first.firstExecutionRunId);
+
+    const calls = callsFor(consentId);
+    expect(
+      calls.flatMap((c) => (c.event as unknown as TransactionsChangedEvent).accounts.map((a) => a.accountId)),
+    ).toEqual(['a', 'b']);
+    expect(new Set(calls.map((c) => c.idempotencyKey)).size).toBe(2);
+    await t.client.workflow.getHandle(transactionEventsWorkflowId(consentId)).terminate('test done');
+  });
+
+  it('keeps serving later bursts after the merchant refused a batch', async () => {
+    const consentId = `c-${randomUUID()}`;
+    notifyMerchant
+      .mockRejectedValueOnce(ApplicationFailure.nonRetryable('merchant answered HTTP 400', 'MerchantCallbackRejected'))
+      .mockResolvedValue({ delivered: true, status: 200 });
+    const input = {
+      consentId,
+      callbackUrl: 'http://merchant.test/tx',
+      coalesceWindow: '200ms',
+      idleTimeout: '2s',
+    } as const;
+    await signalWithStart(input, { consentId, accounts: [{ accountId: 'refused' }] });
+    await eventually(() => (callsFor(consentId).length === 1 ? true : undefined));
+    const handle = await signalWithStart(input, { consentId, accounts: [{ accountId: 'later' }] });
+
+    const state = await handle.result();
+    expect(state).toMatchObject({ events: 2, batches: 2 });
+    expect(callsFor(consentId)).toHaveLength(2);
+  });
+});
