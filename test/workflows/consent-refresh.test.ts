@@ -147,7 +147,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
   it('attaches a second caller to the running refresh (one PUT /refresh), and starts a new run after it closed', async () => {
     const consentId = `c-${randomUUID()}`;
     let n = 0;
-    startRefresh.mockImplementation(async () => ({ taskId: `task-${++n}` }));
+    startRefresh.mockImplementation(() => Promise.resolve({ taskId: `task-${++n}` }));
 
     const [first, second] = await Promise.all([
       start(consentId, { expectedBankCodes: ['AAA'] }),

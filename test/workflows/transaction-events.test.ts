@@ -80,11 +80,12 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
       coalesceWindow: '1s',
       idleTimeout: '1s',
     } as const;
-    let handle;
     for (let i = 0; i < 20; i++) {
-      handle = await signalWithStart(input, { consentId, eventType: 'NEW', accounts: [{ accountId: `acc-${i % 7}` }] });
+      await signalWithStart(input, { consentId, eventType: 'NEW', accounts: [{ accountId: `acc-${i % 7}` }] });
     }
-    const state = await handle!.result();
+    const state = await t.client.workflow
+      .getHandle<typeof transactionEventsWorkflow>(transactionEventsWorkflowId(consentId))
+      .result();
     expect(state).toMatchObject({ consentId, events: 20, batches: 1, pendingAccountIds: [] });
 
     const calls = callsFor(consentId);
