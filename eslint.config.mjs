@@ -5,7 +5,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.temporal/**', 'data/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', 'coverage/**', '.temporal/**', 'data/**', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
