@@ -31,18 +31,18 @@ function fakeBank() {
     createApplication: jest.fn<
       ReturnType<Activities['createApplication']>,
       Parameters<Activities['createApplication']>
-    >(async () => {
+    >(() => {
       const id = `fa-${++next}-${randomUUID()}`;
       statuses.set(id, 'CREATED');
-      return { financeApplicationId: id, status: 'CREATED', extra: 'kept' };
+      return Promise.resolve({ financeApplicationId: id, status: 'CREATED', extra: 'kept' });
     }),
     getApplicationStatus: jest.fn<
       ReturnType<Activities['getApplicationStatus']>,
       Parameters<Activities['getApplicationStatus']>
-    >(async ({ financeApplicationId }) => ({ status: statuses.get(financeApplicationId) ?? 'CREATED' })),
+    >(({ financeApplicationId }) => Promise.resolve({ status: statuses.get(financeApplicationId) ?? 'CREATED' })),
     startRefresh: jest.fn<ReturnType<Activities['startRefresh']>, Parameters<Activities['startRefresh']>>(),
-    notifyMerchant: jest.fn<ReturnType<Activities['notifyMerchant']>, Parameters<Activities['notifyMerchant']>>(
-      async () => ({ delivered: true, status: 204 }),
+    notifyMerchant: jest.fn<ReturnType<Activities['notifyMerchant']>, Parameters<Activities['notifyMerchant']>>(() =>
+      Promise.resolve({ delivered: true, status: 204 }),
     ),
   } satisfies Activities;
   return { activities, statuses };

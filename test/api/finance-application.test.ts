@@ -1,0 +1,190 @@
+/**
+ * Facade and receiver on the whole stack: real dev server, the bank sandbox over HTTP, real activities and
+ * worker, the real Express app. Scenarios with webhook faults are in finance-application-scenarios.test.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { webhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationStateQuery } from '../../src/shared/finance-application';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+
+/** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/histories). */
+async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
+  if (process.env.RECORD_HISTORIES !== '1') return;
+  const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
+  writeFileSync(join(__dirname, '..', 'histories', `finance-application-${name}.json`), historyToJSON(history));
+}
+
+describe('finance applications: facade and webhook receiver (whole stack)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => stack?.close());
+
+  const post = (
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = { 'content-type': 'application/json' },
+  ) =>
+    fetch(`${stack.apiUrl}${path}`, {
+      method: 'POST',
+      headers,
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  const webhookPath = (ref: string) =>
+    `/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, ref)}`;
+
+  it('happy path: two POSTs with one reference make one application; webhooks record every sandbox status once, in order', async () => {
+    const ref = `api-${randomUUID()}`;
+    const request = {
+      merchantReference: ref,
+      redirectUrl: 'https://shop.example/done',
+      amount: { value: 120, currency: 'EUR' },
+    };
+    const [a, b] = await Promise.all([post('/applications', request), post('/applications', request)]);
+    expect([a.status, b.status].sort()).toEqual([200, 201]);
+    const [bodyA, bodyB] = (await Promise.all([a.json(), b.json()])) as Record<string, unknown>[];
+    expect(bodyA).toEqual(bodyB);
+    const id = bodyA!.financeApplicationId as string;
+    expect(bodyA).toEqual({
+      merchantReference: ref,
+      workflowId: financeApplicationWorkflowId(ref),
+      financeApplicationId: id,
+      bank: expect.objectContaining({ financeApplicationId: id }),
+    });
+
+    // One application at the bank, created with our hashed webhookUrl and the merchant's other fields.
+    const atBank = stack.sandbox.control.applications().filter((app) => app.createRequest.merchantReference === ref);
+    expect(atBank).toHaveLength(1);
+    expect(atBank[0]!.createRequest).toMatchObject({
+      redirectUrl: 'https://shop.example/done',
+      amount: { value: 120, currency: 'EUR' },
+      webhookUrl: `${stack.apiUrl}${webhookPath(ref)}`,
+    });
+
+    const final = await eventually(async () => {
+      const res = await fetch(`${stack.apiUrl}/applications/${ref}`);
+      const body = (await res.json()) as {
+        done: boolean;
+        status: string;
+        history: { status: string; source: string }[];
+      };
+      return body.done ? body : undefined;
+    });
+    const truth = stack.sandbox.control.application(id)!;
+    expect(final.status).toBe(truth.status);
+    expect(final.history.map((h) => h.status)).toEqual(truth.statusHistory.map((s) => s.status));
+    expect(final.history.map((h) => h.source)).toEqual(['create', 'webhook', 'webhook', 'webhook', 'webhook']);
+    expect(Object.keys(final).sort()).toEqual([
+      'done',
+      'financeApplicationId',
+      'history',
+      'merchantReference',
+      'status',
+    ]);
+
+    // After the end: the same reference is still the same application (200), and the bank saw one POST.
+    const again = await post('/applications', request);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ financeApplicationId: id });
+    expect(
+      stack.sandbox.control.applications().filter((app) => app.createRequest.merchantReference === ref),
+    ).toHaveLength(1);
+    await recordHistory(stack.t.client, ref, 'webhooks');
+  });
+
+  it('answers the facade errors: 400 invalid body, 415 not JSON, 404 unknown reference', async () => {
+    expect(
+      (await post('/applications', { merchantReference: 'bad ref', redirectUrl: 'https://x.example' })).status,
+    ).toBe(400);
+    expect((await post('/applications', { merchantReference: 'ok-ref' })).status).toBe(400);
+    expect((await post('/applications', 'merchantReference=x', { 'content-type': 'text/plain' })).status).toBe(415);
+    const unknown = await fetch(`${stack.apiUrl}/applications/never-${randomUUID()}`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: 'not_found' });
+  });
+
+  it('receiver: bad hash, wrong content type, malformed and oversized bodies get 4xx and never reach the workflow', async () => {
+    const ref = `rcv-${randomUUID()}`;
+    // A lifecycle that never moves: every signal in the history below comes from this test's requests.
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const created = await post('/applications', { merchantReference: ref, redirectUrl: 'https://shop.example/done' });
+    const { financeApplicationId } = (await created.json()) as { financeApplicationId: string };
+    const good = JSON.stringify({ financeApplicationId });
+    const json = { 'content-type': 'application/json' };
+
+    const rejected: [number, Response][] = [
+      [401, await post(`/webhooks/finance-applications/${ref}/forged-hash`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${ref}?hash=forged`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${ref}`, good, json)],
+      [
+        401,
+        await post(
+          `/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, `x${ref}`)}`,
+          good,
+          json,
+        ),
+      ],
+      [401, await post(`/webhooks/finance-applications/${ref}/${webhookHash('another-secret', ref)}`, good, json)],
+      [415, await post(webhookPath(ref), good, { 'content-type': 'text/plain' })],
+      [400, await post(webhookPath(ref), '{"financeApplicationId":', json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 42 }, json)],
+      [400, await post(webhookPath(ref), { somethingElse: 'x' }, json)],
+      [413, await post(webhookPath(ref), { financeApplicationId, padding: 'x'.repeat(64 * 1024) }, json)],
+    ];
+    for (const [status, res] of rejected) {
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(await res.json()).toMatchObject({ message: expect.any(String) });
+    }
+
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref));
+    const signalEvents = async () =>
+      ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+    expect(await signalEvents()).toBe(0);
+
+    // The accepted forms: hash as last path segment and as ?hash=; a foreign id is signalled, then ignored.
+    const hash = webhookHash(stack.webhooks.hashSecret, ref);
+    expect((await post(webhookPath(ref), good, json)).status).toBe(202);
+    expect(
+      (await post(`/webhooks/finance-applications/${ref}?hash=${encodeURIComponent(hash)}`, good, json)).status,
+    ).toBe(202);
+    expect((await post(webhookPath(ref), { financeApplicationId: 'not-this-one' }, json)).status).toBe(202);
+    // Signals sent while a workflow task runs are written after it: wait, then require exactly the three.
+    await eventually(async () => ((await signalEvents()) >= 3 ? true : undefined));
+    const state = await eventually(async () => {
+      const s = await handle.query(financeApplicationStateQuery);
+      return s.mismatchedWebhooks === 1 && s.webhooksLive ? s : undefined;
+    });
+    expect(state.webhooksReceived).toBe(3);
+    expect(await signalEvents()).toBe(3);
+    expect(state.history.map((h) => h.status)).toEqual(['CREATED']);
+
+    // A closed or unknown workflow: acknowledged so the bank stops retrying, and counted.
+    const stranger = `unknown-${randomUUID()}`;
+    const ignored = await post(webhookPath(stranger), good, json);
+    expect(ignored.status).toBe(200);
+    expect(await ignored.json()).toMatchObject({ status: 'ignored' });
+
+    const metrics = await (await fetch(`${stack.apiUrl}/metrics`)).text();
+    for (const outcome of [
+      'accepted',
+      'rejected_hash',
+      'rejected_content_type',
+      'rejected_body',
+      'too_large',
+      'no_target',
+    ]) {
+      expect(metrics).toMatch(
+        new RegExp(`bank_webhooks_total\\{kind="financeApplication",outcome="${outcome}"\\} [1-9]`),
+      );
+    }
+    await handle.terminate('test done');
+  });
+});
