@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Client } from '@temporalio/client';
+import pino from 'pino';
+import { createApp } from '../../src/api/app';
+import { boundPort, closeServer, listen } from '../../src/api/http-server';
+import { createMetrics } from '../../src/api/metrics';
+import { consentRefreshHandle, getConsentRefreshProgress } from '../../src/client/consent-refresh';
+import type { AccountEventBody } from '../../src/shared/bank-wire';
+import { transactionEventsStateQuery } from '../../src/shared/consent-refresh';
+import { transactionEventsWorkflowId } from '../../src/shared/ids';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+
+/**
+ * POST /webhooks/accounts on the real stack: authenticity and shape are checked before any Temporal call, so a
+ * rejected webhook leaves no trace in the workflow's history.
+ */
+describe('POST /webhooks/accounts (receiver on the real stack)', () => {
+  let stack: TestStack;
+  let consentId: string;
+  let taskId: string;
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+    // A refresh that waits: its only bank never answers, so every signal in its history is one of ours.
+    consentId = `rx-${randomUUID()}`;
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [{ bankCode: 'QUIET', bankName: 'Quiet Bank', accounts: ['q-1'], neverAnswers: true }],
+    });
+    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ expectedBankCodes: ['QUIET'], timeout: '2m' }),
+    });
+    expect(res.status).toBe(202);
+    taskId = ((await res.json()) as { taskId: string }).taskId;
+  });
+  afterAll(async () => {
+    await consentRefreshHandle(stack.t.client, consentId)
+      .terminate('test done')
+      .catch(() => undefined);
+    await stack?.close();
+  });
+
+  const event = (): AccountEventBody => ({
+    consentId,
+    taskId,
+    taskStatus: 'FINISHED',
+    bankCode: 'QUIET',
+    bankName: 'Quiet Bank',
+    accounts: [{ accountId: 'q-1', eventType: 'ADDED' }],
+  });
+  const send = async (body: string, headers: Record<string, string>) => {
+    const res = await fetch(`${stack.apiUrl}/webhooks/accounts`, { method: 'POST', headers, body });
+    return { status: res.status, body: (await res.json()) as { error?: string; message?: string; status?: string } };
+  };
+  const json = (auth?: string) => ({
+    'content-type': 'application/json',
+    ...(auth === undefined ? {} : { authorization: auth }),
+  });
+  const signalsInHistory = async () => {
+    const history = await consentRefreshHandle(stack.t.client, consentId).fetchHistory();
+    return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+  };
+  const webhookCount = async (kind: string, outcome: string) =>
+    (await stack.metrics.webhooks.get()).values.find((v) => v.labels.kind === kind && v.labels.outcome === outcome)
+      ?.value ?? 0;
+
+  it('answers 401 to a missing or wrong Authorization, and signals nothing', async () => {
+    const body = JSON.stringify(event());
+    const missing = await send(body, json());
+    expect(missing.status).toBe(401);
+    expect(missing.body).toMatchObject({ error: 'unauthorized', message: expect.any(String) });
+    expect((await send(body, json('Basic wrong='))).status).toBe(401);
+    expect((await send(body, json(`${stack.webhooks.securityHeader}x`))).status).toBe(401);
+    expect(await signalsInHistory()).toBe(0);
+    expect(await webhookCount('unknown', 'rejected_auth')).toBe(3);
+  });
+
+  it('answers 400 to a malformed body, 415 to non-JSON and 413 to an oversized body, and signals nothing', async () => {
+    const auth = json(stack.webhooks.securityHeader);
+    const { bankCode: _dropped, ...withoutBankCode } = event();
+    const malformed = await send(JSON.stringify(withoutBankCode), auth);
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ error: 'bad_request', message: 'Malformed accountEvent body' });
+    expect((await send(JSON.stringify({ ...event(), accounts: 'q-1' }), auth)).status).toBe(400);
+    expect((await send(JSON.stringify({ consentId, accounts: [] }), auth)).status).toBe(400); // transactionEvent, no accounts
+    expect((await send('{"consentId": ', auth)).status).toBe(400);
+    expect((await send('[]', auth)).status).toBe(400);
+    const text = await send(JSON.stringify(event()), { ...auth, 'content-type': 'text/plain' });
+    expect(text.status).toBe(415);
+    const huge = {
+      ...event(),
+      accounts: Array.from({ length: 20_000 }, (_, i) => ({ accountId: `a-${i}`, eventType: 'ADDED' })),
+    };
+    expect((await send(JSON.stringify(huge), auth)).status).toBe(413);
+    expect(await signalsInHistory()).toBe(0);
+    expect((await getConsentRefreshProgress(stack.t.client, consentId)).banks).toEqual([]);
+  });
+
+  it('answers 202 once Temporal accepted the accountEvent signal', async () => {
+    const accepted = await send(JSON.stringify(event()), json(stack.webhooks.securityHeader));
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toMatchObject({ status: 'accepted' });
+    expect(await signalsInHistory()).toBe(1);
+    const progress = await getConsentRefreshProgress(stack.t.client, consentId);
+    expect(progress.banks.map((b) => b.bankCode)).toEqual(['QUIET']);
+    expect(await webhookCount('accountEvent', 'accepted')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('acknowledges (200, logged, counted) an accountEvent for a consent with no running refresh', async () => {
+    const orphan = { ...event(), consentId: `none-${randomUUID()}` };
+    const res = await send(JSON.stringify(orphan), json(stack.webhooks.securityHeader));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ignored' });
+    expect(await webhookCount('accountEvent', 'no_target')).toBe(1);
+  });
+
+  it('hands a transactionEvent off with signal-with-start (202)', async () => {
+    const txConsent = `tx-${randomUUID()}`;
+    const body = { consentId: txConsent, eventType: 'NEW', accounts: [{ accountId: 'OPB-1' }] };
+    const res = await send(JSON.stringify(body), json(stack.webhooks.securityHeader));
+    expect(res.status).toBe(202);
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent));
+    const state = await eventually(async () => {
+      const s = await handle.query(transactionEventsStateQuery);
+      return s.events === 1 ? s : undefined;
+    });
+    expect(state.consentId).toBe(txConsent);
+    await handle.terminate('test done');
+  });
+
+  it('answers 503 when Temporal cannot take the signal, so the bank retries', async () => {
+    // A Temporal client whose every call fails as an unreachable server does (gRPC UNAVAILABLE).
+    const unavailable = () =>
+      Promise.reject(
+        Object.assign(new Error('14 UNAVAILABLE: connect ECONNREFUSED'), {
+          code: 14,
+          details: 'connect ECONNREFUSED',
+          metadata: {},
+        }),
+      );
+    const client = {
+      workflow: { getHandle: () => ({ signal: unavailable }), signalWithStart: unavailable },
+    } as unknown as Client;
+    const metrics = createMetrics();
+    const app = createApp({
+      client,
+      taskQueue: 'unused',
+      webhooks: { publicBaseUrl: 'http://unused', hashSecret: 'x'.repeat(32), securityHeader: 'Token abc=' },
+      logger: pino({ level: 'silent' }),
+      metrics,
+      checkTemporal: unavailable,
+    });
+    const server: Server = await listen(app, 0, '127.0.0.1');
+    try {
+      const url = `http://127.0.0.1:${boundPort(server)}/webhooks/accounts`;
+      const headers = { 'content-type': 'application/json', authorization: 'Token abc=' };
+      const account = await fetch(url, { method: 'POST', headers, body: JSON.stringify(event()) });
+      expect(account.status).toBe(503);
+      expect(account.headers.get('retry-after')).toBeTruthy();
+      const tx = await fetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ consentId, accounts: [{ accountId: 'a' }] }),
+      });
+      expect(tx.status).toBe(503);
+      expect((await metrics.webhooks.get()).values.filter((v) => v.labels.outcome === 'unavailable')).toHaveLength(2);
+    } finally {
+      await closeServer(server, 100);
+    }
+  });
+
+  it('accepts any Authorization when no security header is configured', async () => {
+    const app = createApp({
+      client: stack.t.client,
+      taskQueue: stack.t.taskQueue,
+      webhooks: { ...stack.webhooks, securityHeader: '' },
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics(),
+      checkTemporal: () => Promise.resolve(),
+    });
+    const server = await listen(app, 0, '127.0.0.1');
+    const txConsent = `open-${randomUUID()}`;
+    try {
+      const body = JSON.stringify({ consentId: txConsent, accounts: [{ accountId: 'a' }] });
+      const url = `http://127.0.0.1:${boundPort(server)}/webhooks/accounts`;
+      const res = await fetch(url, { method: 'POST', headers: json(), body });
+      expect(res.status).toBe(202);
+      await res.arrayBuffer();
+    } finally {
+      await closeServer(server, 100);
+      await stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent)).terminate('test done');
+    }
+  });
+});
