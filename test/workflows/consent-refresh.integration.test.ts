@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 import { awaitConsentRefreshResult, consentRefreshHandle } from '../../src/client/consent-refresh';
 import type { AccountEventBody } from '../../src/shared/bank-wire';
 import type { ConsentRefreshProgress } from '../../src/shared/consent-refresh';
@@ -16,11 +16,21 @@ import { eventually } from '../helpers/temporal';
  * ground truth (refreshTasks, accountWebhooksSent), never from timings.
  */
 
+/**
+ * A history as JSON (enum names, string longs, base64 bytes), read back by test/replay/consent-replay.test.ts with
+ * History.fromObject. (The SDK's historyToJSON fails in this install: two copies of protobufjs 8.)
+ */
+function historyFile(history: temporal.api.history.v1.IHistory): string {
+  const { History } = temporal.api.history.v1;
+  const json = History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
+  return JSON.stringify(json, null, 1) + '\n';
+}
+
 /** RECORD_HISTORIES=1 writes these runs' histories to test/histories (replayed by test/replay/consent-replay.test.ts). */
 async function recordHistory(name: string, handle: WorkflowHandle): Promise<void> {
   if (!process.env.RECORD_HISTORIES) return;
   const history = await handle.fetchHistory();
-  writeFileSync(join(__dirname, '..', 'histories', `${name}.json`), historyToJSON(history) + '\n');
+  writeFileSync(join(__dirname, '..', 'histories', `${name}.json`), historyFile(history));
 }
 
 const bank = (bankCode: string, extra: Partial<ConsentBank> = {}): ConsentBank => ({

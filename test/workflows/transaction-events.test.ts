@@ -116,7 +116,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const latest = t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
     const state = await latest.query(transactionEventsStateQuery);
     expect(state).toMatchObject({ events: 2, batches: 2 });
-    expect((await latest.describe()).runId).not.toBe(first.firstExecutionRunId);
+    expect((await latest.describe()).runId).not.toBe(first.signaledRunId);
 
     const calls = callsFor(consentId);
     expect(

@@ -1,0 +1,37 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+
+/**
+ * Every committed history of consentRefreshWorkflow and transactionEventsWorkflow (recorded from real runs on the
+ * stack: RECORD_HISTORIES=1 npx jest test/workflows/*integration*) replays against today's workflow code. A change
+ * that would break running workflows fails here; guard such a change with patched().
+ */
+const dir = join(__dirname, '..', 'histories');
+const files = readdirSync(dir).filter((f) => /^(consent|transaction)-.*\.json$/.test(f));
+
+function load(file: string): temporal.api.history.v1.IHistory {
+  const { History } = temporal.api.history.v1;
+  return History.fromObject(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>);
+}
+
+describe('replay of committed consent-refresh and transaction-events histories', () => {
+  it('has histories of both workflows', () => {
+    expect(files.some((f) => f.startsWith('consent-'))).toBe(true);
+    expect(files.some((f) => f.startsWith('transaction-'))).toBe(true);
+  });
+
+  it('replays every one without nondeterminism', async () => {
+    const histories = files.map((file) => ({ workflowId: file, history: load(file) }));
+    const results = Worker.runReplayHistories({ workflowsPath: require.resolve('../../src/workflows') }, histories);
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of results) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(files.length);
+  });
+});
