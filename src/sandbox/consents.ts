@@ -162,7 +162,11 @@ export class Consents {
     return task;
   }
 
-  async emitTransactionEvents(consentId: string, request: TransactionEventsRequest = {}): Promise<void> {
+  async emitTransactionEvents(
+    consentId: string,
+    request: TransactionEventsRequest = {},
+    trigger = 'transactions',
+  ): Promise<void> {
     const { count = 1, withinMs = 0 } = request;
     const accountIds = request.accountIds ?? this.resolve(consentId).operatingAccounts;
     if (!this.refreshCounts.has(consentId)) this.refreshCounts.set(consentId, 0);
@@ -172,7 +176,7 @@ export class Consents {
         eventType: 'NEW',
         accounts: accountIds.map((accountId) => ({ accountId })),
       };
-      this.deps.webhooks.emit('transactionEvent', { ...body }, 'transactions');
+      this.deps.webhooks.emit('transactionEvent', { ...body }, trigger);
     };
     const waits: Promise<boolean>[] = [];
     for (let i = 0; i < count; i++) {
@@ -189,6 +193,6 @@ export class Consents {
     if (consentId === undefined) return;
     const accounts = this.resolve(consentId).operatingAccounts;
     const accountId = accounts[Math.floor(Math.random() * accounts.length)];
-    if (accountId !== undefined) void this.emitTransactionEvents(consentId, { accountIds: [accountId] });
+    if (accountId !== undefined) void this.emitTransactionEvents(consentId, { accountIds: [accountId] }, 'spontaneous');
   }
 }

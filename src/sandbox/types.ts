@@ -155,7 +155,7 @@ export interface WebhookDelivery {
   /** The URL exactly as configured (finance application: the webhookUrl as given at creation). */
   url: string | null;
   body: Record<string, unknown>;
-  /** Why it was emitted: 'status:<STATUS>' for a status change, 'manual' for control sends, 'refresh', 'transactions'. */
+  /** Why it was emitted: 'status:<STATUS>' for a status change, 'manual' for control sends, 'refresh', 'transactions' (control), 'spontaneous' (timer). */
   trigger: string;
   /** 1-based copy number when duplicated. */
   copy: number;

@@ -1,7 +1,13 @@
 import type { RunningSandbox } from '../../src/sandbox';
 import { api, sandbox, startReceiver, token, waitFor, type Receiver } from './helpers';
 
-const fast = { steps: [{ status: 'IN_PROGRESS', afterMs: 5 }, { status: 'APPROVED', afterMs: 5 }, { status: 'COMPLETED', afterMs: 5 }] };
+const fast = {
+  steps: [
+    { status: 'IN_PROGRESS', afterMs: 5 },
+    { status: 'APPROVED', afterMs: 5 },
+    { status: 'COMPLETED', afterMs: 5 },
+  ],
+};
 
 describe('sandbox finance applications', () => {
   let sbx: RunningSandbox;
@@ -87,8 +93,14 @@ describe('sandbox finance applications', () => {
 
   test('scripts match on the create body; the newest matching rule wins', async () => {
     sbx.control.setApplicationScript(fast);
-    sbx.control.setApplicationScript({ steps: [{ status: 'DECLINED', afterMs: 5 }] }, { merchantReference: 'declined' });
-    sbx.control.setApplicationScript({ steps: [{ status: 'EXPIRED', afterMs: 5 }] }, (body) => body.merchantReference === 'old');
+    sbx.control.setApplicationScript(
+      { steps: [{ status: 'DECLINED', afterMs: 5 }] },
+      { merchantReference: 'declined' },
+    );
+    sbx.control.setApplicationScript(
+      { steps: [{ status: 'EXPIRED', afterMs: 5 }] },
+      (body) => body.merchantReference === 'old',
+    );
     const ids: string[] = [];
     for (const merchantReference of ['declined', 'old', 'other']) {
       ids.push((await create({ redirectUrl: 'https://m.example/r', merchantReference })).body.financeApplicationId);
@@ -109,7 +121,9 @@ describe('sandbox finance applications', () => {
     const b = (await create({ redirectUrl: 'https://m.example/r', webhookUrl: hashQuery })).body;
     await waitFor(() => receiver.received.length === 6, '6 webhooks');
     const forA = receiver.received.filter((r) => r.url === '/webhooks/finance-applications/ref-1/aB3-_x%2Fz=');
-    const forB = receiver.received.filter((r) => r.url === '/webhooks/finance-applications/ref-2?hash=aB3-_x%2Bz%3D&x=1');
+    const forB = receiver.received.filter(
+      (r) => r.url === '/webhooks/finance-applications/ref-2?hash=aB3-_x%2Bz%3D&x=1',
+    );
     expect(forA).toHaveLength(3);
     expect(forB).toHaveLength(3);
     for (const r of forA) {
@@ -119,13 +133,17 @@ describe('sandbox finance applications', () => {
       expect(r.body).toEqual({ financeApplicationId: a.financeApplicationId });
     }
     expect(forB[0]!.body).toEqual({ financeApplicationId: b.financeApplicationId });
-    await waitFor(() => sbx.control.application(a.financeApplicationId)!.webhooks.every((w) => w.outcome === 'delivered'));
+    await waitFor(() =>
+      sbx.control.application(a.financeApplicationId)!.webhooks.every((w) => w.outcome === 'delivered'),
+    );
     const record = sbx.control.application(a.financeApplicationId)!;
-    expect(record.webhooks.map((w) => [w.trigger, w.url, w.outcome, w.attempts.length, w.attempts[0]!.status])).toEqual([
-      ['status:IN_PROGRESS', hashPath, 'delivered', 1, 200],
-      ['status:APPROVED', hashPath, 'delivered', 1, 200],
-      ['status:COMPLETED', hashPath, 'delivered', 1, 200],
-    ]);
+    expect(record.webhooks.map((w) => [w.trigger, w.url, w.outcome, w.attempts.length, w.attempts[0]!.status])).toEqual(
+      [
+        ['status:IN_PROGRESS', hashPath, 'delivered', 1, 200],
+        ['status:APPROVED', hashPath, 'delivered', 1, 200],
+        ['status:COMPLETED', hashPath, 'delivered', 1, 200],
+      ],
+    );
   });
 
   test('retries with backoff on 5xx, on a connection error and on a timeout, up to the attempts', async () => {
@@ -144,7 +162,8 @@ describe('sandbox finance applications', () => {
     // A receiver that is gone: every attempt fails, then the delivery is 'failed'.
     const gone = `${receiver.url}/gone`;
     await receiver.close();
-    const id2 = (await create({ redirectUrl: 'https://m.example/r', webhookUrl: gone })).body.financeApplicationId as string;
+    const id2 = (await create({ redirectUrl: 'https://m.example/r', webhookUrl: gone })).body
+      .financeApplicationId as string;
     const failed = await waitFor(() => {
       const w = sbx.control.application(id2)!.webhooks[0];
       return w?.outcome === 'failed' ? w : undefined;
@@ -156,14 +175,27 @@ describe('sandbox finance applications', () => {
 
   test('fault switches: drop, duplicate, delay', async () => {
     sbx.control.setApplicationScript(
-      { steps: [{ status: 'IN_PROGRESS', afterMs: 0 }, { status: 'APPROVED', afterMs: 5, dropWebhook: true }] },
+      {
+        steps: [
+          { status: 'IN_PROGRESS', afterMs: 0 },
+          { status: 'APPROVED', afterMs: 5, dropWebhook: true },
+        ],
+      },
       { merchantReference: 'drop-one' },
     );
     sbx.control.setApplicationScript({ ...fast, webhooks: { drop: true } }, { merchantReference: 'drop' });
-    sbx.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 0 }], webhooks: { duplicate: 3, delayMs: 30 } }, { merchantReference: 'dup' });
+    sbx.control.setApplicationScript(
+      { steps: [{ status: 'IN_PROGRESS', afterMs: 0 }], webhooks: { duplicate: 3, delayMs: 30 } },
+      { merchantReference: 'dup' },
+    );
     const mk = async (merchantReference: string) =>
-      (await create({ redirectUrl: 'https://m.example/r', webhookUrl: `${receiver.url}/${merchantReference}`, merchantReference })).body
-        .financeApplicationId as string;
+      (
+        await create({
+          redirectUrl: 'https://m.example/r',
+          webhookUrl: `${receiver.url}/${merchantReference}`,
+          merchantReference,
+        })
+      ).body.financeApplicationId as string;
     const dropOne = await mk('drop-one');
     const drop = await mk('drop');
     const dup = await mk('dup');
@@ -193,11 +225,18 @@ describe('sandbox finance applications', () => {
     const completedAt = record.statusHistory.at(-1)!.at;
     // Nothing was sent before the last status: every webhook arrives when COMPLETED is already readable.
     expect(record.webhooks.every((w) => w.attempts[0]!.at >= completedAt)).toBe(true);
-    expect(record.webhooks.map((w) => w.trigger)).toEqual(['status:IN_PROGRESS', 'status:APPROVED', 'status:COMPLETED']);
+    expect(record.webhooks.map((w) => w.trigger)).toEqual([
+      'status:IN_PROGRESS',
+      'status:APPROVED',
+      'status:COMPLETED',
+    ]);
   });
 
   test('beforeCreateResponse: the first webhook reaches the receiver before the 201 is written', async () => {
-    sbx.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10_000 }], webhooks: { beforeCreateResponse: true } });
+    sbx.control.setApplicationScript({
+      steps: [{ status: 'IN_PROGRESS', afterMs: 10_000 }],
+      webhooks: { beforeCreateResponse: true },
+    });
     const res = await create({ redirectUrl: 'https://m.example/r', webhookUrl: `${receiver.url}/wh` });
     expect(res.status).toBe(201);
     expect(receiver.received).toHaveLength(1);
@@ -211,7 +250,9 @@ describe('sandbox finance applications', () => {
       .financeApplicationId as string;
     const burst = await sbx.control.sendApplicationWebhooks(id, 5);
     expect(burst.map((w) => w.outcome)).toEqual(Array(5).fill('delivered'));
-    expect(receiver.received.map((r) => [r.url, r.body])).toEqual(Array(5).fill(['/wh?hash=h', { financeApplicationId: id }]));
+    expect(receiver.received.map((r) => [r.url, r.body])).toEqual(
+      Array(5).fill(['/wh?hash=h', { financeApplicationId: id }]),
+    );
     sbx.control.setApplicationStatus(id, 'CANCELLED');
     await waitFor(() => receiver.received.length === 6, 'status webhook');
     expect(sbx.control.application(id)!.status).toBe('CANCELLED');

@@ -76,7 +76,11 @@ export async function startReceiver(): Promise<Receiver> {
   return receiver;
 }
 
-export async function waitFor<T>(probe: () => T | undefined | false, what = 'condition', timeoutMs = 5_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => T | undefined | false,
+  what = 'condition',
+  timeoutMs = 5_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
@@ -122,7 +126,11 @@ export async function api(
   const headers: Record<string, string> = {};
   if (accessToken !== null) headers.authorization = `Bearer ${accessToken}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }

@@ -16,7 +16,12 @@ describe('sandbox token endpoint and bearer checks', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
     const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 120, scope: 'PAY_LATER' });
+    expect(body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 120,
+      scope: 'PAY_LATER',
+    });
     const second = (await (await postToken(sbx.url, tokenForm())).json()) as Record<string, unknown>;
     expect(second.access_token).not.toBe(body.access_token);
     await postToken(sbx.url, tokenForm({ client_secret: 'nope' }));
@@ -68,7 +73,9 @@ describe('sandbox token endpoint and bearer checks', () => {
     const fresh = await token(sbx.url);
     sbx.control.revokeAllTokens();
     expect((await api(sbx.url, fresh, 'PUT', '/refresh', { consentId: 'c' })).status).toBe(401);
-    expect((await api(sbx.url, fresh, 'POST', '/applications', { redirectUrl: 'https://m.example/r' })).status).toBe(401);
+    expect((await api(sbx.url, fresh, 'POST', '/applications', { redirectUrl: 'https://m.example/r' })).status).toBe(
+      401,
+    );
     expect((await api(sbx.url, await token(sbx.url), 'PUT', '/refresh', { consentId: 'c' })).status).toBe(202);
   });
 
