@@ -115,6 +115,10 @@ export async function token(url: string): Promise<string> {
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
+/** Parsed JSON as tests read it: loosely typed on purpose, the assertions check its shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
 /** A JSON call to the banking API with a Bearer token. */
 export async function api(
   url: string,
@@ -122,7 +126,7 @@ export async function api(
   method: string,
   path: string,
   body?: unknown,
-): Promise<{ status: number; headers: Headers; body: any }> {
+): Promise<{ status: number; headers: Headers; body: Json }> {
   const headers: Record<string, string> = {};
   if (accessToken !== null) headers.authorization = `Bearer ${accessToken}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
