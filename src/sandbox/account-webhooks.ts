@@ -76,6 +76,11 @@ export class AccountWebhooks {
     );
   }
 
+  /** `{ authorization }` when a Security Header is set, else empty. */
+  headers(): Record<string, string> {
+    return this.securityHeader ? { authorization: this.securityHeader } : {};
+  }
+
   activeFrom(): string | null {
     return this.activeFromMs === null ? null : isoAt(this.activeFromMs);
   }
@@ -99,8 +104,7 @@ export class AccountWebhooks {
       else if (this.activeFromMs === null || this.deps.clock() < this.activeFromMs) delivery.outcome = 'inactive';
       else if (faults.drop) delivery.outcome = 'dropped';
       else {
-        const headers: Record<string, string> = this.securityHeader ? { authorization: this.securityHeader } : {};
-        handles.push(this.deps.sender.send(delivery, { headers, delayMs: faults.delayMs }));
+        handles.push(this.deps.sender.send(delivery, { headers: this.headers(), delayMs: faults.delayMs }));
       }
     }
     return {

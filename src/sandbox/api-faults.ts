@@ -58,7 +58,9 @@ export function apiGuard(route: ApiRoute, deps: ApiGuardDeps): RequestHandler {
         res.on('close', () => deps.hung.delete(res));
         return;
       case 'latency':
-        if (await deps.timers.sleep(fault.latencyMs ?? 1000)) next();
+        // Answered normally afterwards, even when a reset cut the wait short.
+        await deps.timers.sleep(fault.latencyMs ?? 1000);
+        if (!res.destroyed) next();
         return;
       case '429':
         res

@@ -57,7 +57,15 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
   const tokens = new TokenStore(clock, ttl);
   const accountWebhooks = new AccountWebhooks({ sender, clock, logger, faults: faultsNow });
   accountWebhooks.configure(initialWebhook);
-  const applications = new Applications({ timers, sender, clock, logger, stepMs, faults: faultsNow });
+  const applications = new Applications({
+    timers,
+    sender,
+    clock,
+    logger,
+    stepMs,
+    faults: faultsNow,
+    headers: () => accountWebhooks.headers(),
+  });
   const consents = new Consents({ timers, webhooks: accountWebhooks, clock, logger, bankDelayMs });
   const faults = new FaultQueue();
   let calls: ApiCallRecord[] = [];

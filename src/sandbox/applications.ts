@@ -37,6 +37,9 @@ interface ApplicationState {
  * Finance applications: creation, the scripted status lifecycle, and the finance-application webhook
  * (bank-interface 6.1) to the webhookUrl exactly as given.
  *
+ * Decision: the Webhook Security Header (6.3) is sent as `Authorization` on these webhooks too, when set: 6.3
+ * says "each webhook call", and activation (6.2) concerns the account webhooks only, so it does not gate these.
+ *
  * Decision: creation is not a status change, so no webhook is sent for the initial CREATED; one is sent after
  * every later change ("every change of status triggers a webhook", section 3).
  */
@@ -52,6 +55,8 @@ export class Applications {
       logger: Logger;
       stepMs: number;
       faults: () => WebhookFaults;
+      /** The Webhook Security Header as `Authorization`, when set (6.3: "sent in each webhook call"). */
+      headers: () => Record<string, string>;
     },
   ) {}
 
@@ -122,7 +127,7 @@ export class Applications {
       );
       state.record.webhooks.push(delivery);
       deliveries.push(delivery);
-      settled.push(this.deps.sender.send(delivery).settled);
+      settled.push(this.deps.sender.send(delivery, { headers: this.deps.headers() }).settled);
     }
     await Promise.all(settled);
     return deliveries;
@@ -212,7 +217,10 @@ export class Applications {
       const delivery = newDelivery(this.deps.clock, 'financeApplication', url, body, trigger, copy);
       record.webhooks.push(delivery);
       const send = (): Promise<void> => {
-        const { firstAttempt } = this.deps.sender.send(delivery, { delayMs: faults.delayMs });
+        const { firstAttempt } = this.deps.sender.send(delivery, {
+          headers: this.deps.headers(),
+          delayMs: faults.delayMs,
+        });
         firsts.push(firstAttempt);
         return firstAttempt;
       };

@@ -1,5 +1,5 @@
 import type { RunningSandbox } from '../../src/sandbox';
-import { api, sandbox, startReceiver, token, waitFor, type Receiver } from './helpers';
+import { api, sandbox, sleep, startReceiver, token, waitFor, type Receiver } from './helpers';
 
 const fast = {
   steps: [
@@ -213,6 +213,31 @@ describe('sandbox finance applications', () => {
     expect(copies.map((w) => w.copy)).toEqual([1, 2, 3]);
     // The delay is observable as the first attempt starting after the webhook was created (no timing asserted).
     expect(copies.every((w) => w.attempts.length >= 1)).toBe(true);
+  });
+
+  test('delay: the webhook waits before its first attempt', async () => {
+    sbx.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 0 }], webhooks: { delayMs: 60_000 } });
+    const id = (await create({ redirectUrl: 'https://m.example/r', webhookUrl: `${receiver.url}/wh` })).body
+      .financeApplicationId as string;
+    await waitFor(() => sbx.control.application(id)!.status === 'IN_PROGRESS', 'IN_PROGRESS');
+    await sleep(50);
+    expect(sbx.control.application(id)!.webhooks.map((w) => [w.outcome, w.attempts.length])).toEqual([['pending', 0]]);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  test('the Webhook Security Header, when set, is sent as Authorization on these webhooks too', async () => {
+    const withHeader = await sandbox({ accountWebhook: { securityHeader: 'abc 123=' } });
+    try {
+      withHeader.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 0 }] });
+      await api(withHeader.url, await token(withHeader.url), 'POST', '/applications', {
+        redirectUrl: 'https://m.example/r',
+        webhookUrl: `${receiver.url}/wh/h`,
+      });
+      await waitFor(() => receiver.received.length === 1, 'webhook');
+      expect(receiver.received[0]!.headers.authorization).toBe('abc 123=');
+    } finally {
+      await withHeader.close();
+    }
   });
 
   test('reorder: webhooks are held and delivered newest first after the last step', async () => {
