@@ -5,7 +5,18 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', 'coverage/**', '.temporal/**', 'data/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-bench/**',
+      'node_modules/**',
+      'coverage/**',
+      '.temporal/**',
+      'data/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -27,7 +38,10 @@ export default tseslint.config(
         'error',
         {
           paths: [
-            ...nodeBuiltins.map((name) => ({ name, message: 'Node built-ins are not deterministic: keep them out of workflows.' })),
+            ...nodeBuiltins.map((name) => ({
+              name,
+              message: 'Node built-ins are not deterministic: keep them out of workflows.',
+            })),
             { name: 'zod', message: 'Validate on the activity/API side, not in workflows.' },
             { name: 'undici', message: 'HTTP belongs in activities.' },
             { name: 'express', message: 'HTTP belongs in src/api.' },
@@ -37,7 +51,11 @@ export default tseslint.config(
             { name: '@temporalio/worker', message: 'Workflows cannot use the worker.' },
           ],
           patterns: [
-            { group: ['**/activities', '**/activities/*', '!**/activities/types'], message: 'Use `import type` from activities only.', allowTypeImports: true },
+            {
+              group: ['**/activities', '**/activities/*', '!**/activities/types'],
+              message: 'Use `import type` from activities only.',
+              allowTypeImports: true,
+            },
             { group: ['**/api/**', '**/sandbox/**', '**/config'], message: 'Outside the determinism boundary.' },
           ],
         },
@@ -48,7 +66,14 @@ export default tseslint.config(
         { name: 'setTimeout', message: 'Use sleep() or condition() from @temporalio/workflow.' },
         { name: 'setInterval', message: 'Use sleep() from @temporalio/workflow.' },
       ],
-      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Use workflow time via Date (deterministic in the sandbox) sparingly; prefer inputs.' }],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'Date',
+          property: 'now',
+          message: 'Use workflow time via Date (deterministic in the sandbox) sparingly; prefer inputs.',
+        },
+      ],
       'no-console': 'error',
     },
   },

@@ -10,11 +10,11 @@ export interface EntryContext {
   config: Config;
   logger: Logger;
   /** Registers a step of the graceful shutdown; steps run in reverse order of registration. */
-  onShutdown(step: () => Promise<void> | void): void;
+  onShutdown: (step: () => Promise<void> | void) => void;
   /** Resolves when a shutdown was requested (SIGINT/SIGTERM). */
   stopping: Promise<void>;
   /** Ends the process through the same graceful path (for example when the worker fails). */
-  shutdown(exitCode: number): Promise<void>;
+  shutdown: (exitCode: number) => Promise<void>;
 }
 
 const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableError']);

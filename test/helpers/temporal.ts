@@ -66,7 +66,9 @@ export async function eventually<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`);
+      throw new Error(
+        `condition not met within ${timeoutMs} ms${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }

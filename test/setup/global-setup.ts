@@ -15,7 +15,13 @@ export default async function globalSetup(): Promise<void> {
     server: {
       executable: cli ? { type: 'existing-path', path: cli } : { type: 'cached-download' },
       ip: '127.0.0.1',
-      searchAttributes: [sa.MerchantReference, sa.FinanceApplicationId, sa.FinanceApplicationStatus, sa.ConsentId, sa.RefreshTaskId],
+      searchAttributes: [
+        sa.MerchantReference,
+        sa.FinanceApplicationId,
+        sa.FinanceApplicationStatus,
+        sa.ConsentId,
+        sa.RefreshTaskId,
+      ],
       extraArgs: [...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]), '--log-level', 'error'],
     },
   });
