@@ -4,9 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { awaitFinanceApplication } from '../../src/client/finance-applications';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStateQuery } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
@@ -42,10 +45,23 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
 
   it('happy path: two POSTs with one reference make one application; webhooks record every sandbox status once, in order', async () => {
     const ref = `api-${randomUUID()}`;
+    // The merchant's callback endpoint: records each pushed event with its Idempotency-Key.
+    const pushed: { key: string; event: { status: string; financeApplicationId: string } }[] = [];
+    const merchant = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        pushed.push({ key: String(req.headers['idempotency-key']), event: JSON.parse(body) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => merchant.listen(0, '127.0.0.1', resolve));
+    const callbackUrl = `http://127.0.0.1:${(merchant.address() as AddressInfo).port}/paylater-events`;
     const request = {
       merchantReference: ref,
       redirectUrl: 'https://shop.example/done',
       amount: { value: 120, currency: 'EUR' },
+      callbackUrl,
     };
     const [a, b] = await Promise.all([post('/applications', request), post('/applications', request)]);
     expect([a.status, b.status].sort()).toEqual([200, 201]);
@@ -88,6 +104,14 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       'merchantReference',
       'status',
     ]);
+    expect(atBank[0]!.createRequest).not.toHaveProperty('callbackUrl');
+
+    // Each change pushed to the merchant once, in order, with a distinct idempotency key.
+    await awaitFinanceApplication(stack.t.client, ref);
+    expect(pushed.map((p) => p.event.status)).toEqual(truth.statusHistory.map((s) => s.status));
+    expect(new Set(pushed.map((p) => p.key)).size).toBe(pushed.length);
+    expect(pushed.every((p) => p.event.financeApplicationId === id)).toBe(true);
+    await new Promise((resolve) => merchant.close(resolve));
 
     // After the end: the same reference is still the same application (200), and the bank saw one POST.
     const again = await post('/applications', request);

@@ -1,0 +1,41 @@
+/**
+ * Determinism guard: every committed financeApplicationWorkflow history (recorded from real runs on the
+ * whole stack with RECORD_HISTORIES=1, see test/api/finance-application*.test.ts) replays against today's
+ * workflow code. A change that would break running workflows fails here; guard it with patched().
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker, type ReplayResult } from '@temporalio/worker';
+
+const HISTORIES = join(__dirname, '..', 'histories');
+const files = readdirSync(HISTORIES).filter((f) => /^finance-application-.*\.json$/.test(f));
+
+describe('financeApplicationWorkflow replay', () => {
+  it('has committed histories covering webhooks, polling, an early webhook and continue-as-new', () => {
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'finance-application-webhooks.json',
+        'finance-application-polling.json',
+        'finance-application-early-webhook.json',
+        'finance-application-continue-as-new-first-run.json',
+        'finance-application-continue-as-new-last-run.json',
+      ]),
+    );
+  });
+
+  it('replays every committed history without nondeterminism', async () => {
+    const histories = files.map((file) => ({
+      workflowId: file,
+      history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'))),
+    }));
+    const results: ReplayResult[] = [];
+    for await (const result of Worker.runReplayHistories(
+      { workflowsPath: require.resolve('../../src/workflows'), bundlerOptions: { ignoreModules: [] } },
+      histories,
+    )) {
+      results.push(result);
+    }
+    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(files.map((f) => [f, undefined]));
+  });
+});
