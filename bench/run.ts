@@ -1,4 +1,5 @@
 import { benchBankClient } from './bank-client.bench';
+import { benchLifecycle } from './lifecycle.bench';
 
 /**
  * `npm run bench`: prints figures, asserts nothing. Timings on a shared 2-core machine are noisy: compare
@@ -7,7 +8,10 @@ import { benchBankClient } from './bank-client.bench';
 async function main(): Promise<void> {
   process.stdout.write(`node ${process.version}, ${new Date().toISOString()}\n`);
   const only = process.argv.slice(2);
-  const benches: [string, () => Promise<void>][] = [['bank-client', benchBankClient]];
+  const benches: [string, () => Promise<void>][] = [
+    ['bank-client', benchBankClient],
+    ['lifecycle', benchLifecycle],
+  ];
   for (const [name, bench] of benches) {
     if (only.length && !only.includes(name)) continue;
     await bench();

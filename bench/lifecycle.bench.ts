@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import pino from 'pino';
+import { createActivities, createBankClient } from '../src/activities';
+import { createApp } from '../src/api/app';
+import { boundPort, closeServer, listen } from '../src/api/http-server';
+import { createMetrics } from '../src/api/metrics';
+import { awaitFinanceApplication, startFinanceApplication } from '../src/client';
+import { webhookHash } from '../src/security/webhook-hash';
+import { startSandbox } from '../src/sandbox';
+import * as sa from '../src/shared/search-attributes';
+import { findTemporalCli } from '../src/temporal/binaries';
+import { checkTemporal } from '../src/temporal/connection';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/temporal/dev-server';
+import { createWorker } from '../src/worker';
+import { report, runPool, summarize } from './stats';
+
+const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
+
+/**
+ * The whole stack on one machine (real dev server, sandbox over HTTP, worker, Express app):
+ * - receiver: webhooks/s turned into signals, and the latency of the 202 (which waits for Temporal);
+ * - coalescing: status reads per webhook under a burst;
+ * - lifecycle: how long after the bank changed a status the workflow has recorded it, with webhooks and
+ *   with polling alone (all webhooks dropped).
+ */
+export async function benchLifecycle(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const cli = findTemporalCli();
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: cli ? { type: 'existing-path', path: cli } : { type: 'cached-download' },
+      ip: '127.0.0.1',
+      searchAttributes: [
+        sa.MerchantReference,
+        sa.FinanceApplicationId,
+        sa.FinanceApplicationStatus,
+        sa.ConsentId,
+        sa.RefreshTaskId,
+      ],
+      extraArgs: [...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]), '--log-level', 'error'],
+    },
+  });
+  const connection = await Connection.connect({ address: env.address });
+  const nativeConnection = await NativeConnection.connect({ address: env.address });
+  const client = new Client({ connection });
+  const taskQueue = `bench-${randomUUID()}`;
+  const logger = pino({ level: 'silent' });
+
+  let publicBaseUrl = '';
+  const app = createApp({
+    client,
+    taskQueue,
+    get webhooks() {
+      return { publicBaseUrl, hashSecret: HASH_SECRET, securityHeader: '' };
+    },
+    logger,
+    metrics: createMetrics(),
+    checkTemporal: () => checkTemporal(connection, 'default'),
+  });
+  const server = await listen(app, 0, '127.0.0.1');
+  publicBaseUrl = `http://127.0.0.1:${boundPort(server)}`;
+  const sandbox = await startSandbox({
+    clientId: 'bench',
+    clientSecret: 'bench-secret',
+    lifecycle: { stepMs: 400 },
+    webhookRetry: { attempts: 8, initialDelayMs: 100, maxDelayMs: 1_000 },
+  });
+  const bank = createBankClient({
+    authUrl: sandbox.url,
+    baseUrl: sandbox.url,
+    clientId: 'bench',
+    clientSecret: 'bench-secret',
+  });
+  const worker = await createWorker({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    activities: createActivities({ bank: bank.client, webhooks: { publicBaseUrl, hashSecret: HASH_SECRET } }),
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: quiet }),
+  });
+  const running = worker.run();
+
+  try {
+    // --- Receiver throughput: webhooks for long-lived applications (their statuses never move on their own).
+    const parked = sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 3_600_000 }] });
+    const refs = Array.from({ length: 10 }, (_, i) => `bench-rx-${i}-${randomUUID().slice(0, 8)}`);
+    const apps = await Promise.all(
+      refs.map((merchantReference) =>
+        startFinanceApplication(
+          client,
+          {
+            merchantReference,
+            application: { redirectUrl: 'https://shop.example/return' },
+            settings: { fastPollIntervalMs: 3_600_000 },
+          },
+          { taskQueue },
+        ),
+      ),
+    );
+    const readsBefore = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length;
+    const n = 1_000;
+    const t0 = performance.now();
+    const latencies = await runPool(n, 16, async (i) => {
+      const ref = refs[i % refs.length]!;
+      const res = await fetch(
+        `${publicBaseUrl}/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ financeApplicationId: apps[i % refs.length]!.financeApplicationId }),
+        },
+      );
+      await res.arrayBuffer();
+      if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
+    });
+    const s = summarize(latencies);
+    report('receiver: finance webhooks → signals (c=16)', {
+      n,
+      perSec: (n / (performance.now() - t0)) * 1000,
+      p50ms: s.p50,
+      p99ms: s.p99,
+    });
+    await new Promise((r) => setTimeout(r, 2_000)); // let the last reads happen
+    const reads = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length - readsBefore;
+    report('coalescing: status reads per webhook', { webhooks: n, statusReads: reads, readsPerWebhook: reads / n });
+    for (const ref of refs) await client.workflow.getHandle(`finance-application:${ref}`).terminate('bench done');
+    sandbox.control.clearApplicationScripts();
+    void parked;
+
+    // --- Lifecycle: detection delay of each status change, with webhooks and with polling alone.
+    for (const mode of ['webhooks', 'polling only'] as const) {
+      sandbox.control.clearApplicationScripts();
+      if (mode === 'polling only')
+        sandbox.control.setApplicationScript({ steps: defaultSteps(400), webhooks: { drop: true } });
+      const count = 20;
+      const delays: number[] = [];
+      const tStart = performance.now();
+      await Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const merchantReference = `bench-lc-${mode === 'webhooks' ? 'wh' : 'poll'}-${i}-${randomUUID().slice(0, 8)}`;
+          const started = await startFinanceApplication(
+            client,
+            {
+              merchantReference,
+              application: { redirectUrl: 'https://shop.example/return' },
+              settings: { fastPollIntervalMs: 1_000, slowPollIntervalMs: 5_000 },
+            },
+            { taskQueue },
+          );
+          const final = await awaitFinanceApplication(client, merchantReference);
+          const truth = sandbox.control.application(started.financeApplicationId)!.statusHistory;
+          for (const change of final.history) {
+            const bankAt = truth.find((t) => t.status === change.status)?.at;
+            if (bankAt && change.source !== 'create') delays.push(Date.parse(change.at) - Date.parse(bankAt));
+          }
+        }),
+      );
+      const d = summarize(delays);
+      report(`lifecycle (${mode}): bank change → recorded`, {
+        applications: count,
+        changes: d.n,
+        p50ms: d.p50,
+        p95ms: d.p95,
+        maxMs: d.max,
+        wallS: (performance.now() - tStart) / 1000,
+      });
+    }
+  } finally {
+    worker.shutdown();
+    await running;
+    await closeServer(server, 1_000);
+    await sandbox.close();
+    await bank.close();
+    await connection.close();
+    await nativeConnection.close();
+    await env.teardown();
+  }
+}
+
+function defaultSteps(stepMs: number) {
+  return ['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'].map((status) => ({ status, afterMs: stepMs }));
+}
+
+const quiet = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
