@@ -67,6 +67,8 @@ function httpErrorName(status: number): string {
     409: 'conflict',
     413: 'payload_too_large',
     415: 'unsupported_media_type',
+    422: 'unprocessable_entity',
+    502: 'bad_gateway',
     503: 'unavailable',
   };
   return names[status] ?? 'internal_error';
