@@ -10,10 +10,8 @@ import { createMetrics } from '../src/api/metrics';
 import { awaitFinanceApplication, startFinanceApplication } from '../src/client';
 import { webhookHash } from '../src/security/webhook-hash';
 import { startSandbox } from '../src/sandbox';
-import * as sa from '../src/shared/search-attributes';
-import { findTemporalCli } from '../src/temporal/binaries';
 import { checkTemporal } from '../src/temporal/connection';
-import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/temporal/dev-server';
+import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { createWorker } from '../src/worker';
 import { report, runPool, summarize } from './stats';
 
@@ -28,21 +26,7 @@ const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
  */
 export async function benchLifecycle(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const cli = findTemporalCli();
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: cli ? { type: 'existing-path', path: cli } : { type: 'cached-download' },
-      ip: '127.0.0.1',
-      searchAttributes: [
-        sa.MerchantReference,
-        sa.FinanceApplicationId,
-        sa.FinanceApplicationStatus,
-        sa.ConsentId,
-        sa.RefreshTaskId,
-      ],
-      extraArgs: [...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]), '--log-level', 'error'],
-    },
-  });
+  const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
   const connection = await Connection.connect({ address: env.address });
   const nativeConnection = await NativeConnection.connect({ address: env.address });
   const client = new Client({ connection });

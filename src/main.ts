@@ -1,10 +1,9 @@
 import { runEntry, StartupError } from './bootstrap';
-import { createApp } from './api/app';
 import { boundPort, closeServer, listen } from './api/http-server';
-import { createMetrics } from './api/metrics';
+import { createAppFromConfig } from './api/server';
 import { startSandbox } from './sandbox';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
-import { checkTemporal, connectClient, connectWorker } from './temporal/connection';
+import { connectClient, connectWorker } from './temporal/connection';
 import { startDevServer } from './temporal/dev-server';
 import { startWorker, type BankEndpoints } from './worker';
 
@@ -39,15 +38,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
   onShutdown(() => nativeConnection.close());
 
   // The app first: the embedded sandbox needs its address for the account Webhook Endpoint.
-  const app = createApp({
-    client,
-    taskQueue: config.temporal.taskQueue,
-    webhooks: config.webhooks,
-    transactionsCallbackUrl: config.transactionsCallbackUrl,
-    logger,
-    metrics: createMetrics(),
-    checkTemporal: () => checkTemporal(connection, config.temporal.namespace),
-  });
+  const app = createAppFromConfig({ config, client, connection, logger });
   const server = await listen(app, config.port);
   onShutdown(() => closeServer(server));
   const apiUrl = `http://localhost:${boundPort(server)}`;

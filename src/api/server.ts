@@ -1,9 +1,26 @@
+import type { Client, Connection } from '@temporalio/client';
 import { runEntry } from '../bootstrap';
+import type { Config } from '../config';
+import type { Logger } from '../logging';
 import { checkTemporal, connectClient } from '../temporal/connection';
 import { StartupError } from '../bootstrap';
 import { createApp } from './app';
 import { boundPort, closeServer, listen } from './http-server';
 import { createMetrics } from './metrics';
+
+/** The app wired from configuration: used by `npm run api` and by `npm start`. */
+export function createAppFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
+  const { config } = deps;
+  return createApp({
+    client: deps.client,
+    taskQueue: config.temporal.taskQueue,
+    webhooks: config.webhooks,
+    transactionsCallbackUrl: config.transactionsCallbackUrl,
+    logger: deps.logger,
+    metrics: createMetrics(),
+    checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),
+  });
+}
 
 /**
  * `npm run api`: the Express app alone (receiver + merchant facade), for production where the worker runs
@@ -20,15 +37,7 @@ if (require.main === module) {
       env: config.env,
     });
     onShutdown(() => connection.close());
-    const app = createApp({
-      client,
-      taskQueue: config.temporal.taskQueue,
-      webhooks: config.webhooks,
-      transactionsCallbackUrl: config.transactionsCallbackUrl,
-      logger,
-      metrics: createMetrics(),
-      checkTemporal: () => checkTemporal(connection, config.temporal.namespace),
-    });
+    const app = createAppFromConfig({ config, client, connection, logger });
     const server = await listen(app, config.port);
     onShutdown(() => closeServer(server));
     logger.info({ port: boundPort(server) }, `API listening on http://localhost:${boundPort(server)}`);

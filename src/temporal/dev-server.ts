@@ -3,7 +3,9 @@ import { mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Logger } from '../logging';
+import * as sa from '../shared/search-attributes';
 import { SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
+import { findTemporalCli } from './binaries';
 
 export interface DevServerOptions {
   cliPath: string;
@@ -118,4 +120,25 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   }
   log.info({ address, dbFile }, 'Temporal dev server ready');
   return { address, uiUrl: `http://localhost:${options.uiPort}`, stop };
+}
+
+/**
+ * Options for the SDK's ephemeral dev server (`TestWorkflowEnvironment.createLocal({ server })`) used by the
+ * test suite and the benchmarks: the installed CLI (the SDK's download only where none is installed), the
+ * contract's search attributes and the same dynamic config as the embedded server.
+ */
+export function ephemeralDevServerOptions() {
+  const cli = findTemporalCli();
+  return {
+    executable: cli ? { type: 'existing-path' as const, path: cli } : { type: 'cached-download' as const },
+    ip: '127.0.0.1',
+    searchAttributes: [
+      sa.MerchantReference,
+      sa.FinanceApplicationId,
+      sa.FinanceApplicationStatus,
+      sa.ConsentId,
+      sa.RefreshTaskId,
+    ],
+    extraArgs: [...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]), '--log-level', 'error'],
+  };
 }
