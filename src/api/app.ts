@@ -18,6 +18,11 @@ export interface AppDeps {
   transactionsCallbackUrl?: string;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * How long a merchant's start call (POST /applications, POST /consents/:id/refresh) may wait for the bank's
+   * answer through the workflow before it gets a 503 telling it to retry (both are idempotent). Default 30 s.
+   */
+  startDeadlineMs?: number;
   /** Readiness: resolves when Temporal answers. */
   checkTemporal(): Promise<void>;
 }

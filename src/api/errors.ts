@@ -9,6 +9,8 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     readonly details?: unknown,
+    /** Seconds for a Retry-After header. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'HttpError';
@@ -27,6 +29,40 @@ export function isTemporalUnavailable(err: unknown): boolean {
   return false;
 }
 
+export const DEFAULT_START_DEADLINE_MS = 30_000;
+
+/**
+ * Runs a merchant's start call under a deadline. The workflow keeps going when it passes (a slow bank, or no
+ * worker polling), so the merchant is told to retry the same idempotent request: 503 with Retry-After.
+ */
+export async function withStartDeadline<T>(
+  deps: { client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> }; startDeadlineMs?: number },
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
+  try {
+    return await deps.client.withDeadline(Date.now() + ms, fn);
+  } catch (err) {
+    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) {
+      throw new HttpError(
+        503,
+        `${what} did not complete within ${ms} ms; it goes on: retry the same request`,
+        undefined,
+        5,
+      );
+    }
+    throw err;
+  }
+}
+
+function hasGrpcCode(err: unknown, code: number): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && e.code === code) return true;
+  }
+  return false;
+}
+
 /** The one error middleware: every error becomes a JSON body `{ error, message }` with the right status. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
@@ -38,6 +74,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       status = err.status;
       message = err.message;
       details = err.details;
+      if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
     } else if (err instanceof z.ZodError) {
       status = 400;
       message = 'Invalid request';

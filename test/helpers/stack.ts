@@ -23,6 +23,8 @@ export interface TestStackOptions {
   /** The Webhook Security Header shared by the sandbox and the receiver. */
   securityHeader?: string;
   hashSecret?: string;
+  /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
+  startDeadlineMs?: number;
 }
 
 export interface TestStack {
@@ -78,6 +80,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return webhooks;
     },
     transactionsCallbackUrl: options.transactionsCallbackUrl,
+    startDeadlineMs: options.startDeadlineMs,
     logger,
     metrics,
     checkTemporal: () => checkTemporal(t.connection, t.namespace),

@@ -6,7 +6,7 @@ import { getConsentRefreshProgress, startConsentRefresh } from '../../client/con
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
-import { HttpError } from '../errors';
+import { HttpError, withStartDeadline } from '../errors';
 
 const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
@@ -53,7 +53,9 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const consentId = consentIdOf(req.params.consentId);
     const body = StartRefreshBody.parse(req.body ?? {});
     try {
-      const started = await startConsentRefresh(deps.client, { consentId, ...body }, { taskQueue: deps.taskQueue });
+      const started = await withStartDeadline(deps, 'Starting the refresh', () =>
+        startConsentRefresh(deps.client, { consentId, ...body }, { taskQueue: deps.taskQueue }),
+      );
       deps.logger.info(
         { consentId, taskId: started.taskId, workflowId: started.workflowId },
         'consent refresh started or attached',

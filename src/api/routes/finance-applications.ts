@@ -8,7 +8,7 @@ import {
 } from '../../client/finance-applications';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
-import { HttpError } from '../errors';
+import { HttpError, withStartDeadline } from '../errors';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
 
@@ -34,10 +34,12 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     const { merchantReference, callbackUrl, ...application } = StartApplicationSchema.parse(req.body);
     let started;
     try {
-      started = await startFinanceApplication(
-        deps.client,
-        { merchantReference, callbackUrl, application },
-        { taskQueue: deps.taskQueue },
+      started = await withStartDeadline(deps, 'Creating the finance application', () =>
+        startFinanceApplication(
+          deps.client,
+          { merchantReference, callbackUrl, application },
+          { taskQueue: deps.taskQueue },
+        ),
       );
     } catch (err) {
       throw creationError(err);
