@@ -58,7 +58,7 @@ export async function withStartDeadline<T>(
 
 function hasGrpcCode(err: unknown, code: number): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    if (isGrpcServiceError(e) && e.code === code) return true;
+    if (isGrpcServiceError(e) && Number(e.code) === code) return true;
   }
   return false;
 }
