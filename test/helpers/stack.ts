@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { bundleWorkflowCode, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
@@ -14,7 +14,7 @@ import {
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
 import { checkTemporal } from '../../src/temporal/connection';
 import { createWorker } from '../../src/worker';
-import { connectTestTemporal, type TemporalTestContext } from './temporal';
+import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
   /** Overrides of the sandbox options (fast lifecycle, immediate account webhooks by default). */
@@ -48,17 +48,9 @@ export interface TestStack {
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** src/workflows bundled once per test file process: restarts in a test then take milliseconds. */
 function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietBundlerLogger });
+  bundle ??= bundleWorkflows(require.resolve('../../src/workflows'));
   return bundle;
 }
-const quietBundlerLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: (message: string) => console.error(message),
-};
 
 /**
  * The whole stack in-process on real parts: the suite's Temporal dev server, the bank sandbox over HTTP,

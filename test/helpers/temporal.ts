@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  Worker,
+  type WorkerOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 
@@ -72,4 +78,39 @@ export async function eventually<T>(
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** Keeps webpack's bundling chatter out of test output; errors still show. */
+export const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: (message: string) => console.error(message),
+};
+
+export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+}
+
+/** A worker on the test file's task queue, running until stop() (for workflow-logic tests with typed fakes). */
+export async function startTestWorker(
+  t: TemporalTestContext,
+  options: { workflowsPath: string; activities: object },
+): Promise<{ worker: Worker; stop(): Promise<void> }> {
+  const worker = await Worker.create({
+    connection: t.nativeConnection,
+    taskQueue: t.taskQueue,
+    workflowBundle: await bundleWorkflows(options.workflowsPath),
+    activities: options.activities,
+  });
+  const running = worker.run();
+  return {
+    worker,
+    async stop() {
+      worker.shutdown();
+      await running;
+    },
+  };
 }

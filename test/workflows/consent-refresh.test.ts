@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities/types';
 import {
   awaitConsentRefreshResult,
@@ -12,7 +11,7 @@ import {
 import type { AccountEventBody } from '../../src/shared/bank-wire';
 import { accountEventSignal, REFRESH_NOT_STARTED } from '../../src/shared/consent-refresh';
 import { ConsentId, RefreshTaskId } from '../../src/shared/search-attributes';
-import { connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
+import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
 
 /**
  * consentRefreshWorkflow's logic on the real dev server, with typed jest.fn activities standing in for the bank
@@ -40,27 +39,17 @@ const bankEvent = (consentId: string, taskId: string, bankCode: string, taskStat
 
 describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities)', () => {
   let t: TemporalTestContext;
-  let bundle: WorkflowBundleWithSourceMap;
-  let worker: Worker;
-  let running: Promise<void>;
+  let worker: Awaited<ReturnType<typeof startTestWorker>> | undefined;
 
   beforeAll(async () => {
     t = await connectTestTemporal();
-    bundle = await bundleWorkflowCode({
+    worker = await startTestWorker(t, {
       workflowsPath: require.resolve('../../src/workflows/consent-refresh'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
-    });
-    worker = await Worker.create({
-      connection: t.nativeConnection,
-      taskQueue: t.taskQueue,
-      workflowBundle: bundle,
       activities,
     });
-    running = worker.run();
   });
   afterAll(async () => {
-    worker?.shutdown();
-    await running;
+    await worker?.stop();
     await t?.close();
   });
   beforeEach(() => startRefresh.mockReset());

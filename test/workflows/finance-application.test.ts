@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities/types';
 import {
   awaitFinanceApplication,
@@ -21,7 +21,13 @@ import {
   financeApplicationStatusChangedSignal,
 } from '../../src/shared/finance-application';
 import { FinanceApplicationStatus } from '../../src/shared/search-attributes';
-import { connectTestTemporal, eventually, withWorker, type TemporalTestContext } from '../helpers/temporal';
+import {
+  bundleWorkflows,
+  connectTestTemporal,
+  eventually,
+  withWorker,
+  type TemporalTestContext,
+} from '../helpers/temporal';
 
 /** An in-memory bank: one status per application id, changed by the test. */
 function fakeBank() {
@@ -56,10 +62,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
   let workflowBundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
     t = await connectTestTemporal();
-    workflowBundle = await bundleWorkflowCode({
-      workflowsPath: require.resolve('../../src/workflows'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-    });
+    workflowBundle = await bundleWorkflows(require.resolve('../../src/workflows'));
   });
   afterAll(async () => t.close());
 

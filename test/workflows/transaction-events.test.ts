@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities/types';
 import {
   transactionEventSignal,
@@ -11,7 +10,7 @@ import {
 } from '../../src/shared/consent-refresh';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
 import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events';
-import { connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
+import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
 
 /**
  * transactionEventsWorkflow's logic on the real dev server with a typed jest.fn notifyMerchant (the real HTTP
@@ -30,27 +29,17 @@ const activities: Activities = {
 
 describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {
   let t: TemporalTestContext;
-  let bundle: WorkflowBundleWithSourceMap;
-  let worker: Worker;
-  let running: Promise<void>;
+  let worker: Awaited<ReturnType<typeof startTestWorker>> | undefined;
 
   beforeAll(async () => {
     t = await connectTestTemporal();
-    bundle = await bundleWorkflowCode({
+    worker = await startTestWorker(t, {
       workflowsPath: require.resolve('../../src/workflows/transaction-events'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
-    });
-    worker = await Worker.create({
-      connection: t.nativeConnection,
-      taskQueue: t.taskQueue,
-      workflowBundle: bundle,
       activities,
     });
-    running = worker.run();
   });
   afterAll(async () => {
-    worker?.shutdown();
-    await running;
+    await worker?.stop();
     await t?.close();
   });
   beforeEach(() => notifyMerchant.mockReset());
