@@ -8,6 +8,8 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
+import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 
 /** Connections to the suite's real dev server (started once by test/setup/global-setup.ts). */
@@ -51,9 +53,17 @@ export async function withWorker<T>(options: WorkerOptions, fn: (worker: Worker)
 /** The time-skipping test server (installed binary; SDK download only as a fallback) for timer-heavy tests. */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const path = findTemporalTestServer();
-  return TestWorkflowEnvironment.createTimeSkipping({
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: path ? { type: 'existing-path', path } : { type: 'cached-download' } },
   });
+  // The workflows upsert the contract's search attributes; this server knows none until they are added.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      SEARCH_ATTRIBUTE_NAMES.map((name) => [name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+    ),
+  });
+  return env;
 }
 
 /** Polls `probe` until it returns a value other than undefined (bounded; never used to assert timing). */
