@@ -26,8 +26,10 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
   function fakeBank(statuses: string[]) {
     let reads = 0;
     const activities: Activities = {
-      createApplication: jest.fn(async () => ({ financeApplicationId: 'fa-1', status: 'CREATED' })),
-      getApplicationStatus: jest.fn(async () => ({ status: statuses[Math.min(reads++, statuses.length - 1)]! })),
+      createApplication: jest.fn(() => Promise.resolve({ financeApplicationId: 'fa-1', status: 'CREATED' })),
+      getApplicationStatus: jest.fn(() =>
+        Promise.resolve({ status: statuses[Math.min(reads++, statuses.length - 1)]! }),
+      ),
       startRefresh: jest.fn(),
       notifyMerchant: jest.fn(),
     };
