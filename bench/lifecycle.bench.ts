@@ -1,18 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import pino from 'pino';
-import { createActivities, createBankClient } from '../src/activities';
-import { createApp } from '../src/api/app';
-import { boundPort, closeServer, listen } from '../src/api/http-server';
-import { createMetrics } from '../src/api/metrics';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { awaitFinanceApplication, startFinanceApplication } from '../src/client';
 import { webhookHash } from '../src/security/webhook-hash';
-import { startSandbox } from '../src/sandbox';
-import { checkTemporal } from '../src/temporal/connection';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { createWorker } from '../src/worker';
+import { startTestStack } from '../test/helpers/stack';
 import { report, runPool, summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -27,45 +19,12 @@ const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
 export async function benchLifecycle(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
-  const connection = await Connection.connect({ address: env.address });
-  const nativeConnection = await NativeConnection.connect({ address: env.address });
-  const client = new Client({ connection });
-  const taskQueue = `bench-${randomUUID()}`;
-  const logger = pino({ level: 'silent' });
-
-  let publicBaseUrl = '';
-  const app = createApp({
-    client,
-    taskQueue,
-    get webhooks() {
-      return { publicBaseUrl, hashSecret: HASH_SECRET, securityHeader: '' };
-    },
-    logger,
-    metrics: createMetrics(),
-    checkTemporal: () => checkTemporal(connection, 'default'),
-  });
-  const server = await listen(app, 0, '127.0.0.1');
-  publicBaseUrl = `http://127.0.0.1:${boundPort(server)}`;
-  const sandbox = await startSandbox({
-    clientId: 'bench',
-    clientSecret: 'bench-secret',
-    lifecycle: { stepMs: 400 },
-    webhookRetry: { attempts: 8, initialDelayMs: 100, maxDelayMs: 1_000 },
-  });
-  const bank = createBankClient({
-    authUrl: sandbox.url,
-    baseUrl: sandbox.url,
-    clientId: 'bench',
-    clientSecret: 'bench-secret',
-  });
-  const worker = await createWorker({
-    connection: nativeConnection,
-    namespace: 'default',
-    taskQueue,
-    activities: createActivities({ bank: bank.client, webhooks: { publicBaseUrl, hashSecret: HASH_SECRET } }),
-    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: quiet }),
-  });
-  const running = worker.run();
+  // The same in-process stack the integration tests use, on this bench's own dev server.
+  process.env.TEMPORAL_TEST_ADDRESS = env.address;
+  const stack = await startTestStack({ hashSecret: HASH_SECRET, sandbox: { lifecycle: { stepMs: 400 } } });
+  const { sandbox } = stack;
+  const { client, taskQueue } = stack.t;
+  const publicBaseUrl = stack.apiUrl;
 
   try {
     // --- Receiver throughput: webhooks for long-lived applications (their statuses never move on their own).
@@ -153,13 +112,7 @@ export async function benchLifecycle(): Promise<void> {
       });
     }
   } finally {
-    worker.shutdown();
-    await running;
-    await closeServer(server, 1_000);
-    await sandbox.close();
-    await bank.close();
-    await connection.close();
-    await nativeConnection.close();
+    await stack.close();
     await env.teardown();
   }
 }
@@ -167,12 +120,3 @@ export async function benchLifecycle(): Promise<void> {
 function defaultSteps(stepMs: number) {
   return ['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'].map((status) => ({ status, afterMs: stepMs }));
 }
-
-const quiet = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};

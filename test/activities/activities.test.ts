@@ -1,4 +1,4 @@
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Agent } from 'undici';
 import {
@@ -12,22 +12,12 @@ import { financeApplicationWebhookUrl, isValidWebhookHash } from '../../src/secu
 import { BankFailureType, CALLBACK_REJECTED } from '../../src/shared/failure-types';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
-import { runActivity } from './helpers/run-activity';
+import { failureOf, runActivity } from './helpers/run-activity';
 import { startMerchant } from './helpers/merchant-server';
 
 const clientId = 'merchant-app';
 const clientSecret = 'activities-client-secret-91c2';
 const webhooks = { publicBaseUrl: 'https://paylater.example.com/', hashSecret: 'hash-secret-for-tests' };
-
-/** Runs `fn` and returns the ApplicationFailure it threw (fails the test if it threw something else). */
-async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
-}
 
 describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
   let bank: FakeBank;

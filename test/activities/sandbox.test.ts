@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
 import { createActivities, createBankClient, type BankClientHandle } from '../../src/activities';
@@ -9,22 +8,13 @@ import { startSandbox, type RunningSandbox } from '../../src/sandbox';
 import { BankFailureType } from '../../src/shared/failure-types';
 import { closedPortUrl } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
-import { runActivity } from './helpers/run-activity';
+import { failureOf, runActivity } from './helpers/run-activity';
 
 /** The must-show behaviours of the bank client and activities, against the bank sandbox over real HTTP. */
 
 const clientId = 'sandbox-client';
 const clientSecret = 'sandbox-secret-5b9e1d';
 const webhooks = { publicBaseUrl: 'http://127.0.0.1:9/', hashSecret: 'hash-secret' };
-
-async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
-}
 
 describe('bank client and activities against the sandbox', () => {
   let now: number;
