@@ -1,12 +1,15 @@
-import { cancellationSignal, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { Dispatcher } from 'undici';
 import type { CreateApplicationRequest } from '../shared/bank-wire';
 import { financeApplicationWebhookUrl } from '../security/webhook-hash';
 import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
+import { pollDelayMs } from '../shared/poll-policy';
+import { POLL_STATUS_UNCHANGED } from '../shared/failure-types';
 import { postMerchantCallback } from './merchant-callback';
 import type { Activities } from './types';
+import { WebhookEvidence } from './webhook-evidence';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -20,6 +23,7 @@ export { ClientCredentialsTokenProvider, type TokenProvider } from './bank/token
 export type { BankLogger } from './bank/logger';
 export { createCallbackDispatcher, CALLBACK_UNAVAILABLE } from './merchant-callback';
 export { toApplicationFailure } from './failures';
+export { WebhookEvidence } from './webhook-evidence';
 
 export interface ActivityDeps {
   /** The bank client (createBankClient(...).client); a typed fake works too. */
@@ -34,6 +38,8 @@ export interface ActivityDeps {
   callbackDispatcher?: Dispatcher;
   /** Deadline of one merchant callback request (default 10 s). */
   callbackTimeoutMs?: number;
+  /** Worker-wide knowledge that webhooks reach us (one per worker process; a fresh one when absent). */
+  webhookEvidence?: WebhookEvidence;
 }
 
 /**
@@ -43,6 +49,7 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps): Activities {
   const { bank, webhooks } = deps;
+  const evidence = deps.webhookEvidence ?? new WebhookEvidence();
 
   return {
     async createApplication({ merchantReference, application }) {
@@ -63,19 +70,67 @@ export function createActivities(deps: ActivityDeps): Activities {
       }
     },
 
-    async getApplicationStatus({ financeApplicationId, merchantReference }) {
+    async getApplicationStatus({ financeApplicationId, merchantReference, source }) {
+      if (source === 'webhook') evidence.record();
       try {
         const status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
-        // Debug: polls are frequent; status changes are recorded by the workflow itself.
+        // Debug: reads are frequent; status changes are recorded by the workflow itself.
         log.debug('Finance application status read', {
           merchantReference,
           financeApplicationId,
           status: status.status,
+          source,
         });
-        return status;
+        return { ...status, webhooksKnown: evidence.known() };
       } catch (err) {
         throw failed('getApplicationStatus', err, { merchantReference, financeApplicationId });
       }
+    },
+
+    async pollApplicationStatus({
+      financeApplicationId,
+      merchantReference,
+      seenStatuses,
+      quietSince,
+      webhooksLive,
+      policy,
+    }) {
+      const webhooksKnown = webhooksLive || evidence.known();
+      const delayMs = pollDelayMs(policy, Date.now() - Date.parse(quietSince), webhooksKnown);
+      const again = (message: string) =>
+        ApplicationFailure.create({
+          type: POLL_STATUS_UNCHANGED,
+          message,
+          nextRetryDelay: delayMs,
+          // Expected: no error log, no failure metric for an unchanged status.
+          category: ApplicationFailureCategory.BENIGN,
+        });
+      // The first attempt runs as soon as the poll is scheduled: it only sets the time of the first read.
+      if (activityInfo().attempt === 1) throw again(`first read in ${delayMs} ms`);
+      let status;
+      try {
+        status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
+      } catch (err) {
+        const failure = toApplicationFailure(err);
+        log.warn('Poll read failed; polling goes on', {
+          merchantReference,
+          financeApplicationId,
+          ...failureAttributes(failure),
+        });
+        // Polling never gives up on a bank error: the next read comes at the policy's pace (or a 429's
+        // Retry-After when that is longer); a webhook or the deadline ends the wait sooner.
+        const retryAfterMs = failure instanceof ApplicationFailure ? Number(failure.nextRetryDelay ?? 0) : 0;
+        throw ApplicationFailure.create({
+          type: (failure instanceof ApplicationFailure ? failure.type : undefined) ?? 'BankReadFailed',
+          message: failure instanceof Error ? failure.message : String(failure),
+          nextRetryDelay: Math.max(delayMs, Number.isFinite(retryAfterMs) ? retryAfterMs : 0),
+          details: (failure instanceof ApplicationFailure ? failure.details : undefined) ?? undefined,
+        });
+      }
+      if (seenStatuses.includes(status.status))
+        throw again(`status ${status.status} unchanged; next read in ${delayMs} ms`);
+      log.debug('Poll found a new status', { merchantReference, financeApplicationId, status: status.status });
+      return { ...status, webhooksKnown };
     },
 
     async startRefresh({ consentId }) {

@@ -1,4 +1,11 @@
 import type { ApplicationStatusResponse, CreateApplicationResponse } from '../shared/bank-wire';
+import type { PollPolicy } from '../shared/poll-policy';
+
+/** A status read, with what the worker knows of webhook delivery (any application's, not only this one's). */
+export type StatusRead = ApplicationStatusResponse & {
+  /** True when webhooks are known to reach us: this application's own, or another's recently (worker-wide). */
+  webhooksKnown: boolean;
+};
 
 /**
  * The activities the workflows call. createActivities(deps) (src/activities/index.ts) returns an object of
@@ -13,11 +20,34 @@ export interface Activities {
     application: Record<string, unknown>;
   }): Promise<CreateApplicationResponse>;
 
-  /** GET /applications/{financeApplicationId}/status. */
+  /**
+   * GET /applications/{financeApplicationId}/status, once. `source: 'webhook'` says a webhook of this
+   * application triggered the read: proof, for every application on this worker, that webhooks reach us.
+   */
   getApplicationStatus(input: {
     financeApplicationId: string;
     merchantReference: string;
-  }): Promise<ApplicationStatusResponse>;
+    source?: 'webhook' | 'poll';
+  }): Promise<StatusRead>;
+
+  /**
+   * The fallback poll, as one activity whose retries are the polls (samples-typescript `polling/infrequent`):
+   * each attempt reads the status and fails with the benign `StatusUnchanged` and a `nextRetryDelay` from the
+   * poll policy while the status is one of `seenStatuses`; it returns the first new status. Temporal schedules
+   * the attempts, so a quiet application costs no workflow task and no history event between polls. The
+   * first attempt only schedules the first read.
+   */
+  pollApplicationStatus(input: {
+    financeApplicationId: string;
+    merchantReference: string;
+    /** Statuses already recorded: a read of one of them is "unchanged" (a stale read included). */
+    seenStatuses: string[];
+    /** ISO time of the creation or of the last status change: the policy's clock. */
+    quietSince: string;
+    /** This application's own webhooks have arrived. */
+    webhooksLive: boolean;
+    policy: PollPolicy;
+  }): Promise<StatusRead>;
 
   /** PUT /refresh for one consent. */
   startRefresh(input: { consentId: string }): Promise<{ taskId: string }>;

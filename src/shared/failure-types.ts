@@ -25,3 +25,6 @@ export const NON_RETRYABLE_BANK_FAILURES: string[] = [
 
 /** A merchant callback URL answered 4xx: not retried. */
 export const CALLBACK_REJECTED = 'MerchantCallbackRejected';
+
+/** The polling activity's benign "no new status yet": Temporal retries it after the poll policy's delay. */
+export const POLL_STATUS_UNCHANGED = 'StatusUnchanged';
