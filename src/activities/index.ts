@@ -95,8 +95,14 @@ export function createActivities(deps: ActivityDeps): Activities {
       webhooksLive,
       policy,
     }) {
+      const info = activityInfo();
       const webhooksKnown = webhooksLive || evidence.known();
-      const delayMs = pollDelayMs(policy, Date.now() - Date.parse(quietSince), webhooksKnown);
+      // The server's clock (as quietSince, the workflow's): no skew between hosts, and test servers that skip time.
+      const delayMs = pollDelayMs(
+        policy,
+        info.currentAttemptScheduledTimestampMs - Date.parse(quietSince),
+        webhooksKnown,
+      );
       const again = (message: string) =>
         ApplicationFailure.create({
           type: POLL_STATUS_UNCHANGED,
@@ -106,7 +112,7 @@ export function createActivities(deps: ActivityDeps): Activities {
           category: ApplicationFailureCategory.BENIGN,
         });
       // The first attempt runs as soon as the poll is scheduled: it only sets the time of the first read.
-      if (activityInfo().attempt === 1) throw again(`first read in ${delayMs} ms`);
+      if (info.attempt === 1) throw again(`first read in ${delayMs} ms`);
       let status;
       try {
         status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });

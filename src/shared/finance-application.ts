@@ -4,6 +4,7 @@
  * Types and constants only (plus @temporalio/workflow's define* helpers), so both sides may import it.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { DEFAULT_POLL_POLICY } from './poll-policy';
 import {
   FINANCE_APPLICATION_STATUS_ORDER,
   TERMINAL_FINANCE_APPLICATION_STATUSES,
@@ -21,12 +22,21 @@ export interface StatusChange {
   source: StatusSource;
 }
 
-/** Tunables of one application's lifecycle. Every field is optional; see FINANCE_APPLICATION_DEFAULTS. */
+/**
+ * Tunables of one application's lifecycle. Every field is optional; see FINANCE_APPLICATION_DEFAULTS and the
+ * poll policy in src/shared/poll-policy.ts.
+ */
 export interface FinanceApplicationSettings {
-  /** Poll interval until the first webhook proves webhooks are live (ms). */
+  /** Poll interval during the responsive window after creation and after each status change (ms). */
   fastPollIntervalMs?: number;
-  /** Safety-net poll interval once webhooks are live (ms). */
+  /** How long polling stays at the fast interval after creation or a status change (ms). */
+  responsiveWindowMs?: number;
+  /** After the responsive window, each poll interval is this factor times the one before (≥ 1). */
+  pollBackoffFactor?: number;
+  /** Longest poll interval once webhooks are known to reach us: the safety net for a lost webhook (ms). */
   slowPollIntervalMs?: number;
+  /** Longest poll interval while no webhook has ever been seen (ms; never above slowPollIntervalMs). */
+  noWebhookPollIntervalMs?: number;
   /** Stop following the application this long after the workflow first started (ms). */
   deadlineMs?: number;
   /** Statuses that end the workflow. */
@@ -40,12 +50,18 @@ export interface FinanceApplicationSettings {
   continueAsNewAfterEvents?: number;
 }
 
-/** Defaults: poll every 30 s until the first webhook, then every 15 min; give up after 30 days. */
+/**
+ * Defaults: poll every 30 s for 5 minutes after creation or a change, then back off ×2 up to every 5 minutes
+ * (15 once webhooks are known to reach us); give up after 30 days.
+ */
 export const FINANCE_APPLICATION_DEFAULTS: Readonly<
   Required<Omit<FinanceApplicationSettings, 'continueAsNewAfterEvents'>>
 > = {
-  fastPollIntervalMs: 30_000,
-  slowPollIntervalMs: 15 * 60_000,
+  fastPollIntervalMs: DEFAULT_POLL_POLICY.fastIntervalMs,
+  responsiveWindowMs: DEFAULT_POLL_POLICY.responsiveWindowMs,
+  pollBackoffFactor: DEFAULT_POLL_POLICY.backoffFactor,
+  slowPollIntervalMs: DEFAULT_POLL_POLICY.maxIntervalMs,
+  noWebhookPollIntervalMs: DEFAULT_POLL_POLICY.maxIntervalWithoutWebhooksMs,
   deadlineMs: 30 * 24 * 60 * 60_000,
   // The bank's status set is not shown: the sandbox's set (src/shared/bank-wire.ts).
   terminalStatuses: [...TERMINAL_FINANCE_APPLICATION_STATUSES],
@@ -90,6 +106,13 @@ export interface FinanceApplicationState {
   outcome?: 'terminal' | 'deadline';
   /** A webhook for this application arrived: polling has slowed down. */
   webhooksLive: boolean;
+  /**
+   * The worker last said webhooks reach us (this application's or another's): polling backs off to the slow
+   * interval. Absent in runs from before the poll policy.
+   */
+  webhooksKnown?: boolean;
+  /** ISO time of the creation or the last status change: the poll policy's clock. */
+  quietSince?: string;
   /** Status-changed signals received (all of them, across runs). */
   webhooksReceived: number;
   /** Signals whose financeApplicationId is not this workflow's application: recorded and ignored. */

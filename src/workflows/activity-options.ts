@@ -31,3 +31,20 @@ export const MERCHANT_CALLBACK_ACTIVITY_OPTIONS: ActivityOptions = {
     nonRetryableErrorTypes: [CALLBACK_REJECTED],
   },
 };
+
+/**
+ * The polling activity (pollApplicationStatus): its retries are the polls. Each attempt sets its own
+ * nextRetryDelay from the poll policy, so the retry policy's intervals only apply to an attempt that timed
+ * out. No schedule-to-close and no attempt limit: it polls until a new status, a webhook (which cancels it)
+ * or the workflow's deadline. No non-retryable types: a bank error is one more reason to try again later.
+ * Attempts queue on the rate-limited bank-reads task queue, so a wait there is not a timeout.
+ */
+export const POLL_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '30 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '15 minutes',
+    // maximumAttempts unset: unlimited.
+  },
+};

@@ -1,37 +1,44 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   allHandlersFinished,
   condition,
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities/types';
+import type { Activities, StatusRead } from '../activities/types';
 import { BankFailureType } from '../shared/failure-types';
 import {
-  FINANCE_APPLICATION_DEFAULTS,
   FinanceApplicationFailureType,
   financeApplicationStateQuery,
   financeApplicationStatusChangedSignal,
   startFinanceApplicationUpdate,
   type FinanceApplicationInput,
-  type FinanceApplicationSettings,
   type FinanceApplicationStarted,
   type FinanceApplicationState,
   type StatusChange,
   type StatusSource,
 } from '../shared/finance-application';
 import { FinanceApplicationId, FinanceApplicationStatus, MerchantReference } from '../shared/search-attributes';
-import { BANK_ACTIVITY_OPTIONS, MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
+import { bankReadsTaskQueue } from '../shared/task-queues';
+import { BANK_ACTIVITY_OPTIONS, MERCHANT_CALLBACK_ACTIVITY_OPTIONS, POLL_ACTIVITY_OPTIONS } from './activity-options';
+import { FinanceApplication, resolveSettings } from './finance-application-state';
 
-type ResolvedSettings = Required<Omit<FinanceApplicationSettings, 'continueAsNewAfterEvents'>> &
-  Pick<FinanceApplicationSettings, 'continueAsNewAfterEvents'>;
+/**
+ * Versioning (README "Running workflows"): runs that passed this point before the poll policy existed keep
+ * the old loop (a timer per poll, reads on the main task queue) until they end or continue as new; new runs
+ * poll through one activity on the bank-reads task queue.
+ */
+export const POLL_POLICY_PATCH = 'poll-activity-on-bank-reads-queue';
 
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
@@ -39,43 +46,44 @@ const now = (): number => new Date().getTime();
 /** Activities with a summary the Web UI shows on the event (the proxy is cheap to build per call). */
 const bank = (summary: string) => proxyActivities<Activities>({ ...BANK_ACTIVITY_OPTIONS, summary });
 const merchant = (summary: string) => proxyActivities<Activities>({ ...MERCHANT_CALLBACK_ACTIVITY_OPTIONS, summary });
+/** Status reads go to the rate-limited bank-reads task queue (src/shared/task-queues.ts). */
+const reads = (summary: string) =>
+  proxyActivities<Activities>({
+    ...BANK_ACTIVITY_OPTIONS,
+    taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
+    summary,
+  });
+const poller = () =>
+  proxyActivities<Activities>({
+    ...POLL_ACTIVITY_OPTIONS,
+    taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
+    summary: 'Poll status (retries are the polls)',
+  });
 
 /**
  * One finance application, from creation to a terminal status or the deadline (DESIGN.md). Started with
- * update-with-start: the start update resolves with the bank's create response. Webhooks arrive as signals;
- * a fallback poll timer covers lost ones. Handlers only record; the body makes every bank call.
+ * update-with-start: the start update resolves with the bank's create response. Webhooks arrive as signals
+ * and trigger one read each (a burst coalesces); between them one polling activity, whose retries Temporal
+ * schedules by the poll policy, is the fallback. Handlers only record; decisions are in FinanceApplication.
  */
 export async function financeApplicationWorkflow(input: FinanceApplicationInput): Promise<FinanceApplicationState> {
-  const settings = resolveSettings(input.settings);
+  const { settings, problems } = resolveSettings(input.settings);
+  if (problems.length > 0) {
+    throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidFinanceApplicationInput');
+  }
   const { merchantReference } = input;
-  const carried = input.carried;
-  const state: FinanceApplicationState = carried
-    ? { ...carried.state, runs: carried.state.runs + 1 }
-    : {
-        merchantReference,
-        history: [],
-        done: false,
-        webhooksLive: false,
-        webhooksReceived: 0,
-        mismatchedWebhooks: 0,
-        statusReads: 0,
-        failedReads: 0,
-        notificationsSent: 0,
-        notificationsFailed: 0,
-        deadlineAt: new Date(now() + settings.deadlineMs).toISOString(),
-        runs: 1,
-      };
-  /** financeApplicationIds of webhooks not yet acted on: the signal handler appends, the body drains. */
-  const webhookIds: string[] = [...(carried?.pendingWebhookIds ?? [])];
-  /** Changes still to push to the merchant, oldest first. */
-  const unsent: StatusChange[] = [...(carried?.unsentNotifications ?? [])];
+  const app = new FinanceApplication(merchantReference, settings, {
+    now: now(),
+    carried: input.carried,
+    notifies: input.callbackUrl !== undefined,
+  });
+  const state = app.state;
   let createFailure: ApplicationFailure | undefined;
 
   // Handlers first, before any await, so an update or signal delivered with the start finds them.
-  setHandler(financeApplicationStatusChangedSignal, ({ financeApplicationId }) => {
-    state.webhooksReceived += 1;
-    webhookIds.push(financeApplicationId);
-  });
+  setHandler(financeApplicationStatusChangedSignal, ({ financeApplicationId }) =>
+    app.receiveWebhook(financeApplicationId),
+  );
   setHandler(financeApplicationStateQuery, () => state);
   setHandler(
     startFinanceApplicationUpdate,
@@ -120,56 +128,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       throw err;
     }
   }
-  let nextPollAt = now() + pollInterval();
-  describe();
 
-  while (!state.done) {
-    if (state.status !== undefined && settings.terminalStatuses.includes(state.status)) {
-      state.done = true;
-      state.outcome = 'terminal';
-      break;
-    }
-    const deadlineAt = Date.parse(state.deadlineAt);
-    if (now() >= deadlineAt) {
-      state.done = true;
-      state.outcome = 'deadline';
-      log.warn('Finance application deadline reached before a terminal status', logIds());
-      break;
-    }
-    if (shouldContinueAsNew()) {
-      notifierStop = 'now';
-      await notifierDone;
-      await condition(allHandlersFinished);
-      log.info('Continuing as new', { ...logIds(), historyLength: workflowInfo().historyLength });
-      return await continueAsNew<typeof financeApplicationWorkflow>({
-        ...input,
-        carried: { state, unsentNotifications: unsent, pendingWebhookIds: webhookIds },
-      });
-    }
-
-    const wait = Math.min(nextPollAt, deadlineAt) - now();
-    const woke = wait > 0 ? await condition(() => webhookIds.length > 0, wait) : webhookIds.length > 0;
-    let source: StatusSource;
-    if (woke) {
-      // Every webhook received so far is answered by one read (a burst coalesces).
-      const ids = webhookIds.splice(0);
-      const ours = ids.filter((id) => id === state.financeApplicationId).length;
-      if (ours < ids.length) {
-        state.mismatchedWebhooks += ids.length - ours;
-        log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: ids.length - ours });
-      }
-      if (ours === 0) continue;
-      if (!state.webhooksLive) log.info('First webhook received: webhooks are live, polling slows down', logIds());
-      state.webhooksLive = true;
-      source = 'webhook';
-    } else if (now() >= nextPollAt) {
-      source = 'poll';
-    } else {
-      continue; // the deadline timer fired: the loop's top ends the workflow
-    }
-    await readStatus(source);
-    nextPollAt = now() + pollInterval();
-  }
+  const continued = patched(POLL_POLICY_PATCH) ? await followWithPollActivity() : await followWithPollTimer();
+  if (continued) return continued;
 
   describe();
   upsertSearchAttributes([{ key: FinanceApplicationStatus, value: state.status ?? 'UNKNOWN' }]);
@@ -179,17 +140,154 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   log.info('Finance application finished', { ...logIds(), outcome: state.outcome, status: state.status });
   return state;
 
+  /**
+   * The loop: webhooks trigger a read; meanwhile one polling activity runs, cancelled when a webhook comes and
+   * started again after it. One deadline timer per run. Returns the continue-as-new result, or undefined when
+   * the application is done.
+   */
+  async function followWithPollActivity(): Promise<FinanceApplicationState | undefined> {
+    let deadlinePassed = now() >= app.deadline();
+    if (!deadlinePassed) void sleep(app.deadline() - now()).then(() => (deadlinePassed = true));
+    let poll: Poll | undefined;
+    describe();
+    for (;;) {
+      if (app.isTerminal()) {
+        app.finish('terminal');
+        break;
+      }
+      if (deadlinePassed || now() >= app.deadline()) {
+        app.finish('deadline');
+        log.warn('Finance application deadline reached before a terminal status', logIds());
+        break;
+      }
+      if (poll?.settled) {
+        const failed = took(poll);
+        poll = undefined;
+        // A poll that failed outright (not a bank error: those are retried inside it) starts again later.
+        if (failed) await condition(() => app.hasWebhooks() || deadlinePassed, settings.slowPollIntervalMs);
+        continue;
+      }
+      if (shouldContinueAsNew()) {
+        if (poll) took(await stopPoll(poll));
+        return await continueAsNewWith();
+      }
+      if (app.hasWebhooks()) {
+        const { ours, mismatched } = app.takeWebhooks();
+        if (mismatched > 0)
+          log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
+        if (ours === 0) continue;
+        if (poll) {
+          took(await stopPoll(poll));
+          poll = undefined;
+        }
+        await readStatus('webhook');
+        continue;
+      }
+      poll ??= startPoll();
+      const current = poll;
+      await condition(() => app.hasWebhooks() || current.settled || deadlinePassed);
+    }
+    if (poll) took(await stopPoll(poll));
+    return undefined;
+  }
+
+  /** Runs from before the poll policy (POLL_POLICY_PATCH): unchanged, so their histories replay. */
+  async function followWithPollTimer(): Promise<FinanceApplicationState | undefined> {
+    let nextPollAt = now() + app.legacyPollIntervalMs();
+    describe();
+    while (!state.done) {
+      if (app.isTerminal()) {
+        app.finish('terminal');
+        break;
+      }
+      const deadlineAt = app.deadline();
+      if (now() >= deadlineAt) {
+        app.finish('deadline');
+        log.warn('Finance application deadline reached before a terminal status', logIds());
+        break;
+      }
+      if (shouldContinueAsNew()) return await continueAsNewWith();
+
+      const wait = Math.min(nextPollAt, deadlineAt) - now();
+      const woke = wait > 0 ? await condition(() => app.hasWebhooks(), wait) : app.hasWebhooks();
+      let source: StatusSource;
+      if (woke) {
+        const { ours, mismatched } = app.takeWebhooks();
+        if (mismatched > 0)
+          log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
+        if (ours === 0) continue;
+        source = 'webhook';
+      } else if (now() >= nextPollAt) {
+        source = 'poll';
+      } else {
+        continue; // the deadline timer fired: the loop's top ends the workflow
+      }
+      await legacyReadStatus(source);
+      nextPollAt = now() + app.legacyPollIntervalMs();
+    }
+    return undefined;
+  }
+
+  async function continueAsNewWith(): Promise<FinanceApplicationState> {
+    notifierStop = 'now';
+    await notifierDone;
+    await condition(allHandlersFinished);
+    log.info('Continuing as new', { ...logIds(), historyLength: workflowInfo().historyLength });
+    return await continueAsNew<typeof financeApplicationWorkflow>({ ...input, carried: app.snapshot() });
+  }
+
+  function startPoll(): Poll {
+    const poll: Poll = { settled: false, scope: new CancellationScope() };
+    poll.scope
+      .run(() =>
+        poller().pollApplicationStatus({
+          financeApplicationId: state.financeApplicationId!,
+          merchantReference,
+          ...app.pollInput(now()),
+        }),
+      )
+      .then(
+        (read) => (poll.read = read),
+        (err: unknown) => (poll.error = err),
+      )
+      .finally(() => (poll.settled = true));
+    return poll;
+  }
+
+  /** Cancels a running poll and waits until it settled (a poll that found a status just before keeps it). */
+  async function stopPoll(poll: Poll): Promise<Poll> {
+    if (!poll.settled) poll.scope.cancel();
+    await condition(() => poll.settled);
+    return poll;
+  }
+
+  /** Takes what a settled poll found: a new status, a cancellation (ignored) or a failure (logged: true). */
+  function took(poll: Poll): boolean {
+    if (poll.read) {
+      const change = app.read(poll.read.status, 'poll', new Date(), poll.read.webhooksKnown);
+      if (change) changed(change);
+      return false;
+    }
+    if (poll.error === undefined || isCancellation(poll.error) || isCancelledActivity(poll.error)) return false;
+    app.readFailed();
+    log.error('Polling activity failed; polling starts again later', {
+      ...logIds(),
+      failureType: failureType(poll.error),
+      error: poll.error instanceof Error ? poll.error.message : String(poll.error),
+    });
+    return true;
+  }
+
   async function create(): Promise<void> {
     try {
       const created = await bank('Create the application at the bank').createApplication({
         merchantReference,
         application: input.application,
       });
-      state.bank = created;
-      state.financeApplicationId = created.financeApplicationId;
+      const change = app.created(created, new Date());
       upsertSearchAttributes([{ key: FinanceApplicationId, value: created.financeApplicationId }]);
       log.info('Finance application created', logIds());
-      if (typeof created.status === 'string') record(created.status, 'create');
+      if (change) changed(change);
     } catch (err) {
       if (isCancellation(err)) throw err;
       const type = failureType(err);
@@ -205,50 +303,49 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     }
   }
 
+  /** One read on the bank-reads queue (after a webhook). Never fatal: the poll or the next webhook reads again. */
   async function readStatus(source: StatusSource): Promise<void> {
-    const financeApplicationId = state.financeApplicationId!;
-    state.statusReads += 1;
     try {
-      const read = await bank(`Read status (${source})`).getApplicationStatus({
-        financeApplicationId,
+      const read: StatusRead = await reads(`Read status (${source})`).getApplicationStatus({
+        financeApplicationId: state.financeApplicationId!,
         merchantReference,
+        source: source === 'webhook' ? 'webhook' : 'poll',
       });
-      record(read.status, source);
+      const change = app.read(read.status, source, new Date(), read.webhooksKnown);
+      if (change) changed(change);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      state.failedReads += 1;
-      // Never fatal: the application exists, and the next poll or webhook reads again.
-      const type = failureType(err);
-      const level = type === BankFailureType.Unavailable || type === BankFailureType.RateLimited ? 'warn' : 'error';
-      log[level]('Status read failed; retrying at the next poll', { ...logIds(), source, bankFailureType: type });
+      readFailed(err, source);
     }
   }
 
-  /** Records `status` once, if it moves forward; a stale or repeated read changes nothing. */
-  function record(status: string, source: StatusSource): void {
-    if (!advances(status)) return;
-    const change: StatusChange = { status, at: new Date().toISOString(), source };
-    state.history.push(change);
-    state.status = status;
-    upsertSearchAttributes([{ key: FinanceApplicationStatus, value: status }]);
-    if (input.callbackUrl) unsent.push(change);
-    log.info('Finance application status changed', { ...logIds(), status, source });
+  /** The read of runs from before the poll policy (main task queue, as their histories have it). */
+  async function legacyReadStatus(source: StatusSource): Promise<void> {
+    try {
+      const read = await bank(`Read status (${source})`).getApplicationStatus({
+        financeApplicationId: state.financeApplicationId!,
+        merchantReference,
+      });
+      const change = app.read(read.status, source, new Date());
+      if (change) changed(change);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      readFailed(err, source);
+    }
+  }
+
+  function readFailed(err: unknown, source: StatusSource): void {
+    app.readFailed();
+    const type = failureType(err);
+    const level = type === BankFailureType.Unavailable || type === BankFailureType.RateLimited ? 'warn' : 'error';
+    log[level]('Status read failed; retrying at the next poll', { ...logIds(), source, bankFailureType: type });
+  }
+
+  /** A recorded change: the search attribute, a log line and the Web UI's details follow it. */
+  function changed(change: StatusChange): void {
+    upsertSearchAttributes([{ key: FinanceApplicationStatus, value: change.status }]);
+    log.info('Finance application status changed', { ...logIds(), status: change.status, source: change.source });
     describe();
-  }
-
-  function advances(next: string): boolean {
-    const current = state.status;
-    if (current === undefined) return true;
-    if (next === current) return false;
-    const from = settings.statusOrder[current];
-    const to = settings.statusOrder[next];
-    if (from !== undefined && to !== undefined) return to > from;
-    // A status outside the order: taken once, never again after something else (that would be going back).
-    return !state.history.some((h) => h.status === next);
-  }
-
-  function pollInterval(): number {
-    return state.webhooksLive ? settings.slowPollIntervalMs : settings.fastPollIntervalMs;
   }
 
   function shouldContinueAsNew(): boolean {
@@ -259,9 +356,10 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 
   async function runNotifier(url: string): Promise<void> {
     for (;;) {
-      await condition(() => unsent.length > 0 || notifierStop !== undefined);
-      if (unsent.length === 0 || notifierStop === 'now') return;
-      const change = unsent[0]!;
+      await condition(() => app.nextNotification() !== undefined || notifierStop !== undefined);
+      const change = app.nextNotification();
+      if (change === undefined || notifierStop === 'now') return;
+      let delivered = false;
       try {
         await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
           url,
@@ -273,13 +371,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
             ...change,
           },
         });
-        state.notificationsSent += 1;
+        delivered = true;
       } catch (err) {
         if (isCancellation(err)) throw err;
-        state.notificationsFailed += 1;
         log.warn('Merchant callback gave up', { ...logIds(), status: change.status, failureType: failureType(err) });
       }
-      unsent.shift();
+      app.notificationDone(delivered);
     }
   }
 
@@ -287,50 +384,28 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     return { merchantReference, financeApplicationId: state.financeApplicationId };
   }
 
-  /** Current details in the Web UI: the status timeline as a markdown table. */
   function describe(): void {
-    const rows = state.history.slice(-20).map((h) => `| ${h.status} | ${h.at} | ${h.source} |`);
-    const mode = state.webhooksLive ? 'webhooks live, slow safety-net polling' : 'polling until the first webhook';
-    const head = state.done
-      ? `**${state.status ?? 'UNKNOWN'}**, finished (${state.outcome})`
-      : `**${state.status ?? 'creating'}**, ${mode}`;
-    setCurrentDetails(
-      [
-        head,
-        `Application \`${state.financeApplicationId ?? '-'}\` · webhooks ${state.webhooksReceived} · reads ${state.statusReads}`,
-        '',
-        '| status | at | source |',
-        '|---|---|---|',
-        ...rows,
-      ].join('\n'),
-    );
+    setCurrentDetails(app.details());
   }
 }
 
-function resolveSettings(s: FinanceApplicationSettings = {}): ResolvedSettings {
-  const resolved: ResolvedSettings = {
-    fastPollIntervalMs: s.fastPollIntervalMs ?? FINANCE_APPLICATION_DEFAULTS.fastPollIntervalMs,
-    slowPollIntervalMs: s.slowPollIntervalMs ?? FINANCE_APPLICATION_DEFAULTS.slowPollIntervalMs,
-    deadlineMs: s.deadlineMs ?? FINANCE_APPLICATION_DEFAULTS.deadlineMs,
-    terminalStatuses: s.terminalStatuses ?? FINANCE_APPLICATION_DEFAULTS.terminalStatuses,
-    statusOrder: s.statusOrder ?? FINANCE_APPLICATION_DEFAULTS.statusOrder,
-    continueAsNewAfterEvents: s.continueAsNewAfterEvents,
-  };
-  for (const key of ['fastPollIntervalMs', 'slowPollIntervalMs', 'deadlineMs'] as const) {
-    if (!(resolved[key] > 0)) {
-      throw ApplicationFailure.nonRetryable(
-        `settings.${key} must be a positive number`,
-        'InvalidFinanceApplicationInput',
-      );
-    }
-  }
-  return resolved;
+/** One running polling activity and what it came back with. */
+interface Poll {
+  scope: CancellationScope;
+  settled: boolean;
+  read?: StatusRead;
+  error?: unknown;
 }
 
 /** The `ApplicationFailure.type` behind an activity failure (workflows branch on it, never on classes of ours). */
 function failureType(err: unknown): string | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
+/** An activity that ended because we cancelled it (TRY_CANCEL reports it as an ActivityFailure). */
+function isCancelledActivity(err: unknown): boolean {
+  return err instanceof ActivityFailure && isCancellation(err.cause);
 }
 
 function rootMessage(err: unknown): string {

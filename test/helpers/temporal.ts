@@ -10,6 +10,7 @@ import {
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
+import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 
 /** Connections to the suite's real dev server (started once by test/setup/global-setup.ts). */
@@ -44,10 +45,29 @@ export async function connectTestTemporal(): Promise<TemporalTestContext> {
   };
 }
 
-/** Runs `fn` while a worker polls; the worker is shut down and drained afterwards, whatever happens. */
+/**
+ * The worker for the bank-reads task queue beside a main worker (production runs both in every worker process):
+ * the same connection and activities, only the read activities registered.
+ */
+export function createBankReadsWorker(options: WorkerOptions): Promise<Worker> {
+  const activities = (options.activities ?? {}) as Record<string, unknown>;
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: bankReadsTaskQueue(options.taskQueue),
+    activities: Object.fromEntries(BANK_READ_ACTIVITIES.filter((n) => n in activities).map((n) => [n, activities[n]])),
+  });
+}
+
+/**
+ * Runs `fn` while a worker polls (with its bank-reads companion when it has activities); both are shut down and
+ * drained afterwards, whatever happens.
+ */
 export async function withWorker<T>(options: WorkerOptions, fn: (worker: Worker) => Promise<T>): Promise<T> {
   const worker = await Worker.create(options);
-  return worker.runUntil(fn(worker));
+  if (!options.activities) return worker.runUntil(fn(worker));
+  const readsWorker = await createBankReadsWorker(options);
+  return readsWorker.runUntil(worker.runUntil(fn(worker)));
 }
 
 /** The time-skipping test server (installed binary; SDK download only as a fallback) for timer-heavy tests. */
@@ -109,17 +129,20 @@ export async function startTestWorker(
   t: TemporalTestContext,
   options: { workflowsPath: string; activities: object },
 ): Promise<{ worker: Worker; stop(): Promise<void> }> {
-  const worker = await Worker.create({
+  const workerOptions: WorkerOptions = {
     connection: t.nativeConnection,
     taskQueue: t.taskQueue,
     workflowBundle: await bundleWorkflows(options.workflowsPath),
     activities: options.activities,
-  });
-  const running = worker.run();
+  };
+  const worker = await Worker.create(workerOptions);
+  const readsWorker = await createBankReadsWorker(workerOptions);
+  const running = Promise.all([worker.run(), readsWorker.run()]);
   return {
     worker,
     async stop() {
       worker.shutdown();
+      readsWorker.shutdown();
       await running;
     },
   };

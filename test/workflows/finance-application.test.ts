@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../src/activities';
 import type { Activities } from '../../src/activities/types';
+import type { ApplicationStatusResponse } from '../../src/shared/bank-wire';
 import {
   awaitFinanceApplication,
   financeApplicationHandle,
@@ -29,11 +31,27 @@ import {
   type TemporalTestContext,
 } from '../helpers/temporal';
 
-/** An in-memory bank: one status per application id, changed by the test. */
+/**
+ * An in-memory bank: one status per application id, changed by the test. Creation and merchant callbacks are
+ * typed jest.fn activities; status reads and polls are the real activities over a fake bank client, so the
+ * polling activity's retries run on the real server.
+ */
 function fakeBank() {
   const statuses = new Map<string, string>();
   let next = 0;
+  const bankReads = jest.fn<Promise<ApplicationStatusResponse>, [string]>((financeApplicationId) =>
+    Promise.resolve({ status: statuses.get(financeApplicationId) ?? 'CREATED' }),
+  );
+  const real = createActivities({
+    bank: {
+      createApplication: () => Promise.reject(new Error('not used')),
+      getApplicationStatus: (id: string) => bankReads(id),
+      startRefresh: () => Promise.reject(new Error('not used')),
+    },
+    webhooks: { publicBaseUrl: 'http://127.0.0.1:1', hashSecret: 'test-webhook-hash-secret-0123456789abcdef' },
+  });
   const activities = {
+    ...real,
     createApplication: jest.fn<
       ReturnType<Activities['createApplication']>,
       Parameters<Activities['createApplication']>
@@ -42,16 +60,13 @@ function fakeBank() {
       statuses.set(id, 'CREATED');
       return Promise.resolve({ financeApplicationId: id, status: 'CREATED', extra: 'kept' });
     }),
-    getApplicationStatus: jest.fn<
-      ReturnType<Activities['getApplicationStatus']>,
-      Parameters<Activities['getApplicationStatus']>
-    >(({ financeApplicationId }) => Promise.resolve({ status: statuses.get(financeApplicationId) ?? 'CREATED' })),
+    getApplicationStatus: jest.fn(real.getApplicationStatus),
     startRefresh: jest.fn<ReturnType<Activities['startRefresh']>, Parameters<Activities['startRefresh']>>(),
     notifyMerchant: jest.fn<ReturnType<Activities['notifyMerchant']>, Parameters<Activities['notifyMerchant']>>(() =>
       Promise.resolve({ delivered: true, status: 204 }),
     ),
   } satisfies Activities;
-  return { activities, statuses };
+  return { activities, statuses, bankReads };
 }
 
 /** Webhooks alone drive reads in these tests unless one sets a short fast poll. */

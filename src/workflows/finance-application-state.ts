@@ -1,0 +1,236 @@
+import type { CreateApplicationResponse } from '../shared/bank-wire';
+import {
+  FINANCE_APPLICATION_DEFAULTS,
+  type FinanceApplicationCarriedState,
+  type FinanceApplicationSettings,
+  type FinanceApplicationState,
+  type StatusChange,
+  type StatusSource,
+} from '../shared/finance-application';
+import { pollPolicyProblems, type PollPolicy } from '../shared/poll-policy';
+
+/**
+ * The decisions of one finance application, as plain code (samples-typescript `safe-message-handlers` style):
+ * the workflow registers handlers and runs the loop; this class holds the state, decides what a webhook or a
+ * read means, and is the one snapshot continue-as-new carries. No Temporal API here, so it is unit-tested
+ * directly (test/workflows/finance-application-state.test.ts); time is always passed in.
+ */
+
+export type ResolvedSettings = Required<Omit<FinanceApplicationSettings, 'continueAsNewAfterEvents'>> &
+  Pick<FinanceApplicationSettings, 'continueAsNewAfterEvents'>;
+
+/** Settings with defaults filled in, or the problems that make them invalid (each naming its field). */
+export function resolveSettings(s: FinanceApplicationSettings = {}): {
+  settings: ResolvedSettings;
+  problems: string[];
+} {
+  const d = FINANCE_APPLICATION_DEFAULTS;
+  const settings: ResolvedSettings = {
+    fastPollIntervalMs: s.fastPollIntervalMs ?? d.fastPollIntervalMs,
+    responsiveWindowMs: s.responsiveWindowMs ?? d.responsiveWindowMs,
+    pollBackoffFactor: s.pollBackoffFactor ?? d.pollBackoffFactor,
+    slowPollIntervalMs: s.slowPollIntervalMs ?? d.slowPollIntervalMs,
+    noWebhookPollIntervalMs: s.noWebhookPollIntervalMs ?? d.noWebhookPollIntervalMs,
+    deadlineMs: s.deadlineMs ?? d.deadlineMs,
+    terminalStatuses: s.terminalStatuses ?? d.terminalStatuses,
+    statusOrder: s.statusOrder ?? d.statusOrder,
+    continueAsNewAfterEvents: s.continueAsNewAfterEvents,
+  };
+  const problems = pollPolicyProblems(pollPolicyOf(settings)).map((p) => `settings: ${p}`);
+  if (!(settings.deadlineMs > 0)) problems.push('settings.deadlineMs must be a positive number');
+  return { settings, problems };
+}
+
+/** The poll policy an application's settings describe. */
+export function pollPolicyOf(settings: ResolvedSettings): PollPolicy {
+  return {
+    fastIntervalMs: settings.fastPollIntervalMs,
+    responsiveWindowMs: settings.responsiveWindowMs,
+    backoffFactor: settings.pollBackoffFactor,
+    maxIntervalMs: settings.slowPollIntervalMs,
+    maxIntervalWithoutWebhooksMs: settings.noWebhookPollIntervalMs,
+  };
+}
+
+export class FinanceApplication {
+  readonly state: FinanceApplicationState;
+  /** Status changes still to push to the merchant, oldest first (only with a callback URL). */
+  readonly unsent: StatusChange[];
+  /** financeApplicationIds of webhooks not yet acted on: the signal handler appends, the loop drains. */
+  private readonly webhookIds: string[];
+
+  constructor(
+    readonly merchantReference: string,
+    readonly settings: ResolvedSettings,
+    options: { now: number; carried?: FinanceApplicationCarriedState; notifies: boolean },
+  ) {
+    this.notifies = options.notifies;
+    const carried = options.carried;
+    this.state = carried
+      ? { ...carried.state, runs: carried.state.runs + 1 }
+      : {
+          merchantReference,
+          history: [],
+          done: false,
+          webhooksLive: false,
+          webhooksReceived: 0,
+          mismatchedWebhooks: 0,
+          statusReads: 0,
+          failedReads: 0,
+          notificationsSent: 0,
+          notificationsFailed: 0,
+          deadlineAt: new Date(options.now + settings.deadlineMs).toISOString(),
+          runs: 1,
+        };
+    this.webhookIds = [...(carried?.pendingWebhookIds ?? [])];
+    this.unsent = [...(carried?.unsentNotifications ?? [])];
+  }
+
+  private readonly notifies: boolean;
+
+  // --- Webhooks (signal handler side, then the loop).
+
+  /** The signal handler: only records. */
+  receiveWebhook(financeApplicationId: string): void {
+    this.state.webhooksReceived += 1;
+    this.webhookIds.push(financeApplicationId);
+  }
+
+  hasWebhooks(): boolean {
+    return this.webhookIds.length > 0;
+  }
+
+  /**
+   * Every webhook received so far, answered by one read (a burst coalesces). Returns how many were this
+   * application's; the others (another financeApplicationId) are counted as mismatched and ignored.
+   */
+  takeWebhooks(): { ours: number; mismatched: number } {
+    const ids = this.webhookIds.splice(0);
+    const ours = ids.filter((id) => id === this.state.financeApplicationId).length;
+    const mismatched = ids.length - ours;
+    this.state.mismatchedWebhooks += mismatched;
+    if (ours > 0) this.state.webhooksLive = true;
+    return { ours, mismatched };
+  }
+
+  // --- Bank answers.
+
+  /** The create response: the application exists. Returns the first status change, if the response had one. */
+  created(response: CreateApplicationResponse, at: Date): StatusChange | undefined {
+    this.state.bank = response;
+    this.state.financeApplicationId = response.financeApplicationId;
+    this.state.quietSince = at.toISOString();
+    return typeof response.status === 'string' ? this.record(response.status, 'create', at) : undefined;
+  }
+
+  /** A status read (made by a webhook or a poll), counted. */
+  read(status: string, source: StatusSource, at: Date, webhooksKnown?: boolean): StatusChange | undefined {
+    this.state.statusReads += 1;
+    if (webhooksKnown !== undefined) this.state.webhooksKnown = webhooksKnown || this.state.webhooksLive;
+    return this.record(status, source, at);
+  }
+
+  /** A read that failed after its retries (never fatal: the next poll or webhook reads again). */
+  readFailed(): void {
+    this.state.statusReads += 1;
+    this.state.failedReads += 1;
+  }
+
+  /** Records `status` once, if it moves forward; a stale or repeated status changes nothing. */
+  record(status: string, source: StatusSource, at: Date): StatusChange | undefined {
+    if (!this.advances(status)) return undefined;
+    const change: StatusChange = { status, at: at.toISOString(), source };
+    this.state.history.push(change);
+    this.state.status = status;
+    this.state.quietSince = change.at;
+    if (this.notifies) this.unsent.push(change);
+    return change;
+  }
+
+  advances(next: string): boolean {
+    const current = this.state.status;
+    if (current === undefined) return true;
+    if (next === current) return false;
+    const from = this.settings.statusOrder[current];
+    const to = this.settings.statusOrder[next];
+    if (from !== undefined && to !== undefined) return to > from;
+    // A status outside the order: taken once, never again after something else (that would be going back).
+    return !this.state.history.some((h) => h.status === next);
+  }
+
+  // --- Where the loop stands.
+
+  isTerminal(): boolean {
+    return this.state.status !== undefined && this.settings.terminalStatuses.includes(this.state.status);
+  }
+
+  deadline(): number {
+    return Date.parse(this.state.deadlineAt);
+  }
+
+  finish(outcome: 'terminal' | 'deadline'): void {
+    this.state.done = true;
+    this.state.outcome = outcome;
+  }
+
+  /** What the polling activity needs: statuses that count as "unchanged", the policy's clock and inputs. */
+  pollInput(now: number): {
+    seenStatuses: string[];
+    quietSince: string;
+    webhooksLive: boolean;
+    policy: PollPolicy;
+  } {
+    return {
+      seenStatuses: [...new Set(this.state.history.map((h) => h.status))],
+      quietSince: this.state.quietSince ?? this.state.history.at(-1)?.at ?? new Date(now).toISOString(),
+      webhooksLive: this.state.webhooksLive,
+      policy: pollPolicyOf(this.settings),
+    };
+  }
+
+  /** Runs from before the poll policy: 30 s until the application's own first webhook, then the slow interval. */
+  legacyPollIntervalMs(): number {
+    return this.state.webhooksLive ? this.settings.slowPollIntervalMs : this.settings.fastPollIntervalMs;
+  }
+
+  // --- Merchant callbacks.
+
+  nextNotification(): StatusChange | undefined {
+    return this.unsent[0];
+  }
+
+  notificationDone(delivered: boolean): void {
+    this.unsent.shift();
+    if (delivered) this.state.notificationsSent += 1;
+    else this.state.notificationsFailed += 1;
+  }
+
+  // --- Continue-as-new and the Web UI.
+
+  /** The one snapshot continue-as-new carries to the next run. */
+  snapshot(): FinanceApplicationCarriedState {
+    return { state: this.state, unsentNotifications: [...this.unsent], pendingWebhookIds: [...this.webhookIds] };
+  }
+
+  /** Current details in the Web UI: where the application stands and its status timeline, as markdown. */
+  details(): string {
+    const s = this.state;
+    const rows = s.history.slice(-20).map((h) => `| ${h.status} | ${h.at} | ${h.source} |`);
+    const mode = s.webhooksLive
+      ? 'webhooks live, slow safety-net polling'
+      : s.webhooksKnown
+        ? 'webhooks reach us (other applications), slow safety-net polling'
+        : 'polling with backoff until a webhook is seen';
+    const head = s.done
+      ? `**${s.status ?? 'UNKNOWN'}**, finished (${s.outcome})`
+      : `**${s.status ?? 'creating'}**, ${mode}`;
+    return [
+      head,
+      `Application \`${s.financeApplicationId ?? '-'}\` · webhooks ${s.webhooksReceived} · reads ${s.statusReads}`,
+      '',
+      '| status | at | source |',
+      '|---|---|---|',
+      ...rows,
+    ].join('\n');
+  }
+}
