@@ -273,7 +273,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     log.error('Polling activity failed; polling starts again later', {
       ...logIds(),
       failureType: failureType(poll.error),
-      error: poll.error instanceof Error ? poll.error.message : String(poll.error),
+      error: poll.error instanceof Error ? poll.error.message : 'unknown',
     });
     return true;
   }

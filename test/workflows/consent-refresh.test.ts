@@ -25,6 +25,7 @@ const activities: Activities = {
   startRefresh,
   createApplication: notUsed,
   getApplicationStatus: notUsed,
+  pollApplicationStatus: notUsed,
   notifyMerchant: notUsed,
 };
 

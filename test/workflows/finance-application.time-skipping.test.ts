@@ -1,18 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import { createActivities, WebhookEvidence } from '../../src/activities';
 import type { Activities } from '../../src/activities/types';
-import type { FinanceApplicationInput } from '../../src/shared/finance-application';
+import type { ApplicationStatusResponse } from '../../src/shared/bank-wire';
+import {
+  financeApplicationStatusChangedSignal,
+  type FinanceApplicationInput,
+  type FinanceApplicationState,
+} from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { DEFAULT_POLL_POLICY, pollSchedule } from '../../src/shared/poll-policy';
+import { bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { financeApplicationWorkflow } from '../../src/workflows/finance-application';
 import { bundleWorkflows, createTimeSkippingEnv } from '../helpers/temporal';
 
-const HOUR = 3_600_000;
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /**
- * An application lives for days: real timers of hours and a 30-day deadline, on the time-skipping test server,
- * with typed fake activities (the test is about the workflow's timing logic, not the bank).
+ * An application lives for days: the poll policy's backoff, hours of quiet and the 30-day deadline, on the
+ * time-skipping test server. The real read and polling activities run over an in-memory bank whose statuses
+ * follow the server's (skipped) clock, so every figure here is in workflow time and exact, never a timing.
  */
 describe('financeApplicationWorkflow over days (time-skipping test server)', () => {
   let env: TestWorkflowEnvironment;
@@ -23,67 +33,156 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
   });
   afterAll(async () => env?.teardown());
 
-  function fakeBank(statuses: string[]) {
-    let reads = 0;
-    const activities: Activities = {
-      createApplication: jest.fn(() => Promise.resolve({ financeApplicationId: 'fa-1', status: 'CREATED' })),
-      getApplicationStatus: jest.fn(() =>
-        Promise.resolve({ status: statuses[Math.min(reads++, statuses.length - 1)]! }),
-      ),
-      startRefresh: jest.fn(),
-      notifyMerchant: jest.fn(),
+  /**
+   * A bank whose application `fa-<ref>` has status CREATED, then each scripted status from its offset after
+   * creation (server time). Records the server time of every status read.
+   */
+  function fakeBank(script: { status: string; afterMs: number }[] = []) {
+    const createdAt = new Map<string, number>();
+    const reads = new Map<string, number[]>();
+    const now = async () => Number(await env.currentTimeMs());
+    const statusOf = (id: string, at: number) => {
+      const since = at - (createdAt.get(id) ?? at);
+      return script.filter((s) => since >= s.afterMs).at(-1)?.status ?? 'CREATED';
     };
-    return activities;
+    const evidence = new WebhookEvidence();
+    const real = createActivities({
+      bank: {
+        createApplication: () => Promise.reject(new Error('not used')),
+        async getApplicationStatus(id: string): Promise<ApplicationStatusResponse> {
+          const at = await now();
+          reads.set(id, [...(reads.get(id) ?? []), at]);
+          return { financeApplicationId: id, status: statusOf(id, at) };
+        },
+        startRefresh: () => Promise.reject(new Error('not used')),
+      },
+      webhooks: { publicBaseUrl: 'http://127.0.0.1:1', hashSecret: 'test-webhook-hash-secret-0123456789abcdef' },
+      webhookEvidence: evidence,
+    });
+    const activities: Activities = {
+      ...real,
+      async createApplication({ merchantReference }) {
+        const id = `fa-${merchantReference}`;
+        createdAt.set(id, await now());
+        return { financeApplicationId: id, status: 'CREATED' };
+      },
+      notifyMerchant: () => Promise.reject(new Error('not used')),
+    };
+    /** Read times of an application, in ms after its creation. */
+    const readsOf = (ref: string) => (reads.get(`fa-${ref}`) ?? []).map((at) => at - createdAt.get(`fa-${ref}`)!);
+    return { activities, readsOf, createdAt: (ref: string) => createdAt.get(`fa-${ref}`)! };
   }
 
-  async function run(activities: Activities, input: Omit<FinanceApplicationInput, 'application'>) {
+  /** Runs the workflows to their end on a main worker and its bank-reads worker (as a worker process does). */
+  async function run(
+    activities: Activities,
+    inputs: Omit<FinanceApplicationInput, 'application'>[],
+    during?: (taskQueue: string) => Promise<void>,
+  ): Promise<FinanceApplicationState[]> {
     const taskQueue = `ts-${randomUUID()}`;
-    const worker = await Worker.create({
+    const main = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
       activities,
     });
-    return worker.runUntil(
-      env.client.workflow.execute(financeApplicationWorkflow, {
-        taskQueue,
-        workflowId: financeApplicationWorkflowId(input.merchantReference),
-        args: [{ ...input, application: { redirectUrl: 'https://shop.example/back' } }],
-      }),
-    );
+    const readsWorker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: bankReadsTaskQueue(taskQueue),
+      activities: {
+        getApplicationStatus: activities.getApplicationStatus,
+        pollApplicationStatus: activities.pollApplicationStatus,
+      },
+    });
+    const work = async () => {
+      const handles = await Promise.all(
+        inputs.map((input) =>
+          env.client.workflow.start(financeApplicationWorkflow, {
+            taskQueue,
+            workflowId: financeApplicationWorkflowId(input.merchantReference),
+            args: [{ ...input, application: { redirectUrl: 'https://shop.example/back' } }],
+          }),
+        ),
+      );
+      await during?.(taskQueue);
+      return Promise.all(handles.map((h) => h.result()));
+    };
+    return readsWorker.runUntil(main.runUntil(work()));
   }
 
-  it('polls on its fallback timer for days and ends on the terminal status', async () => {
-    const statuses = [...Array<string>(9).fill('IN_PROGRESS'), 'APPROVED', 'COMPLETED'];
-    const activities = fakeBank(statuses);
-    const result = await run(activities, {
-      merchantReference: `days-${randomUUID()}`,
-      settings: { fastPollIntervalMs: 6 * HOUR, slowPollIntervalMs: DAY },
-    });
-    expect(result).toMatchObject({ done: true, outcome: 'terminal', status: 'COMPLETED', webhooksLive: false });
-    expect(result.history.map((h) => [h.status, h.source])).toEqual([
+  const inHour = (reads: number[], hour: number) =>
+    reads.filter((t) => t >= hour * HOUR && t < (hour + 1) * HOUR).length;
+
+  it('a quiet application costs the policy’s reads per day: 12 an hour after the first hour, none wasted', async () => {
+    const bank = fakeBank();
+    const ref = `quiet-${randomUUID()}`;
+    const [result] = await run(bank.activities, [{ merchantReference: ref, settings: { deadlineMs: DAY } }]);
+    expect(result).toMatchObject({ done: true, outcome: 'deadline', status: 'CREATED', webhooksLive: false });
+    const reads = bank.readsOf(ref);
+    const expected = pollSchedule(DEFAULT_POLL_POLICY, DAY, false);
+    // The same count as the policy's schedule (the first read waits for the first interval, none comes after).
+    expect(Math.abs(reads.length - expected.length)).toBeLessThanOrEqual(2);
+    expect(reads.length).toBeLessThan(320);
+    expect(inHour(reads, 0)).toBeGreaterThanOrEqual(12); // responsive at first…
+    for (const hour of [1, 5, 12, 23]) expect(inHour(reads, hour)).toBeLessThanOrEqual(12); // …then 12 an hour
+    // Between 10 minutes and an hour after creation: at most 20 an hour (the issue's target).
+    expect(reads.filter((t) => t >= 10 * MINUTE && t < 70 * MINUTE).length).toBeLessThanOrEqual(20);
+  });
+
+  it('finds a change after three quiet days within the current poll interval', async () => {
+    const changeAfter = 3 * DAY + 7 * MINUTE + 13_000;
+    const bank = fakeBank([{ status: 'COMPLETED', afterMs: changeAfter }]);
+    const ref = `late-${randomUUID()}`;
+    const [result] = await run(bank.activities, [
+      // A cap of an hour keeps the test's read count small; the bound it proves is the cap, whatever it is.
+      { merchantReference: ref, settings: { noWebhookPollIntervalMs: HOUR, slowPollIntervalMs: HOUR } },
+    ]);
+    expect(result!.history.map((h) => [h.status, h.source])).toEqual([
       ['CREATED', 'create'],
-      ['IN_PROGRESS', 'poll'],
-      ['APPROVED', 'poll'],
       ['COMPLETED', 'poll'],
     ]);
-    expect(activities.getApplicationStatus).toHaveBeenCalledTimes(11);
-    // Eleven polls six hours apart: the workflow's own clock says two and a half days went by.
-    const span = Date.parse(result.history.at(-1)!.at) - Date.parse(result.history[0]!.at);
-    expect(span).toBeGreaterThanOrEqual(11 * 6 * HOUR);
+    const found = Date.parse(result!.history[1]!.at) - bank.createdAt(ref);
+    expect(found).toBeGreaterThanOrEqual(changeAfter);
+    expect(found - changeAfter).toBeLessThanOrEqual(HOUR);
+  });
+
+  it('one application’s webhook makes another, which never had one, poll at the slow cap', async () => {
+    const bank = fakeBank();
+    const [withWebhook, without] = [`wh-${randomUUID()}`, `nowh-${randomUUID()}`];
+    // One after the other on the same worker's activities: the test server skips time while any workflow
+    // waits, which would expire a workflow task of a second one in flight.
+    const [first] = await run(
+      bank.activities,
+      [{ merchantReference: withWebhook, settings: { deadlineMs: 10 * MINUTE } }],
+      async () => {
+        await env.client.workflow
+          .getHandle(financeApplicationWorkflowId(withWebhook))
+          .signal(financeApplicationStatusChangedSignal, { financeApplicationId: `fa-${withWebhook}` });
+      },
+    );
+    const [second] = await run(bank.activities, [{ merchantReference: without, settings: { deadlineMs: 6 * HOUR } }]);
+    const results = [first!, second!];
+    expect(results.map((r) => r.webhooksLive)).toEqual([true, false]);
+    const reads = bank.readsOf(without);
+    // Webhooks are known on this worker: after the first hour, 4 reads an hour (15 min) instead of 12.
+    for (const hour of [2, 3, 4, 5]) expect(inHour(reads, hour)).toBeLessThanOrEqual(4);
+    expect(Math.abs(reads.length - pollSchedule(DEFAULT_POLL_POLICY, 6 * HOUR, true).length)).toBeLessThanOrEqual(2);
   });
 
   it('stops following an application that never ends at its 30-day deadline', async () => {
-    const activities = fakeBank(['IN_PROGRESS']);
-    const result = await run(activities, {
-      merchantReference: `deadline-${randomUUID()}`,
-      settings: { fastPollIntervalMs: DAY, slowPollIntervalMs: DAY },
-    });
+    const bank = fakeBank([{ status: 'IN_PROGRESS', afterMs: HOUR }]);
+    const ref = `deadline-${randomUUID()}`;
+    const [result] = await run(bank.activities, [
+      {
+        merchantReference: ref,
+        settings: { fastPollIntervalMs: DAY, slowPollIntervalMs: DAY, noWebhookPollIntervalMs: DAY },
+      },
+    ]);
     expect(result).toMatchObject({ done: true, outcome: 'deadline', status: 'IN_PROGRESS' });
     // The deadline is 30 days after the start (the first status is recorded just after it).
-    const deadlineAfterCreation = Date.parse(result.deadlineAt) - Date.parse(result.history[0]!.at);
+    const deadlineAfterCreation = Date.parse(result!.deadlineAt) - Date.parse(result!.history[0]!.at);
     expect(deadlineAfterCreation).toBeLessThanOrEqual(30 * DAY);
     expect(deadlineAfterCreation).toBeGreaterThan(30 * DAY - HOUR);
-    expect((activities.getApplicationStatus as jest.Mock).mock.calls.length).toBeGreaterThanOrEqual(29);
+    expect(bank.readsOf(ref).length).toBeGreaterThanOrEqual(28);
   });
 });

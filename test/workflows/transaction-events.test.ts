@@ -25,6 +25,7 @@ const activities: Activities = {
   startRefresh: notUsed,
   createApplication: notUsed,
   getApplicationStatus: notUsed,
+  pollApplicationStatus: notUsed,
 };
 
 describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {

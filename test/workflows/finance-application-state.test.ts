@@ -1,0 +1,103 @@
+import { FinanceApplication, resolveSettings } from '../../src/workflows/finance-application-state';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const at = (s: number) => new Date(T0 + s * 1000);
+
+function created(notifies = false) {
+  const { settings } = resolveSettings();
+  const app = new FinanceApplication('order-1', settings, { now: T0, notifies });
+  app.created({ financeApplicationId: 'fa-1', status: 'CREATED' }, at(0));
+  return app;
+}
+
+/** The decisions of the finance-application workflow, without a server (the workflow tests run them for real). */
+describe('FinanceApplication (plain state object)', () => {
+  it('records forward-only statuses once, each resetting the poll policy’s clock', () => {
+    const app = created(true);
+    expect(app.read('IN_PROGRESS', 'poll', at(60))).toMatchObject({ status: 'IN_PROGRESS', source: 'poll' });
+    expect(app.state.quietSince).toBe(at(60).toISOString());
+    expect(app.read('IN_PROGRESS', 'webhook', at(70))).toBeUndefined(); // repeated
+    expect(app.read('CREATED', 'poll', at(80))).toBeUndefined(); // stale
+    expect(app.read('APPROVED', 'webhook', at(90))).toBeDefined();
+    expect(app.state.quietSince).toBe(at(90).toISOString());
+    expect(app.state.history.map((h) => h.status)).toEqual(['CREATED', 'IN_PROGRESS', 'APPROVED']);
+    expect(app.state.statusReads).toBe(4);
+    expect(app.unsent.map((c) => c.status)).toEqual(['CREATED', 'IN_PROGRESS', 'APPROVED']);
+  });
+
+  it('takes a status outside the order once, never going back to it', () => {
+    const app = created();
+    expect(app.read('ON_HOLD', 'poll', at(1))).toBeDefined();
+    expect(app.read('APPROVED', 'poll', at(2))).toBeDefined();
+    expect(app.read('ON_HOLD', 'poll', at(3))).toBeUndefined();
+  });
+
+  it('coalesces webhooks, counts foreign ids, and learns from its own that webhooks are live', () => {
+    const app = created();
+    expect(app.hasWebhooks()).toBe(false);
+    for (const id of ['fa-1', 'fa-1', 'fa-other']) app.receiveWebhook(id);
+    expect(app.takeWebhooks()).toEqual({ ours: 2, mismatched: 1 });
+    expect(app.hasWebhooks()).toBe(false);
+    expect(app.state).toMatchObject({ webhooksReceived: 3, mismatchedWebhooks: 1, webhooksLive: true });
+    expect(app.pollInput(T0).webhooksLive).toBe(true);
+  });
+
+  it('hands the polling activity what it needs: seen statuses, the clock, the policy', () => {
+    const app = created();
+    app.read('IN_PROGRESS', 'poll', at(30));
+    expect(app.pollInput(T0 + 99_000)).toEqual({
+      seenStatuses: ['CREATED', 'IN_PROGRESS'],
+      quietSince: at(30).toISOString(),
+      webhooksLive: false,
+      policy: {
+        fastIntervalMs: 30_000,
+        responsiveWindowMs: 300_000,
+        backoffFactor: 2,
+        maxIntervalMs: 900_000,
+        maxIntervalWithoutWebhooksMs: 300_000,
+      },
+    });
+  });
+
+  it('knows a terminal status and its deadline', () => {
+    const app = created();
+    expect(app.isTerminal()).toBe(false);
+    expect(app.deadline()).toBe(T0 + 30 * 24 * 3_600_000);
+    app.read('COMPLETED', 'webhook', at(5));
+    expect(app.isTerminal()).toBe(true);
+    app.finish('terminal');
+    expect(app.state).toMatchObject({ done: true, outcome: 'terminal' });
+    expect(app.details()).toContain('**COMPLETED**, finished (terminal)');
+  });
+
+  it('carries one snapshot across continue-as-new, including unsent callbacks and pending webhooks', () => {
+    const app = created(true);
+    app.receiveWebhook('fa-1');
+    app.notificationDone(true);
+    const next = new FinanceApplication('order-1', app.settings, {
+      now: T0 + 1,
+      carried: app.snapshot(),
+      notifies: true,
+    });
+    expect(next.state.runs).toBe(2);
+    expect(next.hasWebhooks()).toBe(true);
+    expect(next.unsent).toEqual([]);
+    expect(next.state.notificationsSent).toBe(1);
+    expect(next.state.deadlineAt).toBe(app.state.deadlineAt);
+  });
+
+  it('keeps the old loop’s interval for runs from before the poll policy', () => {
+    const app = created();
+    expect(app.legacyPollIntervalMs()).toBe(30_000);
+    app.receiveWebhook('fa-1');
+    app.takeWebhooks();
+    expect(app.legacyPollIntervalMs()).toBe(900_000);
+  });
+
+  it('refuses invalid settings, naming the field', () => {
+    expect(resolveSettings({ fastPollIntervalMs: 0, deadlineMs: -1 }).problems).toEqual([
+      'settings: fastIntervalMs must be a positive number',
+      'settings.deadlineMs must be a positive number',
+    ]);
+  });
+});
