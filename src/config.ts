@@ -34,6 +34,31 @@ const port = (fallback: number) =>
       .max(65535, 'must be 0-65535')
       .default(fallback),
   );
+/** A whole number from the environment; `min` is what the SDK or the server would refuse below. */
+const wholeNumber = (min: number) =>
+  z.coerce
+    .number({ error: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(1_000_000, 'must be at most 1000000');
+const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
+const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+
+/**
+ * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB of heap over
+ * 200 MiB: ≈2,300 on a 4 GiB heap) and its own guide counts up to ≈1 MB per cached workflow, so a large
+ * machine would keep thousands of mostly idle applications in memory and pass 1 GiB RSS. 1,000 bounds the
+ * cache whatever the heap: the other open applications wait between webhooks and polls, and an evicted one
+ * costs a replay of its short history (continue-as-new bounds it) when it next wakes.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 1_000;
+/** The SDK's own defaults, written out so the configuration shows what a worker runs with. */
+export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 40;
+export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 100;
+/** The SDK's poller default: min(10, slots); more pollers than slots only wait for a slot. */
+const DEFAULT_MAX_POLLERS = 10;
+/** Bank status reads per second across every worker (Temporal's task-queue rate limit on the bank-reads queue). */
+export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
 
 const EnvSchema = z
   .object({
@@ -65,6 +90,24 @@ const EnvSchema = z
     BANK_CLIENT_ID: optionalString,
     BANK_CLIENT_SECRET: optionalString,
     SANDBOX_PORT: port(4010),
+    /** Ceiling on bank status reads per second across ALL workers (server-side, per task queue). */
+    BANK_MAX_READS_PER_SECOND: z.preprocess(
+      emptyToUndefined,
+      z.coerce
+        .number({ error: 'must be a number of reads per second' })
+        .positive('must be greater than 0')
+        .max(100_000, 'must be at most 100000')
+        .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
+    ),
+
+    // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
+    // (every workflow task replays its history): for debugging only.
+    WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
+    WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: count(2, DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS),
+    WORKER_MAX_CONCURRENT_ACTIVITIES: count(1, DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+    // Unset: min(10, the matching slots), as the SDK does. Core refuses fewer than 2 workflow pollers with a cache.
+    WORKER_MAX_WORKFLOW_POLLERS: optionalCount(2),
+    WORKER_MAX_ACTIVITY_POLLERS: optionalCount(1),
 
     // Webhooks.
     PUBLIC_BASE_URL: optionalUrl,
@@ -80,6 +123,41 @@ const EnvSchema = z
     TRANSACTIONS_CALLBACK_URL: optionalUrl,
   })
   .superRefine((env, ctx) => {
+    // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
+    if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_CACHED_WORKFLOWS'],
+        message: 'must be 0 (no cache) or at least 2',
+      });
+    if (
+      env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
+      env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
+        message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
+      });
+    if (
+      env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
+      env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_WORKFLOW_POLLERS'],
+        message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
+      });
+    if (
+      env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
+      env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_ACTIVITY_POLLERS'],
+        message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
+      });
+
     if (!env.BANK_BASE_URL) {
       if (env.BANK_AUTH_URL)
         ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
@@ -98,6 +176,20 @@ const EnvSchema = z
   });
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/** Sizing of one worker process (Worker options; src/worker.ts applies them). */
+export interface WorkerTuning {
+  /** maxCachedWorkflows (main worker: the only one with workflows). */
+  maxCachedWorkflows: number;
+  /** maxConcurrentWorkflowTaskExecutions (main worker). */
+  maxConcurrentWorkflowTaskExecutions: number;
+  /** maxConcurrentActivityTaskExecutions, for each of the process's workers. */
+  maxConcurrentActivityTaskExecutions: number;
+  /** workflowTaskPollerBehavior's simple maximum (main worker). */
+  maxWorkflowTaskPollers: number;
+  /** activityTaskPollerBehavior's simple maximum, for each of the process's workers. */
+  maxActivityTaskPollers: number;
+}
 
 export interface Config {
   nodeEnv: string;
@@ -118,7 +210,10 @@ export interface Config {
     clientId: string;
     clientSecret: string;
     sandboxPort: number;
+    /** Ceiling on status reads per second across all workers (maxTaskQueueActivitiesPerSecond of the bank-reads queue). */
+    maxReadsPerSecond: number;
   };
+  worker: WorkerTuning;
   webhooks: {
     publicBaseUrl: string;
     hashSecret: string;
@@ -168,6 +263,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clientId: e.BANK_CLIENT_ID ?? DEV_DEFAULTS.BANK_CLIENT_ID,
       clientSecret: e.BANK_CLIENT_SECRET ?? DEV_DEFAULTS.BANK_CLIENT_SECRET,
       sandboxPort: e.SANDBOX_PORT,
+      maxReadsPerSecond: e.BANK_MAX_READS_PER_SECOND,
+    },
+    worker: {
+      maxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
+      maxConcurrentWorkflowTaskExecutions: e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+      maxConcurrentActivityTaskExecutions: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
+      maxWorkflowTaskPollers:
+        e.WORKER_MAX_WORKFLOW_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
+      maxActivityTaskPollers:
+        e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
     },
     webhooks: {
       publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,

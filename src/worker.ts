@@ -1,34 +1,147 @@
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Worker,
+  type State,
+  type WorkerOptions,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { runEntry, StartupError } from './bootstrap';
-import type { Config } from './config';
-import { createActivities, createBankClient, createCallbackDispatcher, type Activities } from './activities';
+import type { Config, WorkerTuning } from './config';
+import {
+  createActivities,
+  createBankClient,
+  createCallbackDispatcher,
+  WebhookEvidence,
+  type Activities,
+} from './activities';
 import type { Logger } from './logging';
+import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { connectWorker } from './temporal/connection';
 
 /** How long a stopping worker lets running activities finish before they are cancelled. */
-export const SHUTDOWN_GRACE_TIME = '10s';
+export const SHUTDOWN_GRACE_TIME = '10s' as const;
 
 export interface WorkerDeps {
   connection: NativeConnection;
   namespace: string;
+  /** TASK_QUEUE; the bank reads are served on bankReadsTaskQueue(taskQueue). */
   taskQueue: string;
   activities: Activities;
   /** A prebuilt bundle (bundleWorkflowCode) instead of bundling src/workflows at start. */
   workflowBundle?: WorkflowBundleOption;
+  /** Sizing (config.worker); the SDK's defaults where absent. */
+  tuning?: WorkerTuning;
+  /** Ceiling on bank status reads per second across ALL workers (config.bank.maxReadsPerSecond); unset: none. */
+  bankMaxReadsPerSecond?: number;
 }
 
-/** The worker: every workflow in src/workflows, the given activities, a set shutdown grace time. */
-export function createWorker(deps: WorkerDeps): Promise<Worker> {
-  return Worker.create({
+/** The Workers of one worker process, run and stopped as one. */
+export interface PaylaterWorkers {
+  workers: {
+    /** TASK_QUEUE: every workflow and every activity. */
+    main: Worker;
+    /** bankReadsTaskQueue(TASK_QUEUE): the bank status reads only, under the task queue's rate limit. */
+    bankReads: Worker;
+  };
+  /** Runs both; settles once both have stopped, rejecting if either failed (the other is then shut down). */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown of whichever is running (no-op otherwise). */
+  shutdown(): void;
+  /** Both workers' state when they agree; FAILED if either failed; otherwise the one further from RUNNING. */
+  getState(): State;
+}
+
+/**
+ * The worker process's two Workers (DESIGN.md; src/shared/task-queues.ts):
+ * - main, on TASK_QUEUE: every workflow and ALL activities, the bank reads included, since runs started before
+ *   the bank-reads queue existed still schedule their reads here (those are not under the ceiling);
+ * - bank-reads, on bankReadsTaskQueue(TASK_QUEUE): only BANK_READ_ACTIVITIES, with the server-side
+ *   maxTaskQueueActivitiesPerSecond, so the ceiling holds across every worker, however many run.
+ */
+export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
+  const tuning = deps.tuning;
+  const activityTuning: Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'activityTaskPollerBehavior'> =
+    tuning
+      ? {
+          maxConcurrentActivityTaskExecutions: tuning.maxConcurrentActivityTaskExecutions,
+          // 1.24 ignores the older maxConcurrentActivityTaskPolls: the poller behaviour is what core reads.
+          activityTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxActivityTaskPollers },
+        }
+      : {};
+  const common = {
     connection: deps.connection,
     namespace: deps.namespace,
-    taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle
-      ? { workflowBundle: deps.workflowBundle }
-      : { workflowsPath: require.resolve('./workflows') }),
-    activities: deps.activities,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
+    ...activityTuning,
+  };
+  const reads: readonly string[] = BANK_READ_ACTIVITIES;
+  const bankReadActivities = Object.fromEntries(
+    Object.entries(deps.activities).filter(([name]) => reads.includes(name)),
+  );
+
+  // The activity-only worker first: no bundle, so it cannot fail on workflow code; disposed if main fails.
+  const bankReads = await Worker.create({
+    ...common,
+    taskQueue: bankReadsTaskQueue(deps.taskQueue),
+    activities: bankReadActivities,
+    ...(deps.bankMaxReadsPerSecond !== undefined
+      ? { maxTaskQueueActivitiesPerSecond: deps.bankMaxReadsPerSecond }
+      : {}),
   });
+  let main: Worker;
+  try {
+    main = await Worker.create({
+      ...common,
+      taskQueue: deps.taskQueue,
+      ...(deps.workflowBundle
+        ? { workflowBundle: deps.workflowBundle }
+        : { workflowsPath: require.resolve('./workflows') }),
+      activities: deps.activities,
+      ...(tuning
+        ? ({
+            maxCachedWorkflows: tuning.maxCachedWorkflows,
+            maxConcurrentWorkflowTaskExecutions: tuning.maxConcurrentWorkflowTaskExecutions,
+            workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxWorkflowTaskPollers },
+          } satisfies Partial<WorkerOptions>)
+        : {}),
+    });
+  } catch (err) {
+    // A created Worker holds the connection until it has run: run it to a stop at once.
+    await bankReads.runUntil(Promise.resolve());
+    throw err;
+  }
+  return workerPair(main, bankReads);
+}
+
+function workerPair(main: Worker, bankReads: Worker): PaylaterWorkers {
+  const all = [main, bankReads];
+  const shutdown = () => {
+    for (const worker of all) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    workers: { main, bankReads },
+    async run() {
+      // One failing stops the other, so the process never serves half its queues.
+      const results = await Promise.allSettled(
+        all.map((worker) =>
+          worker.run().catch((err: unknown) => {
+            shutdown();
+            throw err;
+          }),
+        ),
+      );
+      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason;
+    },
+    shutdown,
+    getState() {
+      const [a, b] = [main.getState(), bankReads.getState()];
+      if (a === b) return a;
+      if (a === 'FAILED' || b === 'FAILED') return 'FAILED';
+      if (a === 'INITIALIZED' || b === 'INITIALIZED') return 'INITIALIZED';
+      return 'STOPPING';
+    },
+  };
 }
 
 export interface BankEndpoints {
@@ -37,19 +150,24 @@ export interface BankEndpoints {
 }
 
 export interface RunningWorker {
-  worker: Worker;
-  /** Settles when the worker has stopped (after shutdown(), or on a fatal error). */
+  workers: PaylaterWorkers;
+  /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
-  /** Drains the worker, then closes the bank client's pools. */
+  /** Drains the workers, then closes the bank client's pools. */
   stop(): Promise<void>;
 }
 
-/** Composition root of a worker process: bank client, callback dispatcher, activities, worker; then runs it. */
+/**
+ * Composition root of a worker process: bank client, callback dispatcher, the process's one WebhookEvidence,
+ * activities, the two workers with the configured sizing; then runs them.
+ */
 export async function startWorker(options: {
   config: Config;
   logger: Logger;
   connection: NativeConnection;
   bank: BankEndpoints;
+  /** The prebuilt workflow bundle (loadWorkflowBundle); absent: bundle src/workflows at start. */
+  workflowBundle?: WorkflowBundleOption;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
   const bank = createBankClient({
@@ -64,22 +182,43 @@ export async function startWorker(options: {
     bank: bank.client,
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
     callbackDispatcher,
+    // One per process: a webhook seen by any activity of this worker slows every application's polls.
+    webhookEvidence: new WebhookEvidence(),
   });
-  const worker = await createWorker({
-    connection: options.connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    activities,
-  });
-  const done = worker.run().finally(async () => {
+  const closeClients = async () => {
     await bank.close();
     await callbackDispatcher.close();
-  });
+  };
+  let workers: PaylaterWorkers;
+  try {
+    workers = await createWorker({
+      connection: options.connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      activities,
+      workflowBundle: options.workflowBundle,
+      tuning: config.worker,
+      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+    });
+  } catch (err) {
+    await closeClients();
+    throw err;
+  }
+  const done = workers.run().finally(closeClients);
+  logger.info(
+    {
+      taskQueue: config.temporal.taskQueue,
+      bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
+      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+      ...config.worker,
+    },
+    'workers running',
+  );
   return {
-    worker,
+    workers,
     done,
     async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      workers.shutdown();
       await done;
     },
   };
@@ -113,6 +252,5 @@ if (require.main === module) {
       logger.fatal({ err }, 'worker failed');
       await shutdown(1);
     });
-    logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
   });
 }

@@ -55,9 +55,84 @@ describe('loadConfig', () => {
     ['WEBHOOK_SECURITY_HEADER', 'Bearer abc!', /\[ a-zA-Z0-9=\+\/\]\*/],
     ['WEBHOOK_HASH_SECRET', 'short', /32 characters/],
     ['LOG_LEVEL', 'loud', /.+/],
+    ['BANK_MAX_READS_PER_SECOND', 'fast', /number of reads per second/],
+    ['BANK_MAX_READS_PER_SECOND', '0', /greater than 0/],
+    ['WORKER_MAX_CACHED_WORKFLOWS', 'many', /whole number/],
+    ['WORKER_MAX_CACHED_WORKFLOWS', '-1', /at least 0/],
+    ['WORKER_MAX_CACHED_WORKFLOWS', '1', /0 \(no cache\) or at least 2/],
+    ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', '1', /at least 2/],
+    ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', '2.5', /whole number/],
+    ['WORKER_MAX_CONCURRENT_ACTIVITIES', '0', /at least 1/],
+    ['WORKER_MAX_WORKFLOW_POLLERS', '1', /at least 2/],
+    ['WORKER_MAX_ACTIVITY_POLLERS', '0', /at least 1/],
   ])('rejects %s=%s with a message naming it', (variable, value, message) => {
     const issues = issuesOf({ [variable]: value });
     const issue = issues.find((i) => i.variable === variable);
+    expect(issue?.message).toMatch(message);
+  });
+
+  it('sizes the worker for many waiting workflows by default, with a bank read ceiling of 50/s', () => {
+    const config = loadConfig({});
+    expect(config.worker).toEqual({
+      maxCachedWorkflows: 1_000,
+      maxConcurrentWorkflowTaskExecutions: 40,
+      maxConcurrentActivityTaskExecutions: 100,
+      maxWorkflowTaskPollers: 10,
+      maxActivityTaskPollers: 10,
+    });
+    expect(config.bank.maxReadsPerSecond).toBe(50);
+  });
+
+  it('takes the worker sizing and the bank read ceiling from the environment', () => {
+    const config = loadConfig({
+      WORKER_MAX_CACHED_WORKFLOWS: '2000',
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '80',
+      WORKER_MAX_CONCURRENT_ACTIVITIES: '200',
+      WORKER_MAX_WORKFLOW_POLLERS: '20',
+      WORKER_MAX_ACTIVITY_POLLERS: '4',
+      BANK_MAX_READS_PER_SECOND: '12.5',
+    });
+    expect(config.worker).toEqual({
+      maxCachedWorkflows: 2_000,
+      maxConcurrentWorkflowTaskExecutions: 80,
+      maxConcurrentActivityTaskExecutions: 200,
+      maxWorkflowTaskPollers: 20,
+      maxActivityTaskPollers: 4,
+    });
+    expect(config.bank.maxReadsPerSecond).toBe(12.5);
+  });
+
+  it('keeps the default pollers within fewer slots, as the SDK does, and allows a disabled cache', () => {
+    const config = loadConfig({
+      WORKER_MAX_CACHED_WORKFLOWS: '0',
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '4',
+      WORKER_MAX_CONCURRENT_ACTIVITIES: '3',
+    });
+    expect(config.worker).toMatchObject({
+      maxCachedWorkflows: 0,
+      maxWorkflowTaskPollers: 4,
+      maxActivityTaskPollers: 3,
+    });
+  });
+
+  it.each([
+    [
+      { WORKER_MAX_CACHED_WORKFLOWS: '10', WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '20' },
+      'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+      /must not exceed WORKER_MAX_CACHED_WORKFLOWS \(10\)/,
+    ],
+    [
+      { WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '8', WORKER_MAX_WORKFLOW_POLLERS: '9' },
+      'WORKER_MAX_WORKFLOW_POLLERS',
+      /must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS \(8\)/,
+    ],
+    [
+      { WORKER_MAX_ACTIVITY_POLLERS: '101' },
+      'WORKER_MAX_ACTIVITY_POLLERS',
+      /must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES \(100\)/,
+    ],
+  ])('rejects worker sizes that contradict each other (%j)', (env, variable, message) => {
+    const issue = issuesOf(env).find((i) => i.variable === variable);
     expect(issue?.message).toMatch(message);
   });
 

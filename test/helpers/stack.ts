@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
@@ -12,8 +12,9 @@ import {
   type BankClientHandle,
 } from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
+import { loadConfig, type WorkerTuning } from '../../src/config';
 import { checkTemporal } from '../../src/temporal/connection';
-import { createWorker } from '../../src/worker';
+import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
@@ -25,6 +26,8 @@ export interface TestStackOptions {
   hashSecret?: string;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
+  /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
+  worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
 }
 
 export interface TestStack {
@@ -37,8 +40,8 @@ export interface TestStack {
   webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
   bank: BankClientHandle;
   activities: Activities;
-  /** The running worker, if started. */
-  worker(): Worker | undefined;
+  /** The running workers (main and bank-reads, as one handle), if started. */
+  worker(): PaylaterWorkers | undefined;
   startWorker(): Promise<void>;
   /** Graceful shutdown of the worker (drains), as on a deploy. */
   stopWorker(): Promise<void>;
@@ -108,7 +111,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     callbackDispatcher,
   });
 
-  let worker: Worker | undefined;
+  const defaults = loadConfig({});
+  let worker: PaylaterWorkers | undefined;
   let running: Promise<void> | undefined;
   const startWorker = async () => {
     if (worker) throw new Error('worker already running');
@@ -118,12 +122,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       taskQueue: t.taskQueue,
       activities,
       workflowBundle: await workflowBundle(),
+      tuning: options.worker?.tuning ?? defaults.worker,
+      bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
     });
     running = worker.run();
   };
   const stopWorker = async () => {
     if (!worker) return;
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+    worker.shutdown();
     await running;
     worker = undefined;
     running = undefined;
