@@ -141,9 +141,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   return state;
 
   /**
-   * The loop: webhooks trigger a read; meanwhile one polling activity runs, cancelled when a webhook comes and
-   * started again after it. One deadline timer per run. Returns the continue-as-new result, or undefined when
-   * the application is done.
+   * The loop: each batch of webhooks triggers one read; beside it one polling activity runs, started again
+   * from the latest change once a change was recorded (the old one is cancelled without waiting, off the
+   * webhook's path). One deadline timer per run. Returns the continue-as-new result, or undefined when done.
    */
   async function followWithPollActivity(): Promise<FinanceApplicationState | undefined> {
     let deadlinePassed = now() >= app.deadline();
@@ -168,26 +168,26 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         continue;
       }
       if (shouldContinueAsNew()) {
-        if (poll) took(await stopPoll(poll));
+        if (poll) retire(poll);
         return await continueAsNewWith();
       }
       if (app.hasWebhooks()) {
         const { ours, mismatched } = app.takeWebhooks();
         if (mismatched > 0)
           log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
-        if (ours === 0) continue;
-        if (poll) {
-          took(await stopPoll(poll));
-          poll = undefined;
-        }
-        await readStatus('webhook');
+        if (ours > 0) await readStatus('webhook');
         continue;
+      }
+      // A poll started before the last change (or before webhooks proved live) has old inputs: start afresh.
+      if (poll && poll.since !== pollKey()) {
+        retire(poll);
+        poll = undefined;
       }
       poll ??= startPoll();
       const current = poll;
       await condition(() => app.hasWebhooks() || current.settled || deadlinePassed);
     }
-    if (poll) took(await stopPoll(poll));
+    if (poll) retire(poll);
     return undefined;
   }
 
@@ -237,13 +237,14 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   }
 
   function startPoll(): Poll {
-    const poll: Poll = { settled: false, scope: new CancellationScope() };
+    const input = app.pollInput(now());
+    const poll: Poll = { settled: false, scope: new CancellationScope(), since: pollKey() };
     poll.scope
       .run(() =>
         poller().pollApplicationStatus({
           financeApplicationId: state.financeApplicationId!,
           merchantReference,
-          ...app.pollInput(now()),
+          ...input,
         }),
       )
       .then(
@@ -254,11 +255,15 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     return poll;
   }
 
-  /** Cancels a running poll and waits until it settled (a poll that found a status just before keeps it). */
-  async function stopPoll(poll: Poll): Promise<Poll> {
-    if (!poll.settled) poll.scope.cancel();
-    await condition(() => poll.settled);
-    return poll;
+  /** What a running poll was started from: a change of either makes it start again. */
+  function pollKey(): string {
+    return `${state.quietSince ?? ''}|${state.webhooksLive}`;
+  }
+
+  /** Stops a poll that is no longer wanted; what it found if it had already settled is still taken. */
+  function retire(poll: Poll): void {
+    if (poll.settled) took(poll);
+    else poll.scope.cancel();
   }
 
   /** Takes what a settled poll found: a new status, a cancellation (ignored) or a failure (logged: true). */
@@ -392,6 +397,8 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 /** One running polling activity and what it came back with. */
 interface Poll {
   scope: CancellationScope;
+  /** pollKey() when it started. */
+  since: string;
   settled: boolean;
   read?: StatusRead;
   error?: unknown;

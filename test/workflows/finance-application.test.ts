@@ -137,10 +137,12 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
 
       // A stale read (the bank answers an older status) is not a regression; a foreign id triggers no read.
       statuses.set(id, 'IN_PROGRESS');
+      const readsBeforeStale = activities.getApplicationStatus.mock.calls.length;
       await signal();
       const readsAfterStale = await eventually(async () => {
         const s = await handle.query(financeApplicationStateQuery);
-        return s.webhooksReceived === 22 && s.statusReads === activities.getApplicationStatus.mock.calls.length
+        const calls = activities.getApplicationStatus.mock.calls.length;
+        return s.webhooksReceived === 22 && calls > readsBeforeStale && s.statusReads === calls
           ? s.statusReads
           : undefined;
       });
