@@ -1,5 +1,6 @@
 import { benchBankClient } from './bank-client.bench';
 import { benchLifecycle } from './lifecycle.bench';
+import { benchOpenApplications } from './open-applications.bench';
 
 /**
  * `npm run bench`: prints figures, asserts nothing. Timings on a shared 2-core machine are noisy: compare
@@ -11,6 +12,8 @@ async function main(): Promise<void> {
   const benches: [string, () => Promise<void>][] = [
     ['bank-client', benchBankClient],
     ['lifecycle', benchLifecycle],
+    // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
+    ['open-applications', benchOpenApplications],
   ];
   for (const [name, bench] of benches) {
     if (only.length && !only.includes(name)) continue;
