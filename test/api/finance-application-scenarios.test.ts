@@ -30,10 +30,10 @@ const FAST_POLL: FinanceApplicationSettings = { fastPollIntervalMs: 200, slowPol
 const steps = (afterMs: number, statuses = ['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED']) =>
   statuses.map((status) => ({ status, afterMs }));
 
-/** With RECORD_HISTORIES=1, saves a run's history for the replay test (test/histories). */
+/** With RECORD_HISTORIES=1, saves a run's history for the replay test (test/histories; `v2-`: recorded under the poll policy). */
 function recordHistory(history: History, name: string): void {
   if (process.env.RECORD_HISTORIES !== '1') return;
-  writeFileSync(join(__dirname, '..', 'histories', `finance-application-${name}.json`), historyToJSON(history));
+  writeFileSync(join(__dirname, '..', 'histories', `finance-application-v2-${name}.json`), historyToJSON(history));
 }
 
 /** Every run of the workflow, first to last, following the continue-as-new chain from the first run. */

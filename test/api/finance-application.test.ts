@@ -16,11 +16,11 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
-/** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/histories). */
+/** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/histories; `v2-`: recorded under the poll policy). */
 async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
   const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
-  writeFileSync(join(__dirname, '..', 'histories', `finance-application-${name}.json`), historyToJSON(history));
+  writeFileSync(join(__dirname, '..', 'histories', `finance-application-v2-${name}.json`), historyToJSON(history));
 }
 
 describe('finance applications: facade and webhook receiver (whole stack)', () => {

@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import { startFinanceApplication } from '../../src/client/finance-applications';
+import { runPool } from '../../bench/stats';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+
+const CEILING = 40;
+const APPLICATIONS = 2_000;
+
+/**
+ * The bank is a shared resource: after a worker outage, every poll that fell due while no worker ran is due
+ * at once. The ceiling (BANK_MAX_READS_PER_SECOND, Temporal's task-queue activity rate limit on the
+ * bank-reads queue) spreads them out: the bank's own record of its API calls never shows more reads in any
+ * second than the ceiling, and every application is read again.
+ */
+describe('bank read ceiling after a worker outage (whole stack)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ worker: { bankMaxReadsPerSecond: CEILING } });
+  });
+  afterAll(async () => stack?.close());
+
+  it(
+    `${APPLICATIONS} polls due at once never exceed ${CEILING} bank reads a second, and each application is read`,
+    async () => {
+      // Customers who have not acted yet: IN_PROGRESS for days, no webhook.
+      stack.sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10 * 86_400_000 }] });
+      const run = randomUUID().slice(0, 8);
+      const ids: string[] = [];
+      await runPool(APPLICATIONS, 32, async (i) => {
+        const started = await startFinanceApplication(
+          stack.t.client,
+          {
+            merchantReference: `ceiling-${run}-${i}`,
+            application: { redirectUrl: 'https://shop.example/back' },
+            // Every application polls every 20 s for its first hour: all are due again within one outage.
+            settings: { fastPollIntervalMs: 20_000, responsiveWindowMs: 3_600_000 },
+          },
+          { taskQueue: stack.t.taskQueue },
+        );
+        ids.push(started.financeApplicationId);
+      });
+
+      // The outage: no worker for longer than the poll interval, so every application's next poll is due.
+      await stack.stopWorker();
+      const outageStart = Date.now();
+      await new Promise((r) => setTimeout(r, 25_000));
+      const restartedAt = new Date().toISOString();
+      await stack.startWorker();
+
+      const readsSince = () =>
+        stack.sandbox.control.apiCalls().filter((c) => c.route === 'getStatus' && c.at >= restartedAt);
+      // Every application read again after the restart (at CEILING a second: about a minute).
+      const reads = await eventually(
+        () => {
+          const calls = readsSince();
+          const readIds = new Set(calls.map((c) => c.path.split('/')[2]));
+          return ids.every((id) => readIds.has(id)) ? calls : undefined;
+        },
+        4 * 60_000,
+        500,
+      );
+      expect(Date.now() - outageStart).toBeGreaterThan(25_000);
+
+      // The bank's count per second, over every one-second window (sliding, in 100 ms steps).
+      const times = reads.map((c) => Date.parse(c.at)).sort((a, b) => a - b);
+      let worst = 0;
+      for (let start = times[0]!; start <= times.at(-1)!; start += 100) {
+        const inWindow = times.filter((t) => t >= start && t < start + 1_000).length;
+        worst = Math.max(worst, inWindow);
+      }
+      expect(reads.length).toBeGreaterThanOrEqual(APPLICATIONS);
+      expect(worst).toBeLessThanOrEqual(CEILING);
+    },
+    8 * 60_000,
+  );
+});
