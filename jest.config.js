@@ -3,6 +3,9 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // Load tests run after the suite, alone (jest.load.config.js): their thousands of workflows would slow the
+  // whole-stack tests running beside them.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/load/'],
   transform: {
     // tsconfig's isolatedModules makes ts-jest transpile only (much faster); type-checking is `npm run lint`'s job.
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],

@@ -11,6 +11,7 @@ import {
   createActivities,
   createBankClient,
   createCallbackDispatcher,
+  ReadPacer,
   WebhookEvidence,
   type Activities,
 } from './activities';
@@ -184,6 +185,8 @@ export async function startWorker(options: {
     callbackDispatcher,
     // One per process: a webhook seen by any activity of this worker slows every application's polls.
     webhookEvidence: new WebhookEvidence(),
+    // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
+    readPacer: new ReadPacer(config.bank.maxReadsPerSecond),
   });
   const closeClients = async () => {
     await bank.close();

@@ -10,6 +10,7 @@ import { POLL_STATUS_UNCHANGED } from '../shared/failure-types';
 import { postMerchantCallback } from './merchant-callback';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
+import type { ReadPacer } from './bank/read-pacer';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -24,6 +25,7 @@ export type { BankLogger } from './bank/logger';
 export { createCallbackDispatcher, CALLBACK_UNAVAILABLE } from './merchant-callback';
 export { toApplicationFailure } from './failures';
 export { WebhookEvidence } from './webhook-evidence';
+export { ReadPacer } from './bank/read-pacer';
 
 export interface ActivityDeps {
   /** The bank client (createBankClient(...).client); a typed fake works too. */
@@ -40,6 +42,8 @@ export interface ActivityDeps {
   callbackTimeoutMs?: number;
   /** Worker-wide knowledge that webhooks reach us (one per worker process; a fresh one when absent). */
   webhookEvidence?: WebhookEvidence;
+  /** Spaces this process's status reads (BANK_MAX_READS_PER_SECOND); unpaced when absent. */
+  readPacer?: ReadPacer;
 }
 
 /**
@@ -73,6 +77,7 @@ export function createActivities(deps: ActivityDeps): Activities {
     async getApplicationStatus({ financeApplicationId, merchantReference, source }) {
       if (source === 'webhook') evidence.record();
       try {
+        await deps.readPacer?.wait(cancellationSignal());
         const status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
         // Debug: reads are frequent; status changes are recorded by the workflow itself.
         log.debug('Finance application status read', {
@@ -115,6 +120,7 @@ export function createActivities(deps: ActivityDeps): Activities {
       if (info.attempt === 1) throw again(`first read in ${delayMs} ms`);
       let status;
       try {
+        await deps.readPacer?.wait(cancellationSignal());
         status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
       } catch (err) {
         const failure = toApplicationFailure(err);

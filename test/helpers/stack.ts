@@ -8,6 +8,7 @@ import {
   createActivities,
   createBankClient,
   createCallbackDispatcher,
+  ReadPacer,
   type Activities,
   type BankClientHandle,
 } from '../../src/activities';
@@ -105,13 +106,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     clientSecret: 'test-secret',
   });
   const callbackDispatcher = createCallbackDispatcher();
+  const defaults = loadConfig({});
   const activities = createActivities({
     bank: bank.client,
     webhooks: { publicBaseUrl: apiUrl, hashSecret },
     callbackDispatcher,
+    readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
   });
 
-  const defaults = loadConfig({});
   let worker: PaylaterWorkers | undefined;
   let running: Promise<void> | undefined;
   const startWorker = async () => {
