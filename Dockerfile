@@ -6,12 +6,17 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json temporal-toolchain.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --ignore-scripts
+# npm run build = tsc, then the workflow bundle (dist/workflow-bundle.js + .json): workers load it instead of
+# running webpack at start. The image refuses to build if the bundle would be refused at start.
+RUN npm run build \
+  && node -e "require('./dist/prebuilt-workflow-bundle.js').loadWorkflowBundle()" \
+  && npm prune --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
+# dist holds the bundle and its inputs (dist/workflows, dist/shared), which the worker hashes at start.
 COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 USER node

@@ -5,6 +5,7 @@ import { startSandbox } from './sandbox';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
 import { startDevServer } from './temporal/dev-server';
+import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker';
 
 /**
@@ -13,6 +14,8 @@ import { startWorker, type BankEndpoints } from './worker';
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
 runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) => {
+  // First: a missing or stale bundle stops start-up before any server is started.
+  const workflowBundle = prebuiltWorkflowBundle(logger);
   let address = config.temporal.address;
   let uiUrl: string | undefined;
   if (!address) {
@@ -68,7 +71,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
     bank = { authUrl: config.bank.authUrl!, baseUrl: config.bank.baseUrl! };
   }
 
-  const worker = await startWorker({ config, logger, connection: nativeConnection, bank });
+  const worker = await startWorker({ config, logger, connection: nativeConnection, bank, workflowBundle });
   onShutdown(() => worker.stop());
   worker.done.catch(async (err: unknown) => {
     logger.fatal({ err }, 'worker failed');

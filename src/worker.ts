@@ -16,6 +16,7 @@ import {
   type Activities,
 } from './activities';
 import type { Logger } from './logging';
+import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { connectWorker } from './temporal/connection';
 
@@ -167,7 +168,7 @@ export async function startWorker(options: {
   logger: Logger;
   connection: NativeConnection;
   bank: BankEndpoints;
-  /** The prebuilt workflow bundle (loadWorkflowBundle); absent: bundle src/workflows at start. */
+  /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
   workflowBundle?: WorkflowBundleOption;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
@@ -238,6 +239,8 @@ if (require.main === module) {
     if (!config.bank.authUrl || !config.bank.baseUrl) {
       throw new StartupError('BANK_BASE_URL and BANK_AUTH_URL are required for `npm run worker`');
     }
+    // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
+    const workflowBundle = prebuiltWorkflowBundle(logger);
     const connection = await connectWorker({
       address: config.temporal.address,
       namespace: config.temporal.namespace,
@@ -249,6 +252,7 @@ if (require.main === module) {
       logger,
       connection,
       bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
+      workflowBundle,
     });
     onShutdown(() => running.stop());
     running.done.catch(async (err: unknown) => {

@@ -1,13 +1,18 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '../helpers/temporal';
+import { financeApplicationHandle, startFinanceApplication } from '../../src/client';
+import { startSandbox } from '../../src/sandbox';
+import { connectTestTemporal, eventually } from '../helpers/temporal';
 
 /**
- * The embedded default as a person runs it (`npm start` = build, then node dist/main.js): the real dev
- * server with its Web UI, the sandbox, the worker and the app; then SIGTERM leaves no process behind.
+ * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
+ * (node dist/main.js), the embedded default: the real dev server with its Web UI, the sandbox, the worker and
+ * the app; then SIGTERM leaves no process behind. `npm run worker` (node dist/worker.js), the production
+ * worker against the suite's dev server and a sandbox. Both run the workflows from the prebuilt bundle.
  */
 const root = join(__dirname, '..', '..');
 
@@ -22,9 +27,24 @@ function freePort(): Promise<number> {
   });
 }
 
-function run(env: Record<string, string>): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
+/** The worker runs workflow code from dist/workflow-bundle.js, and never bundles at start. */
+function expectPrebuiltBundle(output: string): void {
+  const line = output.split('\n').find((l) => l.includes('workflow code from the prebuilt bundle'));
+  expect(line).toBeDefined();
+  expect(JSON.parse(line!)).toMatchObject({
+    level: 30,
+    workflowBundle: join(root, 'dist', 'workflow-bundle.js'),
+    inputsSha256: expect.stringMatching(/^[0-9a-f]{12}$/),
+  });
+  expect(output).not.toContain('Workflow bundle created'); // the SDK's line when webpack runs
+}
+
+function run(
+  env: Record<string, string>,
+  entry = 'dist/main.js',
+): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
   let output = '';
-  const child = spawn(process.execPath, ['dist/main.js'], {
+  const child = spawn(process.execPath, [entry], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -56,14 +76,16 @@ function alive(pid: number): boolean {
   }
 }
 
-describe('npm start (embedded default)', () => {
-  beforeAll(() => {
-    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: root,
-      stdio: 'inherit',
-    });
-  }, 120_000);
+beforeAll(() => {
+  // The real build script: a build that forgot the bundle fails these tests.
+  execFileSync('npm', ['run', '--silent', 'build'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
+}, 180_000);
 
+describe('npm start (embedded default)', () => {
   it('brings up Temporal with its Web UI, the sandbox, the worker and the app; SIGTERM leaves nothing behind', async () => {
     const [port, uiPort, temporalPort, sandboxPort] = [
       await freePort(),
@@ -78,6 +100,7 @@ describe('npm start (embedded default)', () => {
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
     });
     try {
       await eventually(
@@ -93,6 +116,7 @@ describe('npm start (embedded default)', () => {
       await eventually(() =>
         app.output().includes(`Temporal Web UI           http://localhost:${uiPort}`) ? true : undefined,
       );
+      expectPrebuiltBundle(app.output());
 
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server
@@ -125,5 +149,66 @@ describe('npm start (embedded default)', () => {
       expect(app.output()).toContain(`- ${variable}: is required when BANK_BASE_URL is set`);
     }
     expect(app.output()).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('npm run worker (the production worker)', () => {
+  const secret = 'e2e-webhook-hash-secret-0123456789abcdef';
+  const workerEnv = (sandboxUrl: string, taskQueue: string): Record<string, string> => ({
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS!,
+    TASK_QUEUE: taskQueue,
+    BANK_BASE_URL: sandboxUrl,
+    BANK_AUTH_URL: sandboxUrl,
+    BANK_CLIENT_ID: 'e2e-client',
+    BANK_CLIENT_SECRET: 'e2e-secret',
+    PUBLIC_BASE_URL: 'http://127.0.0.1:9', // no receiver: the sandbox's webhooks fail, polling is enough here
+    WEBHOOK_HASH_SECRET: secret,
+    LOG_LEVEL: 'info',
+  });
+
+  it('runs the workflows from the prebuilt bundle, serves an application, and exits 0 on SIGTERM', async () => {
+    const sandbox = await startSandbox({ clientId: 'e2e-client', clientSecret: 'e2e-secret' });
+    const t = await connectTestTemporal();
+    const worker = run(workerEnv(sandbox.url, t.taskQueue), 'dist/worker.js');
+    const merchantReference = `e2e-worker-${randomUUID()}`;
+    try {
+      await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 60_000);
+      expectPrebuiltBundle(worker.output());
+
+      const started = await startFinanceApplication(
+        t.client,
+        { merchantReference, application: { redirectUrl: 'https://shop.example/return' } },
+        { taskQueue: t.taskQueue },
+      );
+      expect(started.financeApplicationId).toEqual(expect.any(String));
+
+      worker.child.kill('SIGTERM');
+      expect(await worker.exit).toBe(0);
+      expect(worker.output()).toContain('"msg":"stopped"');
+    } finally {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
+      await financeApplicationHandle(t.client, merchantReference)
+        .terminate('e2e test over')
+        .catch(() => undefined);
+      await t.close();
+      await sandbox.close();
+    }
+  });
+
+  it('refuses to start from a stale bundle, naming npm run build', async () => {
+    // Workflow code changed after the build (a compiled file of dist/shared edited), restored afterwards.
+    const file = join(root, 'dist', 'shared', 'ids.js');
+    const original = readFileSync(file);
+    appendFileSync(file, '\n// edited after the build\n');
+    try {
+      const worker = run(workerEnv('http://127.0.0.1:9', `never-${randomUUID()}`), 'dist/worker.js');
+      expect(await worker.exit).toBe(1);
+      expect(worker.output()).toMatch(
+        /worker: The workflow bundle .*workflow-bundle\.js is stale: .*Run `npm run build`/,
+      );
+      expect(worker.output()).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    } finally {
+      writeFileSync(file, original);
+    }
   });
 });
