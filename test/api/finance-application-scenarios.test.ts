@@ -95,7 +95,8 @@ describe('finance applications: webhook faults and continue-as-new (whole stack)
   it('duplicated, reordered, early and burst webhooks: the recorded history equals the ground truth', async () => {
     const run = (name: string) => `${name}-${randomUUID()}`;
     const [duplicated, reordered, early, burst] = await Promise.all([
-      follow(run('dup'), { steps: steps(300), webhooks: { duplicate: 3 } }, WEBHOOKS_ONLY),
+      // Steps a second apart: each read sees its status even on a loaded machine (latency is the bench's job).
+      follow(run('dup'), { steps: steps(1_000), webhooks: { duplicate: 3 } }, WEBHOOKS_ONLY),
       // Held until the last step, then newest first: polling sees the steps, the stale reads change nothing.
       // (Server timers fire at about one-second resolution, so each status lasts a few seconds.)
       follow(
@@ -106,13 +107,13 @@ describe('finance applications: webhook faults and continue-as-new (whole stack)
       // The first change and its webhook happen before the create response reaches the workflow.
       follow(
         run('early'),
-        { steps: steps(300, ['IN_PROGRESS', 'APPROVED', 'COMPLETED']), webhooks: { beforeCreateResponse: true } },
+        { steps: steps(1_000, ['IN_PROGRESS', 'APPROVED', 'COMPLETED']), webhooks: { beforeCreateResponse: true } },
         WEBHOOKS_ONLY,
       ),
       // 50 extra webhooks while APPROVED (the last step waits long enough for them to be sent).
       follow(
         run('burst'),
-        { steps: [...steps(200, ['IN_PROGRESS', 'APPROVED']), { status: 'COMPLETED', afterMs: 3_000 }] },
+        { steps: [...steps(1_000, ['IN_PROGRESS', 'APPROVED']), { status: 'COMPLETED', afterMs: 3_000 }] },
         WEBHOOKS_ONLY,
         async (id) => {
           await eventually(() => (stack.sandbox.control.application(id)!.status === 'APPROVED' ? true : undefined));
