@@ -1,5 +1,6 @@
 import { benchBankClient } from './bank-client.bench';
 import { benchLifecycle } from './lifecycle.bench';
+import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
  * `npm run bench`: prints figures, asserts nothing. Timings on a shared 2-core machine are noisy: compare
@@ -8,12 +9,14 @@ import { benchLifecycle } from './lifecycle.bench';
 async function main(): Promise<void> {
   process.stdout.write(`node ${process.version}, ${new Date().toISOString()}\n`);
   const only = process.argv.slice(2);
-  const benches: [string, () => Promise<void>][] = [
+  // [name, bench, run only when named: `npm run bench -- <name>`]
+  const benches: [string, () => Promise<void>, boolean?][] = [
     ['bank-client', benchBankClient],
     ['lifecycle', benchLifecycle],
+    ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
   ];
-  for (const [name, bench] of benches) {
-    if (only.length && !only.includes(name)) continue;
+  for (const [name, bench, whenNamed] of benches) {
+    if (only.length ? !only.includes(name) : whenNamed) continue;
     await bench();
   }
 }
