@@ -1,6 +1,7 @@
 import { benchBankClient } from './bank-client.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
+import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
  * `npm run bench`: prints figures, asserts nothing. Timings on a shared 2-core machine are noisy: compare
@@ -9,14 +10,16 @@ import { benchOpenApplications } from './open-applications.bench';
 async function main(): Promise<void> {
   process.stdout.write(`node ${process.version}, ${new Date().toISOString()}\n`);
   const only = process.argv.slice(2);
-  const benches: [string, () => Promise<void>][] = [
+  // [name, bench, run only when named: `npm run bench -- <name>`]
+  const benches: [string, () => Promise<void>, boolean?][] = [
     ['bank-client', benchBankClient],
     ['lifecycle', benchLifecycle],
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
+    ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
   ];
-  for (const [name, bench] of benches) {
-    if (only.length && !only.includes(name)) continue;
+  for (const [name, bench, whenNamed] of benches) {
+    if (only.length ? !only.includes(name) : whenNamed) continue;
     await bench();
   }
 }

@@ -45,13 +45,13 @@ const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, 
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
 
 /**
- * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB of heap over
- * 200 MiB: ≈2,300 on a 4 GiB heap) and its own guide counts up to ≈1 MB per cached workflow, so a large
- * machine would keep thousands of mostly idle applications in memory and pass 1 GiB RSS. 1,000 bounds the
- * cache whatever the heap: the other open applications wait between webhooks and polls, and an evicted one
- * costs a replay of its short history (continue-as-new bounds it) when it next wakes.
+ * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB over 200 MiB:
+ * 2,310 with a 4 GiB heap), and RSS grows with the cache: a worker holding 10,000 open applications,
+ * all woken once, peaked at 1,261 MiB with 2,310, 995 MiB with 1,000 and 689 MiB with 500
+ * (`npm run bench -- worker-memory`). 500 keeps a worker under 1 GiB with room to spare, whatever the heap;
+ * an evicted application costs one replay of its short history (continue-as-new bounds it) when it next wakes.
  */
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 1_000;
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
 /** The SDK's own defaults, written out so the configuration shows what a worker runs with. */
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 40;
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 100;

@@ -74,7 +74,7 @@ describe('loadConfig', () => {
   it('sizes the worker for many waiting workflows by default, with a bank read ceiling of 50/s', () => {
     const config = loadConfig({});
     expect(config.worker).toEqual({
-      maxCachedWorkflows: 1_000,
+      maxCachedWorkflows: 500,
       maxConcurrentWorkflowTaskExecutions: 40,
       maxConcurrentActivityTaskExecutions: 100,
       maxWorkflowTaskPollers: 10,
