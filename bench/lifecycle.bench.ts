@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { awaitFinanceApplication, startFinanceApplication } from '../src/client';
 import { webhookHash } from '../src/security/webhook-hash';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
@@ -11,13 +10,11 @@ const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
 
 /**
  * The whole stack on one machine (real dev server, sandbox over HTTP, worker, Express app):
- * - receiver: webhooks/s turned into signals, and the latency of the 202 (which waits for Temporal);
- * - coalescing: status reads per webhook under a burst;
+ * - coalescing: status reads per webhook under a burst (the receiver's own cost is bench/receiver.bench.ts);
  * - lifecycle: how long after the bank changed a status the workflow has recorded it, with webhooks and
  *   with polling alone (all webhooks dropped).
  */
 export async function benchLifecycle(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
   // The same in-process stack the integration tests use, on this bench's own dev server.
   process.env.TEMPORAL_TEST_ADDRESS = env.address;
@@ -27,7 +24,7 @@ export async function benchLifecycle(): Promise<void> {
   const publicBaseUrl = stack.apiUrl;
 
   try {
-    // --- Receiver throughput: webhooks for long-lived applications (their statuses never move on their own).
+    // --- Coalescing: a burst of webhooks for long-lived applications (their statuses never move on their own).
     const parked = sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 3_600_000 }] });
     const refs = Array.from({ length: 10 }, (_, i) => `bench-rx-${i}-${randomUUID().slice(0, 8)}`);
     const apps = await Promise.all(
@@ -45,8 +42,7 @@ export async function benchLifecycle(): Promise<void> {
     );
     const readsBefore = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length;
     const n = 1_000;
-    const t0 = performance.now();
-    const latencies = await runPool(n, 16, async (i) => {
+    await runPool(n, 16, async (i) => {
       const ref = refs[i % refs.length]!;
       const res = await fetch(
         `${publicBaseUrl}/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}`,
@@ -58,13 +54,6 @@ export async function benchLifecycle(): Promise<void> {
       );
       await res.arrayBuffer();
       if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
-    });
-    const s = summarize(latencies);
-    report('receiver: finance webhooks → signals (c=16)', {
-      n,
-      perSec: (n / (performance.now() - t0)) * 1000,
-      p50ms: s.p50,
-      p99ms: s.p99,
     });
     await new Promise((r) => setTimeout(r, 2_000)); // let the last reads happen
     const reads = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length - readsBefore;

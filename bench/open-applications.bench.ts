@@ -4,7 +4,6 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startSandbox } from '../src/sandbox';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../src/shared/poll-policy';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
@@ -31,7 +30,6 @@ export async function benchOpenApplications(): Promise<void> {
 
   printPolicyFigures();
 
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
   const sandbox = await startSandbox({
     clientId: 'bench-client',

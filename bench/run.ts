@@ -1,6 +1,8 @@
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { benchBankClient } from './bank-client.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
+import { benchReceiver } from './receiver.bench';
 import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
@@ -9,11 +11,14 @@ import { benchWorkerMemory } from './worker-memory.bench';
  */
 async function main(): Promise<void> {
   process.stdout.write(`node ${process.version}, ${new Date().toISOString()}\n`);
+  // Once per process (the SDK refuses a second install): the benches' workers log errors only.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const only = process.argv.slice(2);
   // [name, bench, run only when named: `npm run bench -- <name>`]
   const benches: [string, () => Promise<void>, boolean?][] = [
     ['bank-client', benchBankClient],
     ['lifecycle', benchLifecycle],
+    ['receiver', benchReceiver],
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)

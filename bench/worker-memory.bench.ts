@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { financeApplicationHandle, startFinanceApplication } from '../src/client';
 import { startSandbox } from '../src/sandbox';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
@@ -34,7 +33,6 @@ export async function benchWorkerMemory(): Promise<void> {
   // The workers run the production entry point: build it as `npm run worker` would.
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
   // Statuses never move on their own: the applications wait, as most do for days.
   const sandbox = await startSandbox({ clientId: 'bench', clientSecret: 'bench-secret', lifecycle: { stepMs: DAY } });

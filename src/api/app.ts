@@ -43,10 +43,11 @@ export function createApp(deps: AppDeps): Express {
     next();
   });
 
-  app.use(healthRoutes(deps));
-  app.use(accountWebhookRoutes(deps));
-  app.use(consentRefreshRoutes(deps));
+  // The bank's webhooks first: they are the hot path, and no other route matches their paths.
   app.use(financeApplicationWebhookRoutes(deps));
+  app.use(accountWebhookRoutes(deps));
+  app.use(healthRoutes(deps));
+  app.use(consentRefreshRoutes(deps));
   app.use(financeApplicationRoutes(deps));
 
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));

@@ -56,6 +56,15 @@ export async function withStartDeadline<T>(
   }
 }
 
+/** The error's message and, when it wraps one, the gRPC error's ("8 RESOURCE_EXHAUSTED: …"): a line, no stack. */
+function causeOf(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && e !== err) return `${message}: ${e.message}`;
+  }
+  return message;
+}
+
 function hasGrpcCode(err: unknown, code: number): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e) && Number(e.code) === code) return true;
@@ -90,7 +99,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       message = 'Temporal is unavailable; retry later';
       res.setHeader('Retry-After', '5');
     }
-    if (status >= 500) logger.error({ err, method: req.method, path: req.path }, message);
+    if (status === 503) {
+      // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
+      logger.warn({ method: req.method, path: req.path, status, cause: causeOf(err) }, message);
+    } else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, message);
     else logger.info({ method: req.method, path: req.path, status, message }, 'request rejected');
     res.status(status).json({ error: httpErrorName(status), message, ...(details ? { details } : {}) });
   };

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
+import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
 
 export interface TemporalTarget {
   address: string;
@@ -37,6 +38,8 @@ export async function connectClient(target: TemporalTarget): Promise<{ client: C
       apiKey: connectionOptions.apiKey,
       metadata: connectionOptions.metadata,
       connectTimeout: 5_000,
+      // The SDK's retries, but never an attempt after the caller's deadline (see grpc-retry.ts).
+      interceptors: [makeDeadlineBoundRetryInterceptor()],
     });
     // Fail fast on a wrong namespace or credentials, not on the first merchant request.
     await connection.workflowService.describeNamespace({ namespace: namespace ?? target.namespace });

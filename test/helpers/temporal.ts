@@ -12,6 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
+import { makeDeadlineBoundRetryInterceptor } from '../../src/temporal/grpc-retry';
 
 /** Connections to the suite's real dev server (started once by test/setup/global-setup.ts). */
 export interface TemporalTestContext {
@@ -29,7 +30,8 @@ export async function connectTestTemporal(): Promise<TemporalTestContext> {
   const address = process.env.TEMPORAL_TEST_ADDRESS;
   if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests through jest (global setup)');
   const namespace = 'default';
-  const connection = await Connection.connect({ address });
+  // The same retry interceptor as the app's connection (src/temporal/connection.ts).
+  const connection = await Connection.connect({ address, interceptors: [makeDeadlineBoundRetryInterceptor()] });
   const nativeConnection = await NativeConnection.connect({ address });
   return {
     address,

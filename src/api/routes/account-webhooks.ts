@@ -1,4 +1,4 @@
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import { Router } from 'express';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
@@ -12,9 +12,10 @@ import { ConsentId } from '../../shared/search-attributes';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
 import { HttpError, isTemporalUnavailable } from '../errors';
+import { BodyTooLargeError, hasJsonContentType, readJsonBody, sendJson } from '../json-body';
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
-export const ACCOUNT_WEBHOOK_BODY_LIMIT = '256kb';
+export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
 
 const id = z.string().trim().min(1).max(256);
 
@@ -51,28 +52,26 @@ type Kind = 'accountEvent' | 'transactionEvent' | 'unknown';
 export function accountWebhookRoutes(deps: AppDeps): Router {
   const router = Router();
   const count = (kind: Kind, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
-  const parseJson = express.json({ limit: ACCOUNT_WEBHOOK_BODY_LIMIT, type: () => true });
 
-  const authorize = (req: Request, _res: Response, next: NextFunction) => {
+  router.post('/webhooks/accounts', async (req, res) => {
     // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
     // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
     const expected = deps.webhooks.securityHeader.trim();
-    if (expected !== '' && !safeEqual(req.get('authorization') ?? '', expected)) {
+    if (expected !== '' && !safeEqual(req.headers.authorization ?? '', expected)) {
       count('unknown', 'rejected_auth');
-      return next(new HttpError(401, 'Missing or wrong Authorization header'));
+      throw new HttpError(401, 'Missing or wrong Authorization header');
     }
-    if (!req.is('application/json')) {
+    if (!hasJsonContentType(req, false)) {
       count('unknown', 'rejected_content_type');
-      return next(new HttpError(415, 'Content-Type must be application/json'));
+      throw new HttpError(415, 'Content-Type must be application/json');
     }
-    parseJson(req, _res, (err?: unknown) => {
-      if (err) count('unknown', (err as { type?: string }).type === 'entity.too.large' ? 'too_large' : 'rejected_body');
-      next(err);
-    });
-  };
-
-  router.post('/webhooks/accounts', authorize, async (req, res) => {
-    const body: unknown = req.body;
+    let body: unknown;
+    try {
+      body = await readJsonBody(req, ACCOUNT_WEBHOOK_BODY_LIMIT);
+    } catch (err) {
+      count('unknown', err instanceof BodyTooLargeError ? 'too_large' : 'rejected_body');
+      throw err;
+    }
     const isAccountEvent = typeof body === 'object' && body !== null && 'taskId' in body;
     const kind: Kind = isAccountEvent ? 'accountEvent' : 'transactionEvent';
     const parsed = (isAccountEvent ? AccountEventSchema : TransactionEventSchema).safeParse(body);
@@ -98,15 +97,15 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
             { consentId: event.consentId, taskId: event.taskId, bankCode: event.bankCode, workflowId },
             'accountEvent for a consent with no running refresh: acknowledged, not delivered',
           );
-          res.status(200).json({ status: 'ignored', kind, reason: 'no running refresh for this consent' });
+          sendJson(res, 200, { status: 'ignored', kind, reason: 'no running refresh for this consent' });
           return;
         }
         count(kind, 'accepted');
-        deps.logger.info(
+        deps.logger.debug(
           { consentId: event.consentId, taskId: event.taskId, bankCode: event.bankCode, workflowId },
           'accountEvent signalled',
         );
-        res.status(202).json({ status: 'accepted', kind, workflowId });
+        sendJson(res, 202, { status: 'accepted', kind, workflowId });
         return;
       }
 
@@ -125,11 +124,11 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
         },
       );
       count(kind, 'accepted');
-      deps.logger.info(
+      deps.logger.debug(
         { consentId: event.consentId, accounts: event.accounts.length, workflowId },
         'transactionEvent handed off',
       );
-      res.status(202).json({ status: 'accepted', kind, workflowId });
+      sendJson(res, 202, { status: 'accepted', kind, workflowId });
     } catch (err) {
       count(kind, isTemporalUnavailable(err) ? 'unavailable' : 'error');
       throw err;

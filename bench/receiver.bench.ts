@@ -1,0 +1,343 @@
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startFinanceApplication } from '../src/client';
+import { webhookHash } from '../src/security/webhook-hash';
+import { financeApplicationWorkflowId } from '../src/shared/ids';
+import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { startTestStack } from '../test/helpers/stack';
+import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
+import { summarize } from './stats';
+
+const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
+const COMMAND = 'npm run bench -- receiver';
+/** The README's figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows, no bare loop). */
+const README_C16 = '≈280/s, p50 56 ms, p99 119 ms';
+const TARGET_RATIO = 0.9;
+const ROUNDS = 4;
+/**
+ * Long-lived workflows the signals go to, round robin. 40 rather than the lifecycle bench's 10: with 16 signals in
+ * flight over 10 workflows, Temporal refuses some (RESOURCE_EXHAUSTED BusyWorkflow: the workflow's lock is busy)
+ * and the SDK's 1.4–5 s backoffs then decide the ratio, not the receiver. RECEIVER_BENCH_WORKFLOWS=10 shows that.
+ */
+const WORKFLOWS = Number(process.env.RECEIVER_BENCH_WORKFLOWS) || 40;
+const MS_PER_TICK = 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
+
+/**
+ * The receiver's cost: webhooks → `POST /webhooks/finance-applications/:ref/:hash` → signal acked by Temporal →
+ * 202, against a bare `getHandle(id).signal()` loop, on the same dev server, the same long-lived workflows
+ * (statuses that never move) and the same concurrency (1 and 16), alternating in rounds within one run.
+ * Both clients of Temporal run in processes of their own, so their CPU time can be read from /proc/<pid>/stat:
+ * the API (`src/api/server.ts` as `npm run api` runs it, compiled by `npm run bench`) and the bare loop; the
+ * webhooks are sent by a third process standing in for the bank (bench/load-loop.ts has both loops). This
+ * process runs the dev server, the worker and the bank sandbox the workflows were created with.
+ * RECEIVER_BENCH_CPU_PROF=<dir> starts that process with `--cpu-prof` (profile written on exit);
+ * RECEIVER_BENCH_API_LOG=<file> keeps its log lines (otherwise discarded, as a collector would take them).
+ * It asserts nothing; compare the ratios within one run (2 cores shared by everything here).
+ */
+export async function benchReceiver(): Promise<void> {
+  // The server's own metrics tell whether it pushed back (RESOURCE_EXHAUSTED…) during the run.
+  const serverMetricsPort = await freePort();
+  const server = ephemeralDevServerOptions();
+  server.extraArgs.push('--metrics-port', String(serverMetricsPort));
+  const env = await TestWorkflowEnvironment.createLocal({ server });
+  // The in-process stack supplies the worker and the bank sandbox; its own app stays idle.
+  process.env.TEMPORAL_TEST_ADDRESS = env.address;
+  const stack = await startTestStack({ hashSecret: HASH_SECRET, sandbox: { lifecycle: { stepMs: 400 } } });
+  const { client, taskQueue } = stack.t;
+  let api: ChildStats | undefined;
+  let bare: LoadLoopProcess | undefined;
+  let bank: LoadLoopProcess | undefined;
+
+  try {
+    stack.sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 3_600_000 }] });
+    const refs = Array.from({ length: WORKFLOWS }, (_, i) => `bench-rcv-${i}-${randomUUID().slice(0, 8)}`);
+    const apps = await Promise.all(
+      refs.map((merchantReference) =>
+        startFinanceApplication(
+          client,
+          {
+            merchantReference,
+            application: { redirectUrl: 'https://shop.example/return' },
+            settings: { fastPollIntervalMs: 3_600_000, slowPollIntervalMs: 3_600_000 },
+          },
+          { taskQueue },
+        ),
+      ),
+    );
+    // The same workflows for both paths; a webhook also needs its path (with the hash) and body.
+    const targets = refs.map((ref, i) => ({
+      workflowId: financeApplicationWorkflowId(ref),
+      path: `/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}`,
+      body: JSON.stringify({ financeApplicationId: apps[i]!.financeApplicationId }),
+      financeApplicationId: apps[i]!.financeApplicationId,
+    }));
+
+    api = await startApiProcess({ temporalAddress: env.address, taskQueue });
+    bare = await startLoadLoop({ mode: 'signal', address: env.address, namespace: 'default', targets });
+    bank = await startLoadLoop({ mode: 'webhook', apiUrl: api.url, connections: 16, targets });
+    const answers = new Map<number, number>();
+    const countAnswers = (result: LoadLoopResult) => {
+      for (const [status, n] of Object.entries(result.statuses))
+        answers.set(Number(status), (answers.get(Number(status)) ?? 0) + n);
+      return result;
+    };
+
+    process.stdout.write(
+      `receiver: API pid ${api.pid} (${api.entry}); bare signal loop pid ${bare.pid}; webhook sender pid ` +
+        `${bank.pid}; ${WORKFLOWS} parked workflows; ${ROUNDS} alternating rounds per concurrency\n`,
+    );
+    const rows: Row[] = [];
+    for (const [concurrency, count] of [
+      [1, 400],
+      [16, 1_200],
+    ] as const) {
+      // Warm-up of both paths (JIT, connections, workflow caches): not counted.
+      await bare.run(concurrency, 100);
+      countAnswers(await bank.run(concurrency, 100));
+      const sample = {
+        bare: { ms: 0, ticks: 0, lat: [] as number[] },
+        receiver: { ms: 0, ticks: 0, lat: [] as number[] },
+      };
+      const acceptedBefore = answers.get(202) ?? 0;
+      for (let round = 0; round < ROUNDS; round++) {
+        let ticks = bare.cpuTicks();
+        const b = await bare.run(concurrency, count);
+        sample.bare.ticks += bare.cpuTicks() - ticks;
+        sample.bare.ms += b.ms;
+        sample.bare.lat.push(...b.latencies);
+        ticks = api.cpuTicks();
+        const r = countAnswers(await bank.run(concurrency, count));
+        sample.receiver.ticks += api.cpuTicks() - ticks;
+        sample.receiver.ms += r.ms;
+        sample.receiver.lat.push(...r.latencies);
+      }
+      const accepted = (answers.get(202) ?? 0) - acceptedBefore;
+      const perSec = (x: { ms: number }) => ((ROUNDS * count) / x.ms) * 1000;
+      const b = summarize(sample.bare.lat);
+      const r = summarize(sample.receiver.lat);
+      const ratio = perSec(sample.receiver) / perSec(sample.bare);
+      const bareCpu = (sample.bare.ticks * MS_PER_TICK) / (ROUNDS * count);
+      const apiCpu = (sample.receiver.ticks * MS_PER_TICK) / accepted;
+      rows.push(
+        [
+          `bare signal loop (own process), c=${concurrency}`,
+          `${fmt(perSec(sample.bare))}/s, p50 ${ms(b.p50)}, p99 ${ms(b.p99)}`,
+          '—',
+          '—',
+        ],
+        [
+          `receiver webhooks → 202, c=${concurrency}`,
+          `${fmt(perSec(sample.receiver))}/s, p50 ${ms(r.p50)}, p99 ${ms(r.p99)}`,
+          `≥ ${TARGET_RATIO} × bare`,
+          concurrency === 16 ? README_C16 : '—',
+        ],
+        [
+          `receiver / bare throughput, c=${concurrency}`,
+          `${ratio.toFixed(2)} ${ratio >= TARGET_RATIO ? '(meets target)' : '(BELOW target)'}`,
+          `≥ ${TARGET_RATIO}`,
+          '—',
+        ],
+        [
+          `API CPU per accepted webhook, c=${concurrency}`,
+          `${apiCpu.toFixed(2)} ms (bare client ${bareCpu.toFixed(2)} ms/signal: receiver's own ` +
+            `${(apiCpu - bareCpu).toFixed(2)} ms)`,
+          'no target: lower is better',
+          '—',
+        ],
+      );
+    }
+    const total = [...answers.values()].reduce((sum, v) => sum + v, 0);
+    const other = [...answers.entries()].filter(([status]) => status !== 202);
+    rows.push([
+      'answers other than 202 (all rounds, both c)',
+      `${total - (answers.get(202) ?? 0)} of ${total}${other.length ? ` (${other.map(([st, n]) => `${n}×${st}`).join(', ')})` : ''}`,
+      '0',
+      '—',
+    ]);
+    const serverErrors = await signalErrorsOfServer(serverMetricsPort);
+    rows.push([
+      'Temporal errors answering signals (its metrics)',
+      Object.entries(serverErrors)
+        .map(([type, n]) => `${n}× ${type}`)
+        .join(', ') || 'none',
+      'none',
+      '—',
+    ]);
+    printTable(rows);
+  } finally {
+    await bank?.stop();
+    await bare?.stop();
+    await api?.stop();
+    await stack.close();
+    await env.teardown();
+  }
+}
+
+type Row = [figure: string, value: string, target: string, readme: string];
+
+function printTable(rows: Row[]): void {
+  const header: Row = ['figure', 'value', 'target', 'README today'];
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  for (const row of all) {
+    process.stdout.write(
+      `${row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')}  ${row === header ? 'command' : COMMAND}\n`,
+    );
+  }
+}
+
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+const ms = (v: number) => `${v.toFixed(v < 10 ? 1 : 0)} ms`;
+
+/** A child process whose CPU time this bench reads. */
+interface ChildStats {
+  pid: number;
+  url: string;
+  entry: string;
+  /** utime + stime, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
+  cpuTicks(): number;
+  stop(): Promise<void>;
+}
+
+function cpuTicksOf(pid: number): number {
+  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  return exited.then(() => clearTimeout(timer));
+}
+
+/** `npm run api` as a child process on a free port, against the bench's dev server; resolves once /healthz answers. */
+async function startApiProcess(options: { temporalAddress: string; taskQueue: string }): Promise<ChildStats> {
+  const entry = join(__dirname, '..', 'src', 'api', 'server.js');
+  const port = await freePort();
+  const profDir = process.env.RECEIVER_BENCH_CPU_PROF;
+  const log = process.env.RECEIVER_BENCH_API_LOG;
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), entry],
+    {
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'info',
+        TEMPORAL_ADDRESS: options.temporalAddress,
+        TEMPORAL_NAMESPACE: 'default',
+        TASK_QUEUE: options.taskQueue,
+        PORT: String(port),
+        WEBHOOK_HASH_SECRET: HASH_SECRET,
+      },
+      // Log lines are written (their cost is the API's) and discarded; stderr is kept for a failed start.
+      stdio: ['ignore', log ? openSync(log, 'w') : 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`API process exited with ${child.exitCode}: ${stderr}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`API process did not answer /healthz within 60 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const pid = child.pid!;
+  return {
+    pid,
+    url,
+    entry: 'dist-bench/src/api/server.js',
+    cpuTicks: () => cpuTicksOf(pid),
+    stop: () => stopChild(child, exited),
+  };
+}
+
+interface LoadLoopProcess {
+  pid: number;
+  run(concurrency: number, count: number): Promise<LoadLoopResult>;
+  cpuTicks(): number;
+  stop(): Promise<void>;
+}
+
+/** bench/load-loop.ts as a child process (IPC: one message per run). */
+async function startLoadLoop(setup: LoadLoopSetup): Promise<LoadLoopProcess> {
+  const child = fork(join(__dirname, 'load-loop.js'), [], {
+    env: { PATH: process.env.PATH, LOAD_LOOP: JSON.stringify(setup) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const next = <T>() =>
+    new Promise<T>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`${setup.mode} loop exited with ${code}`));
+      child.once('exit', onExit);
+      child.once('message', (message) => {
+        child.off('exit', onExit);
+        resolve(message as T);
+      });
+    });
+  await next<'ready'>();
+  const pid = child.pid!;
+  return {
+    pid,
+    run(concurrency, count) {
+      const result = next<LoadLoopResult>();
+      child.send({ concurrency, count } satisfies LoadLoopRun);
+      return result;
+    },
+    cpuTicks: () => cpuTicksOf(pid),
+    async stop() {
+      if (child.connected) child.disconnect();
+      await stopChild(child, exited);
+    },
+  };
+}
+
+/**
+ * SignalWorkflowExecution errors counted by the dev server's frontend, by type, with the cause of each
+ * RESOURCE_EXHAUSTED (its metrics lag about a second). RECEIVER_BENCH_SERVER_METRICS=<file> keeps them all.
+ */
+async function signalErrorsOfServer(port: number): Promise<Record<string, number>> {
+  await new Promise((r) => setTimeout(r, 2_500));
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  if (process.env.RECEIVER_BENCH_SERVER_METRICS) writeFileSync(process.env.RECEIVER_BENCH_SERVER_METRICS, text);
+  const errors: Record<string, number> = {};
+  const add = (key: string, n: number) => (errors[key] = (errors[key] ?? 0) + n);
+  for (const line of text.split('\n')) {
+    if (!line.includes('operation="SignalWorkflowExecution"') || !line.includes('service_name="frontend"')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!(value > 0)) continue;
+    const type = /^service_error_with_type\{.*error_type="serviceerror_(\w+)"/.exec(line)?.[1];
+    if (type) add(type, value);
+    const cause = /^service_errors_resource_exhausted\{.*resource_exhausted_cause="(\w+)"/.exec(line)?.[1];
+    if (cause) add(`ResourceExhausted cause ${cause}`, value);
+  }
+  return errors;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,132 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import { HttpError } from './errors';
+
+/**
+ * The webhook routes' body handling, kept to what they need on their hot path: one read of the raw bytes
+ * (bounded), one JSON.parse, then the route's zod schema. Same answers as express.json for the bank's
+ * requests: 413 past the limit (declared or streamed), 400 for bytes that are not JSON, 415 for a charset or
+ * content encoding it cannot read; gzip, deflate and br bodies are inflated (the limit applies inflated).
+ */
+
+/** `application/json` or `application/<something>+json`, parameters ignored (what `req.is()` accepted). */
+export function hasJsonContentType(req: IncomingMessage, plusJson = true): boolean {
+  const header = req.headers['content-type'];
+  if (!header) return false;
+  const semi = header.indexOf(';');
+  const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
+  if (type === 'application/json') return true;
+  return plusJson && type.startsWith('application/') && type.endsWith('+json') && !type.includes('/', 12);
+}
+
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+
+export class BodyTooLargeError extends HttpError {
+  constructor() {
+    super(413, 'Request body too large');
+  }
+}
+
+/** Reads the whole body (at most `limitBytes` once decoded) and parses it as JSON. */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  const charset = CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+    await drain(req);
+    throw new HttpError(415, `Unsupported charset "${charset}": send UTF-8 JSON`);
+  }
+  const declared = Number(req.headers['content-length']);
+  if (declared > limitBytes) {
+    await drain(req);
+    throw new BodyTooLargeError();
+  }
+  const source = decoded(req);
+  if (!source) {
+    await drain(req);
+    throw new HttpError(415, `Unsupported Content-Encoding "${req.headers['content-encoding']}"`);
+  }
+  const raw = await readBounded(source, req, limitBytes);
+  const text = raw.toString('utf8');
+  try {
+    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  } catch {
+    throw new HttpError(400, 'Malformed JSON body');
+  }
+}
+
+/** Writes a small JSON answer directly (no ETag or freshness work: webhook answers are never cached). */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+function decoded(req: IncomingMessage): Readable | undefined {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  switch (encoding) {
+    case 'identity':
+      return req;
+    case 'gzip':
+    case 'x-gzip':
+      return req.pipe(createGunzip());
+    case 'deflate':
+      return req.pipe(createInflate());
+    case 'br':
+      return req.pipe(createBrotliDecompress());
+    default:
+      return undefined;
+  }
+}
+
+function readBounded(source: Readable, req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    let settled = false;
+    const settle = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      source.off('data', onData);
+      if (err) reject(err instanceof HttpError ? err : new HttpError(400, `Unreadable body: ${err.message}`));
+      else if (tooLarge) reject(new BodyTooLargeError());
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limitBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      // Past the limit: drop what was read, read the rest off the socket, answer 413 once the request ended.
+      tooLarge = true;
+      chunks.length = 0;
+      source.off('data', onData);
+      if (source !== req) {
+        req.unpipe();
+        source.destroy();
+        if (req.readableEnded) return settle(); // a small compressed body may be read already
+        req.once('end', () => settle());
+      }
+      req.resume();
+    };
+    source.on('data', onData);
+    source.once('end', () => settle());
+    source.once('error', (err) => (tooLarge ? undefined : settle(err)));
+    if (source !== req) req.once('error', (err) => settle(err));
+    req.once('close', () => {
+      if (!req.complete) settle(new HttpError(400, 'Request aborted'));
+    });
+  });
+}
+
+function drain(req: IncomingMessage): Promise<void> {
+  if (req.readableEnded || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.resume();
+  });
+}

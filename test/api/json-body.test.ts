@@ -1,0 +1,86 @@
+/** The webhook routes' body reader on a bare HTTP server: the answers express.json gave, without its cost. */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { HttpError } from '../../src/api/errors';
+import { hasJsonContentType, readJsonBody, sendJson } from '../../src/api/json-body';
+
+const LIMIT = 1024;
+type RequestBody = NonNullable<NonNullable<Parameters<typeof fetch>[1]>['body']>;
+
+describe('webhook JSON body', () => {
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      readJsonBody(req, LIMIT).then(
+        (body) => sendJson(res, 200, { body }),
+        (err: unknown) => sendJson(res, err instanceof HttpError ? err.status : 500, { message: String(err) }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const post = async (body: RequestBody, headers: Record<string, string> = {}) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+      duplex: 'half', // needed for a streamed body
+    });
+    return { status: res.status, json: (await res.json()) as { body?: unknown } };
+  };
+
+  it('parses JSON, with or without a UTF-8 charset and a byte-order mark', async () => {
+    expect(await post('{"a":"é"}')).toEqual({ status: 200, json: { body: { a: 'é' } } });
+    expect((await post('{"a":1}', { 'content-type': 'application/json; charset=UTF-8' })).json.body).toEqual({ a: 1 });
+    expect((await post('\ufeff{"a":1}')).json.body).toEqual({ a: 1 });
+  });
+
+  it('inflates gzip bodies', async () => {
+    const res = await post(gzipSync('{"financeApplicationId":"x"}'), { 'content-encoding': 'gzip' });
+    expect(res).toEqual({ status: 200, json: { body: { financeApplicationId: 'x' } } });
+  });
+
+  it('answers 400 to bytes that are not JSON, 415 to another charset or an unknown encoding', async () => {
+    expect((await post('{"a":')).status).toBe(400);
+    expect((await post('')).status).toBe(400);
+    expect((await post('{}', { 'content-type': 'application/json; charset=latin1' })).status).toBe(415);
+    expect((await post('{}', { 'content-encoding': 'compress' })).status).toBe(415);
+    expect((await post('not gzip', { 'content-encoding': 'gzip' })).status).toBe(400);
+  });
+
+  it('answers 413 past the limit, declared or streamed (also inflated), and keeps serving', async () => {
+    expect((await post(JSON.stringify({ pad: 'x'.repeat(LIMIT) }))).status).toBe(413);
+    const chunk = new TextEncoder().encode(' '.repeat(400));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 10) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    expect((await post(stream)).status).toBe(413);
+    const bomb = gzipSync(JSON.stringify({ pad: 'x'.repeat(100 * LIMIT) }));
+    expect(bomb.length).toBeLessThan(LIMIT);
+    expect((await post(bomb, { 'content-encoding': 'gzip' })).status).toBe(413);
+    expect((await post('{"after":true}')).json.body).toEqual({ after: true });
+  });
+
+  it('recognises JSON content types as req.is() did', () => {
+    const is = (type: string | undefined, plusJson?: boolean) =>
+      hasJsonContentType({ headers: type === undefined ? {} : { 'content-type': type } } as never, plusJson);
+    expect(is('application/json')).toBe(true);
+    expect(is('Application/JSON ; charset=utf-8')).toBe(true);
+    expect(is('application/vnd.bank+json')).toBe(true);
+    expect(is('application/vnd.bank+json', false)).toBe(false);
+    expect(is('text/plain')).toBe(false);
+    expect(is('application/json-seq')).toBe(false);
+    expect(is(undefined)).toBe(false);
+  });
+});
