@@ -101,11 +101,16 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (status === 503) {
       // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
-      logger.warn({ method: req.method, path: req.path, status, cause: causeOf(err) }, message);
-    } else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, message);
-    else logger.info({ method: req.method, path: req.path, status, message }, 'request rejected');
+      logger.warn({ method: req.method, path: loggablePath(req.path), status, cause: causeOf(err) }, message);
+    } else if (status >= 500) logger.error({ err, method: req.method, path: loggablePath(req.path) }, message);
+    else logger.info({ method: req.method, path: loggablePath(req.path), status, message }, 'request rejected');
     res.status(status).json({ error: httpErrorName(status), message, ...(details ? { details } : {}) });
   };
+}
+
+/** A request path for logs: a finance webhook's hash (a credential for that reference) is replaced. */
+export function loggablePath(path: string): string {
+  return path.replace(/^(\/webhooks\/finance-applications\/[^/]+)\/[^/]+$/, '$1/:hash');
 }
 
 function httpErrorName(status: number): string {

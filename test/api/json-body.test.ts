@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { HttpError } from '../../src/api/errors';
+import { HttpError, loggablePath } from '../../src/api/errors';
 import { hasJsonContentType, readJsonBody, sendJson } from '../../src/api/json-body';
 
 const LIMIT = 1024;
@@ -82,5 +82,14 @@ describe('webhook JSON body', () => {
     expect(is('text/plain')).toBe(false);
     expect(is('application/json-seq')).toBe(false);
     expect(is(undefined)).toBe(false);
+  });
+});
+
+describe('loggablePath', () => {
+  it('keeps the reference and replaces a finance webhook hash', () => {
+    expect(loggablePath('/webhooks/finance-applications/order-1/abcDEF_123')).toBe(
+      '/webhooks/finance-applications/order-1/:hash',
+    );
+    expect(loggablePath('/applications/order-1')).toBe('/applications/order-1');
   });
 });
