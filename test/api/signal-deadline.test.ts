@@ -219,8 +219,10 @@ describe('signal deadline and gRPC retries', () => {
       expect(logged[0]).toMatchObject({
         level: 40,
         status: 503,
-        path: `/webhooks/finance-applications/${ref}/${webhookHash(hashSecret, ref)}`,
+        // The hash is a credential for the reference: never in a log line.
+        path: `/webhooks/finance-applications/${ref}/:hash`,
       });
+      expect(JSON.stringify(logged[0])).not.toContain(webhookHash(hashSecret, ref));
       expect(logged[0]!.cause).toEqual(expect.stringContaining('RESOURCE_EXHAUSTED'));
       expect(JSON.stringify(logged[0])).not.toMatch(/stack|DEADLINE_EXCEEDED/);
       expect(await metrics.registry.getSingleMetricAsString('bank_webhooks_total')).toMatch(
