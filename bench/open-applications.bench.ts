@@ -1,12 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startSandbox } from '../src/sandbox';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../src/shared/poll-policy';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { cpuSeconds, freePort, rssMiB } from './processes';
 import { report, runPool, summarize } from './stats';
 
 const MINUTE = 60_000;
@@ -166,29 +165,6 @@ async function stop(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
   await exited;
   clearTimeout(timer);
-}
-
-/** Resident memory of a process (MiB), from /proc. */
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
-  return line ? Number(line[1]) / 1024 : NaN;
-}
-
-/** User + system CPU time of a process (seconds), from /proc (clock ticks of 1/100 s on Linux). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitFor(probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {

@@ -1,7 +1,6 @@
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { openSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startFinanceApplication } from '../src/client';
@@ -10,6 +9,7 @@ import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { startTestStack } from '../test/helpers/stack';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
+import { freePort } from './processes';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -329,15 +329,4 @@ async function signalErrorsOfServer(port: number): Promise<Record<string, number
     if (cause) add(`ResourceExhausted cause ${cause}`, value);
   }
   return errors;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

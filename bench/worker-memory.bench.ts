@@ -1,22 +1,16 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { financeApplicationHandle, startFinanceApplication } from '../src/client';
 import { startSandbox } from '../src/sandbox';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { rssMiB } from './processes';
 import { report, runPool } from './stats';
 
 const root = join(__dirname, '..', '..');
 const DAY = 24 * 60 * 60_000;
-
-/** Resident set size of a process, from /proc (Linux). */
-function rssMiB(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb) / 1024;
-}
 
 /**
  * The production worker process (`node dist/worker.js`, prebuilt bundle) holding many open, mostly idle finance
