@@ -40,6 +40,14 @@ import { FinanceApplication, resolveSettings } from './finance-application-state
  */
 export const POLL_POLICY_PATCH = 'poll-activity-on-bank-reads-queue';
 
+/**
+ * Versioning: once this application's webhooks have proven themselves, a change a webhook announced no longer
+ * cancels and restarts the polling activity (that cost a workflow task and an activity task on the webhook's
+ * path, at every change). The running poll finds the new status unknown to it at its next read and starts
+ * again from there. Runs recorded before this point keep restarting at every change.
+ */
+export const KEEP_POLL_PATCH = 'poll-kept-across-webhook-changes';
+
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
 
@@ -149,6 +157,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     let deadlinePassed = now() >= app.deadline();
     if (!deadlinePassed) void sleep(app.deadline() - now()).then(() => (deadlinePassed = true));
     let poll: Poll | undefined;
+    const keepPollAcrossWebhookChanges = patched(KEEP_POLL_PATCH);
     describe();
     for (;;) {
       if (app.isTerminal()) {
@@ -178,12 +187,13 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         if (ours > 0) await readStatus('webhook');
         continue;
       }
-      // A poll started before the last change (or before webhooks proved live) has old inputs: start afresh.
-      if (poll && poll.since !== pollKey()) {
+      // A poll started before webhooks proved live (or, in older runs, before the last change) has old
+      // inputs: start afresh.
+      if (poll && poll.since !== pollKey(keepPollAcrossWebhookChanges)) {
         retire(poll);
         poll = undefined;
       }
-      poll ??= startPoll();
+      poll ??= startPoll(pollKey(keepPollAcrossWebhookChanges));
       const current = poll;
       await condition(() => app.hasWebhooks() || current.settled || deadlinePassed);
     }
@@ -236,9 +246,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     return await continueAsNew<typeof financeApplicationWorkflow>({ ...input, carried: app.snapshot() });
   }
 
-  function startPoll(): Poll {
+  function startPoll(since: string): Poll {
     const input = app.pollInput(now());
-    const poll: Poll = { settled: false, scope: new CancellationScope(), since: pollKey() };
+    const poll: Poll = { settled: false, scope: new CancellationScope(), since };
     poll.scope
       .run(() =>
         poller().pollApplicationStatus({
@@ -255,9 +265,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     return poll;
   }
 
-  /** What a running poll was started from: a change of either makes it start again. */
-  function pollKey(): string {
-    return `${state.quietSince ?? ''}|${state.webhooksLive}`;
+  /**
+   * What a running poll was started from: a change of it makes the poll start again. Under KEEP_POLL_PATCH
+   * only webhooks proving live count (a change found by polling settles the poll, which then starts afresh).
+   */
+  function pollKey(keepAcrossWebhookChanges: boolean): string {
+    return keepAcrossWebhookChanges ? `${state.webhooksLive}` : `${state.quietSince ?? ''}|${state.webhooksLive}`;
   }
 
   /** Stops a poll that is no longer wanted; what it found if it had already settled is still taken. */

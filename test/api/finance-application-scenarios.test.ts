@@ -4,10 +4,8 @@
  * ground truth; intervals are short inputs, and no check depends on how long anything took.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
+import type { History } from '@temporalio/common/lib/proto-utils';
 import {
   awaitFinanceApplication,
   financeApplicationHandle,
@@ -17,6 +15,7 @@ import {
 } from '../../src/client/finance-applications';
 import type { ApplicationRecord, ApplicationScript } from '../../src/sandbox';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -30,11 +29,7 @@ const FAST_POLL: FinanceApplicationSettings = { fastPollIntervalMs: 200, slowPol
 const steps = (afterMs: number, statuses = ['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED']) =>
   statuses.map((status) => ({ status, afterMs }));
 
-/** With RECORD_HISTORIES=1, saves a run's history for the replay test (test/histories; `v2-`: recorded under the poll policy). */
-function recordHistory(history: History, name: string): void {
-  if (process.env.RECORD_HISTORIES !== '1') return;
-  writeFileSync(join(__dirname, '..', 'histories', `finance-application-v2-${name}.json`), historyToJSON(history));
-}
+const recordHistory = recordFinanceHistory;
 
 /** Every run of the workflow, first to last, following the continue-as-new chain from the first run. */
 async function runHistories(client: Client, ref: string, firstRunId: string): Promise<History[]> {

@@ -3,24 +3,21 @@
  * worker, the real Express app. Scenarios with webhook faults are in finance-application-scenarios.test.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { awaitFinanceApplication } from '../../src/client/finance-applications';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStateQuery } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
-/** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/histories; `v2-`: recorded under the poll policy). */
+/** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/helpers/histories.ts). */
 async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
-  const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
-  writeFileSync(join(__dirname, '..', 'histories', `finance-application-v2-${name}.json`), historyToJSON(history));
+  recordFinanceHistory(await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory(), name);
 }
 
 describe('finance applications: facade and webhook receiver (whole stack)', () => {

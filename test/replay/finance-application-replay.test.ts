@@ -20,6 +20,8 @@ describe('financeApplicationWorkflow replay', () => {
         ...cases.map((c) => `finance-application-${c}.json`),
         // Recorded under the poll policy (patched: the polling activity on the bank-reads queue).
         ...cases.map((c) => `finance-application-v2-${c}.json`),
+        // Recorded since a webhook's change keeps the running poll (KEEP_POLL_PATCH; test/helpers/histories.ts).
+        ...cases.map((c) => `finance-application-v3-${c}.json`),
       ]),
     );
   });

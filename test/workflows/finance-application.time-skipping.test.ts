@@ -169,6 +169,45 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     expect(Math.abs(reads.length - pollSchedule(DEFAULT_POLL_POLICY, 6 * HOUR, true).length)).toBeLessThanOrEqual(2);
   });
 
+  it('keeps its poll across a change a webhook announced, and still finds a lost webhook’s change within the interval', async () => {
+    // IN_PROGRESS and APPROVED announced by webhooks; SIGNED's webhook lost.
+    const bank = fakeBank([
+      { status: 'IN_PROGRESS', afterMs: HOUR },
+      { status: 'APPROVED', afterMs: 2 * HOUR },
+      { status: 'SIGNED', afterMs: 3 * HOUR },
+    ]);
+    const ref = `keep-${randomUUID()}`;
+    const webhookAt = async (ms: number) => {
+      while (bank.createdAt(ref) === undefined) await new Promise((r) => setTimeout(r, 20)); // the create ran
+      await env.sleep(ms - (Number(await env.currentTimeMs()) - bank.createdAt(ref)));
+      await env.client.workflow
+        .getHandle(financeApplicationWorkflowId(ref))
+        .signal(financeApplicationStatusChangedSignal, { financeApplicationId: `fa-${ref}` });
+    };
+    const [result] = await run(
+      bank.activities,
+      [{ merchantReference: ref, settings: { deadlineMs: 4 * HOUR } }],
+      async () => {
+        await webhookAt(HOUR);
+        await webhookAt(2 * HOUR);
+      },
+    );
+    expect(result!.history.map((h) => [h.status, h.source])).toEqual([
+      ['CREATED', 'create'],
+      ['IN_PROGRESS', 'webhook'],
+      ['APPROVED', 'webhook'],
+      ['SIGNED', 'poll'],
+    ]);
+    // Webhooks are live: the poll runs at the slow cap, so the lost webhook's change is found within 15 minutes.
+    const signedFound = Date.parse(result!.history[3]!.at) - bank.createdAt(ref);
+    expect(signedFound - 3 * HOUR).toBeLessThanOrEqual(15 * MINUTE);
+    // The webhook's change at 2 h did not restart the poll at once: no read in the 30 s after that webhook's
+    // own (a restarted poll's first read would come 30 s later).
+    const reads = bank.readsOf(ref);
+    const webhookRead = reads.find((t) => t >= 2 * HOUR)!;
+    expect(reads.filter((t) => t > webhookRead && t <= webhookRead + 60_000)).toEqual([]);
+  });
+
   it('stops following an application that never ends at its 30-day deadline', async () => {
     const bank = fakeBank([{ status: 'IN_PROGRESS', afterMs: HOUR }]);
     const ref = `deadline-${randomUUID()}`;
