@@ -52,6 +52,11 @@ export function apiGuard(route: ApiRoute, deps: ApiGuardDeps): RequestHandler {
     const fault = deps.faults.take(route);
     if (!fault) return next();
     call.fault = fault.kind;
+    if (fault.afterActing) call.afterActing = true;
+    if (fault.afterActing && fault.kind !== 'latency') {
+      replaceAnswer(res, fault, deps);
+      return next();
+    }
     switch (fault.kind) {
       case 'hang':
         deps.hung.add(res);
@@ -75,6 +80,24 @@ export function apiGuard(route: ApiRoute, deps: ApiGuardDeps): RequestHandler {
         return;
     }
   };
+}
+
+/** The route acts as usual; its answer is replaced by the fault's (or never sent, for 'hang'). */
+function replaceAnswer(res: Response, fault: ApiFault, deps: ApiGuardDeps): void {
+  const send = res.json.bind(res);
+  res.json = (() => {
+    if (fault.kind === 'hang') {
+      deps.hung.add(res);
+      res.on('close', () => deps.hung.delete(res));
+      return res;
+    }
+    if (fault.kind === '429') {
+      res.status(429).set('Retry-After', String(fault.retryAfterSeconds ?? 1));
+      return send({ error: 'too_many_requests', message: 'Rate limit exceeded after acting (injected fault)' });
+    }
+    res.status(fault.status ?? 500);
+    return send({ error: 'server_error', message: 'The bank failed after acting (injected fault)' });
+  }) as Response['json'];
 }
 
 function recordStatusOnWriteHead(res: Response, call: ApiCallRecord): void {

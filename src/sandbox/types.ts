@@ -113,10 +113,13 @@ export type ApiRoute = 'token' | 'createApplication' | 'getStatus' | 'refresh';
  * - '429': answer 429 with `Retry-After: retryAfterSeconds` (default 1).
  * - 'latency': wait `latencyMs` (default 1000), then answer normally.
  * - 'hang': never answer (the socket is destroyed when the sandbox closes).
+ * With `afterActing`, '5xx', '429' and 'hang' apply after the bank has done the work (the application is created,
+ * the refresh started): the ambiguous answer a client must retry safely.
  */
 export interface ApiFault {
   route: ApiRoute | '*';
   kind: '5xx' | '429' | 'latency' | 'hang';
+  afterActing?: boolean;
   count?: number | 'unlimited';
   status?: number;
   retryAfterSeconds?: number;
@@ -203,6 +206,8 @@ export interface ApiCallRecord {
   status: number | null;
   /** The injected fault it consumed, if any. */
   fault?: ApiFault['kind'];
+  /** The fault replaced the answer of a call the bank had acted on. */
+  afterActing?: boolean;
 }
 
 export interface TransactionEventsRequest {

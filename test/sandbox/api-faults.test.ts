@@ -26,6 +26,28 @@ describe('sandbox API faults', () => {
     expect(sbx.control.refreshTasks()).toHaveLength(1);
   });
 
+  test('afterActing: the bank acts, then answers 500 or 429 (the ambiguous answer a client must retry safely)', async () => {
+    sbx.control.injectApiFault({ route: 'createApplication', kind: '5xx', afterActing: true });
+    sbx.control.injectApiFault({ route: 'refresh', kind: '429', afterActing: true, retryAfterSeconds: 2 });
+    const create = await api(sbx.url, t, 'POST', '/applications', { redirectUrl: 'https://m.example/r' });
+    expect(create.status).toBe(500);
+    expect(create.body).toEqual({ error: 'server_error', message: expect.stringContaining('after acting') });
+    expect(sbx.control.applications()).toHaveLength(1); // created although the answer was an error
+    const refresh = await api(sbx.url, t, 'PUT', '/refresh', { consentId: 'c' });
+    expect(refresh.status).toBe(429);
+    expect(refresh.headers.get('retry-after')).toBe('2');
+    expect(sbx.control.refreshTasks()).toHaveLength(1);
+    expect(
+      sbx.control
+        .apiCalls()
+        .filter((c) => c.afterActing)
+        .map((c) => [c.route, c.status]),
+    ).toEqual([
+      ['createApplication', 500],
+      ['refresh', 429],
+    ]);
+  });
+
   test('429 with Retry-After, on the token route too', async () => {
     sbx.control.injectApiFault({ route: 'token', kind: '429', retryAfterSeconds: 7 });
     const res = await fetch(`${sbx.url}/oauth/v2/token`, {

@@ -48,6 +48,7 @@ const apiFault = z.object({
   status: z.number().int().min(500).max(599).optional(),
   retryAfterSeconds: z.number().int().min(0).optional(),
   latencyMs: z.number().min(0).optional(),
+  afterActing: z.boolean().optional(),
 });
 
 const accountWebhook = z.object({
