@@ -13,11 +13,13 @@ export interface EntryContext {
   onShutdown: (step: () => Promise<void> | void) => void;
   /** Resolves when a shutdown was requested (SIGINT/SIGTERM). */
   stopping: Promise<void>;
+  /** The same, as a signal: aborts waits (for Temporal, for example) when a shutdown is requested. */
+  stopSignal: AbortSignal;
   /** Ends the process through the same graceful path (for example when the worker fails). */
   shutdown: (exitCode: number) => Promise<void>;
 }
 
-const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableError']);
+const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableError', 'TemporalNamespaceError']);
 
 /**
  * The common frame of every entry point (main, worker, api): configuration that fails fast with a message
@@ -39,6 +41,8 @@ export function runEntry(name: string, start: (ctx: EntryContext) => Promise<voi
   let stopping = false;
   let resolveStopping!: () => void;
   const stoppingPromise = new Promise<void>((r) => (resolveStopping = r));
+  const stopController = new AbortController();
+  void stoppingPromise.then(() => stopController.abort(new Error('shutting down')));
 
   const shutdown = async (exitCode: number): Promise<void> => {
     if (stopping) return;
@@ -65,9 +69,17 @@ export function runEntry(name: string, start: (ctx: EntryContext) => Promise<voi
     });
   }
 
-  start({ config, logger, onShutdown: (step) => void steps.push(step), stopping: stoppingPromise, shutdown }).catch(
+  start({
+    config,
+    logger,
+    onShutdown: (step) => void steps.push(step),
+    stopping: stoppingPromise,
+    stopSignal: stopController.signal,
+    shutdown,
+  }).catch(
     async (err: unknown) => {
       const e = err as Error;
+      if (stopping) return; // a wait cut short by the shutdown already under way
       if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
       else logger.fatal({ err }, 'start-up failed');
       await shutdown(1);

@@ -13,7 +13,7 @@ import { startWorker, type BankEndpoints } from './worker';
  * (Web UI, SQLite state under data/), the bank sandbox, the worker and the Express app. TEMPORAL_ADDRESS
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
-runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) => {
+runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal }) => {
   // First: a missing or stale bundle stops start-up before any server is started.
   const workflowBundle = prebuiltWorkflowBundle(logger);
   let address = config.temporal.address;
@@ -35,9 +35,10 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
     uiUrl = dev.uiUrl;
   }
   const target = { address, namespace: config.temporal.namespace, env: config.env };
-  const { client, connection } = await connectClient(target);
+  // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
+  const { client, connection } = await connectClient(target, { logger, signal: stopSignal });
   onShutdown(() => connection.close());
-  const nativeConnection = await connectWorker(target);
+  const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
   onShutdown(() => nativeConnection.close());
 
   // The app first: the embedded sandbox needs its address for the account Webhook Endpoint.

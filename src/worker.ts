@@ -230,7 +230,7 @@ export async function startWorker(options: {
 
 /** `npm run worker`: a worker process alone, for production (stateless; scale out). */
 if (require.main === module) {
-  runEntry('worker', async ({ config, logger, onShutdown, shutdown }) => {
+  runEntry('worker', async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
     if (!config.temporal.address) {
       throw new StartupError(
         'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
@@ -241,11 +241,11 @@ if (require.main === module) {
     }
     // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
     const workflowBundle = prebuiltWorkflowBundle(logger);
-    const connection = await connectWorker({
-      address: config.temporal.address,
-      namespace: config.temporal.namespace,
-      env: config.env,
-    });
+    // Start in any order: an unreachable Temporal is waited for (logged), a wrong namespace fails at once.
+    const connection = await connectWorker(
+      { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
+      { logger, signal: stopSignal },
+    );
     onShutdown(() => connection.close());
     const running = await startWorker({
       config,

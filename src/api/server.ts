@@ -2,7 +2,7 @@ import type { Client, Connection } from '@temporalio/client';
 import { runEntry } from '../bootstrap';
 import type { Config } from '../config';
 import type { Logger } from '../logging';
-import { checkTemporal, connectClient } from '../temporal/connection';
+import { checkTemporal, openClient } from '../temporal/connection';
 import { StartupError } from '../bootstrap';
 import { createApp } from './app';
 import { boundPort, closeServer, listen } from './http-server';
@@ -27,16 +27,22 @@ export function createAppFromConfig(deps: { config: Config; client: Client; conn
  * in its own processes. Stateless: scale it out behind a load balancer.
  */
 if (require.main === module) {
-  runEntry('api', async ({ config, logger, onShutdown }) => {
+  runEntry('api', async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
     if (!config.temporal.address) {
       throw new StartupError('TEMPORAL_ADDRESS is required for `npm run api` (use `npm start` for the embedded stack)');
     }
-    const { client, connection } = await connectClient({
-      address: config.temporal.address,
-      namespace: config.temporal.namespace,
-      env: config.env,
-    });
+    // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait
+    // is logged, and a namespace Temporal refuses stops the process.
+    const { client, connection, ready } = openClient(
+      { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
+      { logger, signal: stopSignal },
+    );
     onShutdown(() => connection.close());
+    ready.catch(async (err: unknown) => {
+      if (stopSignal.aborted) return;
+      process.stderr.write(`api: ${(err as Error).message}\n`);
+      await shutdown(1);
+    });
     const app = createAppFromConfig({ config, client, connection, logger });
     const server = await listen(app, config.port);
     onShutdown(() => closeServer(server));

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
+import { isPermanentTemporalError, untilReachable, type WaitOptions } from './wait-for-temporal';
 
 export interface TemporalTarget {
   address: string;
@@ -29,31 +30,125 @@ export class TemporalUnreachableError extends Error {
   }
 }
 
-export async function connectClient(target: TemporalTarget): Promise<{ client: Client; connection: Connection }> {
-  const { connectionOptions, namespace } = connectConfig(target);
+export class TemporalNamespaceError extends Error {
+  constructor(namespace: string, cause: unknown) {
+    super(
+      `Temporal refused namespace "${namespace}" (TEMPORAL_NAMESPACE, TEMPORAL_API_KEY / TEMPORAL_TLS_*): ` +
+        `${(cause as Error)?.message ?? String(cause)}`,
+    );
+    this.name = 'TemporalNamespaceError';
+  }
+}
+
+/**
+ * grpc-js backs off reconnection up to 120 s: after an outage the API would reach Temporal seconds after the
+ * workers. A short, capped backoff brings it back within about a second of Temporal answering again.
+ */
+export const RECONNECT_CHANNEL_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
+} as const;
+
+export interface OpenedClient {
+  client: Client;
+  connection: Connection;
+  /**
+   * Resolves once the namespace answers (retrying with backoff while Temporal is unreachable); rejects with
+   * TemporalNamespaceError when it never can (unknown namespace, credentials refused) or when `signal` aborts.
+   */
+  ready: Promise<void>;
+}
+
+/** A client on a connection that connects at its first call (nothing is awaited here). */
+function lazyClient(target: TemporalTarget): { client: Client; connection: Connection; namespace: string } {
+  const { connectionOptions, namespace: configured } = connectConfig(target);
+  const namespace = configured ?? target.namespace;
+  const connection = Connection.lazy({
+    address: connectionOptions.address,
+    tls: connectionOptions.tls,
+    apiKey: connectionOptions.apiKey,
+    metadata: connectionOptions.metadata,
+    connectTimeout: 5_000,
+    channelArgs: RECONNECT_CHANNEL_ARGS,
+    // The SDK's retries, but never an attempt after the caller's deadline (see grpc-retry.ts).
+    interceptors: [makeDeadlineBoundRetryInterceptor()],
+  });
+  return { client: new Client({ connection, namespace }), connection, namespace };
+}
+
+/** Waits until the namespace answers; a wrong namespace or refused credentials reject at once. */
+function namespaceReady(
+  target: TemporalTarget,
+  lazy: ReturnType<typeof lazyClient>,
+  wait: Omit<WaitOptions, 'what'>,
+): Promise<void> {
+  return untilReachable(() => checkTemporal(lazy.connection, lazy.namespace), {
+    ...wait,
+    what: `Temporal at ${target.address} (namespace ${lazy.namespace})`,
+  }).catch((err: unknown) => {
+    throw isPermanentTemporalError(err) ? new TemporalNamespaceError(lazy.namespace, err) : err;
+  });
+}
+
+/**
+ * A client whose connection is opened lazily, for processes that serve before Temporal answers (the API:
+ * `/readyz` says 503 and routes answer 503 until it does). Start in any order.
+ */
+export function openClient(target: TemporalTarget, wait: Omit<WaitOptions, 'what'>): OpenedClient {
+  const lazy = lazyClient(target);
+  const ready = namespaceReady(target, lazy, wait);
+  // Observed by the caller; never an unhandled rejection when it only uses `client`.
+  ready.catch(() => undefined);
+  return { client: lazy.client, connection: lazy.connection, ready };
+}
+
+/**
+ * A client connected now. With `wait`, an unreachable Temporal is waited for with backoff; without, the first
+ * failure throws TemporalUnreachableError (tests, tools). A wrong namespace or credentials fail at once.
+ */
+export async function connectClient(
+  target: TemporalTarget,
+  wait?: Omit<WaitOptions, 'what'>,
+): Promise<{ client: Client; connection: Connection }> {
+  const lazy = lazyClient(target);
   try {
-    const connection = await Connection.connect({
-      address: connectionOptions.address,
-      tls: connectionOptions.tls,
-      apiKey: connectionOptions.apiKey,
-      metadata: connectionOptions.metadata,
-      connectTimeout: 5_000,
-      // The SDK's retries, but never an attempt after the caller's deadline (see grpc-retry.ts).
-      interceptors: [makeDeadlineBoundRetryInterceptor()],
-    });
-    // Fail fast on a wrong namespace or credentials, not on the first merchant request.
-    await connection.workflowService.describeNamespace({ namespace: namespace ?? target.namespace });
-    return { client: new Client({ connection, namespace: namespace ?? target.namespace }), connection };
+    if (wait) await namespaceReady(target, lazy, wait);
+    else await checkTemporal(lazy.connection, lazy.namespace, 5_000);
+    return { client: lazy.client, connection: lazy.connection };
   } catch (err) {
+    await lazy.connection.close().catch(() => undefined);
+    if (err instanceof TemporalNamespaceError) throw err;
+    if (isPermanentTemporalError(err)) throw new TemporalNamespaceError(lazy.namespace, err);
     throw new TemporalUnreachableError(target.address, err);
   }
 }
 
-export async function connectWorker(target: TemporalTarget): Promise<NativeConnection> {
-  const { connectionOptions } = connectConfig(target);
+/**
+ * The worker's connection. With `wait`, retried with backoff until Temporal answers (start in any order);
+ * the namespace is checked on it, so a wrong one fails at start rather than in the pollers.
+ */
+export async function connectWorker(
+  target: TemporalTarget,
+  wait?: Omit<WaitOptions, 'what'>,
+): Promise<NativeConnection> {
+  const { connectionOptions, namespace: configured } = connectConfig(target);
+  const namespace = configured ?? target.namespace;
+  const attempt = async () => {
+    const connection = await NativeConnection.connect(connectionOptions);
+    try {
+      await connection.workflowService.describeNamespace({ namespace });
+      return connection;
+    } catch (err) {
+      await connection.close().catch(() => undefined);
+      throw err;
+    }
+  };
   try {
-    return await NativeConnection.connect(connectionOptions);
+    return wait
+      ? await untilReachable(attempt, { ...wait, what: `Temporal at ${target.address} (namespace ${namespace})` })
+      : await attempt();
   } catch (err) {
+    if (isPermanentTemporalError(err)) throw new TemporalNamespaceError(namespace, err);
     throw new TemporalUnreachableError(target.address, err);
   }
 }

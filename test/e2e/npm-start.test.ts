@@ -4,7 +4,10 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { financeApplicationHandle, startFinanceApplication } from '../../src/client';
+import { findTemporalCli } from '../../src/temporal/binaries';
+import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
 import { connectTestTemporal, eventually } from '../helpers/temporal';
 
@@ -129,11 +132,13 @@ describe('npm start (embedded default)', () => {
     }
   });
 
-  it('fails fast, naming the address, when TEMPORAL_ADDRESS is unreachable', async () => {
-    const app = run({ TEMPORAL_ADDRESS: 'bad:1', PORT: String(await freePort()) });
-    expect(await app.exit).not.toBe(0);
-    expect(app.output()).toContain('Cannot reach Temporal at bad:1 (TEMPORAL_ADDRESS)');
-    expect(app.output()).not.toMatch(/\n\s+at /); // a message, not a stack trace
+  it('waits for an unreachable TEMPORAL_ADDRESS, naming it, and stops cleanly on SIGTERM', async () => {
+    const app = run({ TEMPORAL_ADDRESS: '127.0.0.1:1', PORT: String(await freePort()) });
+    await eventually(() => (app.output().includes('waiting for Temporal at 127.0.0.1:1') ? true : undefined), 30_000);
+    expect(app.child.exitCode).toBeNull();
+    app.child.kill('SIGTERM');
+    expect(await app.exit).toBe(0);
+    expect(app.output()).not.toMatch(/\n\s+at /); // messages, never a stack trace
   });
 
   it('fails fast, naming each missing variable, when a real bank is configured without credentials', async () => {
@@ -209,6 +214,79 @@ describe('npm run worker (the production worker)', () => {
       expect(worker.output()).not.toMatch(/\n\s+at /); // a message, not a stack trace
     } finally {
       writeFileSync(file, original);
+    }
+  });
+});
+
+/**
+ * Start in any order (issue 10): the production worker and API started while nothing listens at TEMPORAL_ADDRESS
+ * keep trying, say what they wait for, answer not-ready, and serve once Temporal comes up.
+ */
+describe('start in any order', () => {
+  it('a worker and an API started before Temporal wait, answer not-ready, and serve once it is up', async () => {
+    const cliPath = findTemporalCli(process.env);
+    expect(cliPath).toBeDefined();
+    const [temporalPort, uiPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const sandbox = await startSandbox({ clientId: 'order-client', clientSecret: 'order-secret' });
+    const dataDir = mkdtempSync(join(tmpdir(), 'start-order-'));
+    const taskQueue = `start-order-${randomUUID()}`;
+    const env = {
+      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      TASK_QUEUE: taskQueue,
+      BANK_BASE_URL: sandbox.url,
+      BANK_AUTH_URL: sandbox.url,
+      BANK_CLIENT_ID: 'order-client',
+      BANK_CLIENT_SECRET: 'order-secret',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
+      WEBHOOK_HASH_SECRET: 'start-order-webhook-hash-secret-0123456789',
+      PORT: String(apiPort),
+      LOG_LEVEL: 'info',
+    };
+    const worker = run(env, 'dist/worker.js');
+    const api = run(env, 'dist/api/server.js');
+    let temporal: DevServer | undefined;
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    try {
+      // Both wait, saying for what; neither exits.
+      for (const p of [worker, api]) {
+        await eventually(
+          () => (p.output().includes(`waiting for Temporal at 127.0.0.1:${temporalPort}`) ? true : undefined),
+          30_000,
+        );
+      }
+      const notReady = await fetch(`${apiUrl}/readyz`);
+      expect(notReady.status).toBe(503);
+      await notReady.arrayBuffer();
+      expect(worker.child.exitCode).toBeNull();
+      expect(api.child.exitCode).toBeNull();
+
+      temporal = await startDevServer({
+        cliPath: cliPath!,
+        port: temporalPort,
+        uiPort,
+        dataDir,
+        cwd: root,
+        namespace: 'default',
+        logger: pino({ level: 'silent' }),
+      });
+
+      await eventually(async () => ((await fetch(`${apiUrl}/readyz`)).status === 200 ? true : undefined), 30_000);
+      await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 30_000);
+      const res = await fetch(`${apiUrl}/applications`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ merchantReference: `order-${randomUUID()}`, redirectUrl: 'https://shop.example/r' }),
+      });
+      expect(res.status).toBe(201);
+      expect(await res.json()).toMatchObject({ financeApplicationId: expect.any(String) });
+      for (const p of [worker, api])
+        expect(p.output()).toMatch(/Temporal at 127\.0\.0\.1:\d+ \(namespace default\) is reachable/);
+    } finally {
+      for (const p of [worker, api]) p.child.kill('SIGTERM');
+      await Promise.all([worker.exit, api.exit]);
+      await temporal?.stop();
+      await sandbox.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
