@@ -8,10 +8,9 @@ describe('untilReachable', () => {
   it('retries an unreachable server until it answers', async () => {
     let calls = 0;
     const result = await untilReachable(
-      async () => {
+      () => {
         calls += 1;
-        if (calls < 4) throw grpcError(14); // UNAVAILABLE
-        return 'up';
+        return calls < 4 ? Promise.reject(grpcError(14)) : Promise.resolve('up'); // 14: UNAVAILABLE
       },
       { logger, what: 'Temporal', initialDelayMs: 1, maxDelayMs: 2 },
     );
@@ -23,9 +22,9 @@ describe('untilReachable', () => {
       let calls = 0;
       await expect(
         untilReachable(
-          async () => {
+          () => {
             calls += 1;
-            throw grpcError(code);
+            return Promise.reject(grpcError(code));
           },
           { logger, what: 'Temporal', initialDelayMs: 1 },
         ),
@@ -52,12 +51,13 @@ describe('untilReachable', () => {
     const lines: { level: number; msg: string }[] = [];
     const capture = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     let calls = 0;
-    await untilReachable(
-      async () => {
-        if (++calls < 5) throw new Error('ECONNREFUSED');
-      },
-      { logger: capture, what: 'Temporal at x:1 (namespace n)', initialDelayMs: 1, maxDelayMs: 1, warnEveryMs: 60_000 },
-    );
+    await untilReachable(() => (++calls < 5 ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve()), {
+      logger: capture,
+      what: 'Temporal at x:1 (namespace n)',
+      initialDelayMs: 1,
+      maxDelayMs: 1,
+      warnEveryMs: 60_000,
+    });
     expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
       'waiting for Temporal at x:1 (namespace n); not ready until it answers',
     ]);
