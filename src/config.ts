@@ -1,5 +1,12 @@
 import { z } from 'zod';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
+import {
+  CALLBACK_ALLOWED_ORIGINS,
+  checkCallbackUrl,
+  parseAllowedOrigins,
+  type CallbackAllowList,
+} from './security/callback-url';
+import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/callback-signature';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -10,6 +17,10 @@ import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
  *   development default, so `npm start` works with nothing configured;
  * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL and
  *   WEBHOOK_HASH_SECRET are required, and no development default is used.
+ *
+ * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
+ * with a real bank; CALLBACK_SIGNING_SECRETS unset signs with a development secret on the embedded stack and is
+ * required with a real bank once callbacks can go anywhere (an allow-list or TRANSACTIONS_CALLBACK_URL).
  */
 
 const DEV_DEFAULTS = {
@@ -24,6 +35,31 @@ const httpUrl = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
   .transform((u) => u.replace(/\/+$/, ''));
 const optionalUrl = z.preprocess(emptyToUndefined, httpUrl.optional());
+/** A comma-separated list (blank entries ignored); undefined when unset. */
+const optionalList = z.preprocess(emptyToUndefined, z.string().optional()).transform((v) =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean),
+);
+/** CALLBACK_ALLOWED_ORIGINS → normalised origins (src/security/callback-url.ts). */
+const allowedOrigins = z.preprocess(emptyToUndefined, z.string().optional()).transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const { origins, problems } = parseAllowedOrigins(value);
+  for (const message of problems) ctx.addIssue({ code: 'custom', message });
+  return origins;
+});
+/** CALLBACK_SIGNING_SECRETS: the messages name a secret by position, never by value. */
+const signingSecrets = optionalList.superRefine((secrets, ctx) => {
+  if (secrets === undefined) return;
+  if (secrets.length === 0) ctx.addIssue({ code: 'custom', message: 'must list at least one whsec_ secret' });
+  secrets.forEach((secret, i) => {
+    const problem = signingSecretProblem(secret);
+    if (problem) ctx.addIssue({ code: 'custom', message: `secret ${i + 1} of ${secrets.length}: ${problem}` });
+  });
+});
 const port = (fallback: number) =>
   z.preprocess(
     emptyToUndefined,
@@ -121,8 +157,13 @@ const EnvSchema = z
       .default(''),
     /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
     TRANSACTIONS_CALLBACK_URL: optionalUrl,
+
+    // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
+    CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
+    CALLBACK_SIGNING_SECRETS: signingSecrets,
   })
   .superRefine((env, ctx) => {
+    callbackIssues(env, ctx);
     // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
     if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
       ctx.addIssue({
@@ -177,6 +218,42 @@ const EnvSchema = z
 
 export type Env = z.infer<typeof EnvSchema>;
 
+/** The allow-list in force: the configured origins; unset, loopback on the embedded stack and nothing otherwise. */
+function callbackAllowList(origins: string[] | undefined, embedded: boolean): CallbackAllowList {
+  return { origins: origins ?? [], loopback: origins === undefined && embedded };
+}
+
+function callbackIssues(
+  env: {
+    BANK_BASE_URL?: string;
+    TRANSACTIONS_CALLBACK_URL?: string;
+    CALLBACK_ALLOWED_ORIGINS?: string[];
+    CALLBACK_SIGNING_SECRETS?: string[];
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const embedded = !env.BANK_BASE_URL;
+  if (env.TRANSACTIONS_CALLBACK_URL) {
+    const verdict = checkCallbackUrl(
+      env.TRANSACTIONS_CALLBACK_URL,
+      callbackAllowList(env.CALLBACK_ALLOWED_ORIGINS, embedded),
+    );
+    if (!verdict.allowed)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TRANSACTIONS_CALLBACK_URL'],
+        message: `${verdict.reason} (add ${verdict.origin ?? 'its origin'} to ${CALLBACK_ALLOWED_ORIGINS})`,
+      });
+  }
+  const callbacksConfigured = (env.CALLBACK_ALLOWED_ORIGINS?.length ?? 0) > 0 || !!env.TRANSACTIONS_CALLBACK_URL;
+  if (!embedded && callbacksConfigured && !env.CALLBACK_SIGNING_SECRETS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['CALLBACK_SIGNING_SECRETS'],
+      message: `is required when BANK_BASE_URL is set and callbacks are configured (${CALLBACK_ALLOWED_ORIGINS} or TRANSACTIONS_CALLBACK_URL)`,
+    });
+}
+
 /** Sizing of one worker process (Worker options; src/worker.ts applies them). */
 export interface WorkerTuning {
   /** maxCachedWorkflows (main worker: the only one with workflows). */
@@ -220,6 +297,15 @@ export interface Config {
     securityHeader: string;
   };
   transactionsCallbackUrl?: string;
+  /** Merchant callbacks (src/security/callback-url.ts, src/security/callback-signature.ts). */
+  callbacks: {
+    /** CALLBACK_ALLOWED_ORIGINS; unset: loopback origins on the embedded stack, nothing with a real bank. */
+    allowList: CallbackAllowList;
+    /** CALLBACK_SIGNING_SECRETS, every one signs; never logged. Empty only when no callback can be sent. */
+    signingSecrets: string[];
+    /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
+    developmentSecret: boolean;
+  };
   /** The raw environment, for @temporalio/envconfig (TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
@@ -280,6 +366,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       securityHeader: e.WEBHOOK_SECURITY_HEADER,
     },
     transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+    callbacks: {
+      allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
+      signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
+      developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
+    },
     env,
   };
 }

@@ -90,6 +90,10 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
       ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
       : `  Bank                      ${bank.baseUrl}`,
     `  Task queue                ${config.temporal.taskQueue}`,
+    // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
+    ...(config.callbacks.developmentSecret
+      ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
+      : []),
     'Try:',
     `  curl -s -X POST ${apiUrl}/applications -H 'content-type: application/json' \\`,
     `       -d '{"merchantReference":"order-1001","redirectUrl":"https://shop.example/return"}'`,

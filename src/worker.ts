@@ -160,7 +160,8 @@ export interface RunningWorker {
 }
 
 /**
- * Composition root of a worker process: bank client, callback dispatcher, the process's one WebhookEvidence,
+ * Composition root of a worker process: bank client, callback dispatcher (with the callback allow-list's DNS
+ * guard), the callback allow-list and signing secrets, the process's one WebhookEvidence,
  * activities, the two workers with the configured sizing; then runs them.
  */
 export async function startWorker(options: {
@@ -179,10 +180,15 @@ export async function startWorker(options: {
     clientSecret: config.bank.clientSecret,
     logger: logger.child({ component: 'bank-client' }),
   });
-  const callbackDispatcher = createCallbackDispatcher();
+  const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
+  if (config.callbacks.developmentSecret) {
+    // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
+    logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
+  }
   const activities = createActivities({
     bank: bank.client,
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
+    callbacks: config.callbacks,
     callbackDispatcher,
     // One per process: a webhook seen by any activity of this worker slows every application's polls.
     webhookEvidence: new WebhookEvidence(),
@@ -215,6 +221,10 @@ export async function startWorker(options: {
       bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       ...config.worker,
+      // What callbacks may reach, and how many secrets sign them (never the secrets).
+      callbackAllowedOrigins: config.callbacks.allowList.origins,
+      callbackLoopbackAllowed: config.callbacks.allowList.loopback,
+      callbackSigningSecrets: config.callbacks.signingSecrets.length,
     },
     'workers running',
   );

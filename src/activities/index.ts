@@ -8,6 +8,8 @@ import { toApplicationFailure } from './failures';
 import { pollDelayMs } from '../shared/poll-policy';
 import { POLL_STATUS_UNCHANGED } from '../shared/failure-types';
 import { postMerchantCallback } from './merchant-callback';
+import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
+import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
@@ -36,7 +38,15 @@ export interface ActivityDeps {
     /** WEBHOOK_HASH_SECRET: keys the hash in each application's webhookUrl. */
     hashSecret: string;
   };
-  /** Dispatcher for merchant callbacks (createCallbackDispatcher()); undici's global one when absent. */
+  /**
+   * Merchant callbacks: where they may go (CALLBACK_ALLOWED_ORIGINS) and the Standard Webhooks secrets that sign
+   * them (CALLBACK_SIGNING_SECRETS; every one signs). Absent: every callback URL is refused.
+   */
+  callbacks?: { allowList: CallbackAllowList; signingSecrets: readonly string[] };
+  /**
+   * Dispatcher for merchant callbacks (createCallbackDispatcher({ allowList }): with the DNS rebinding guard);
+   * undici's global one when absent.
+   */
   callbackDispatcher?: Dispatcher;
   /** Deadline of one merchant callback request (default 10 s). */
   callbackTimeoutMs?: number;
@@ -54,6 +64,8 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): Activities {
   const { bank, webhooks } = deps;
   const evidence = deps.webhookEvidence ?? new WebhookEvidence();
+  const allowList = deps.callbacks?.allowList ?? NO_CALLBACKS;
+  const signer = new CallbackSigner(deps.callbacks?.signingSecrets ?? []);
 
   return {
     async createApplication({ merchantReference, application }) {
@@ -155,12 +167,23 @@ export function createActivities(deps: ActivityDeps): Activities {
       }
     },
 
+    // A pure decision on this worker's configuration; the workflow logs and acts on a refusal.
+    checkCallbackUrl({ url }) {
+      return Promise.resolve(checkCallbackUrl(url, allowList));
+    },
+
     async notifyMerchant({ url, idempotencyKey, event }) {
       const target = safeOrigin(url);
       try {
         const result = await postMerchantCallback(
           { url, idempotencyKey, event },
-          { dispatcher: deps.callbackDispatcher, timeoutMs: deps.callbackTimeoutMs, signal: cancellationSignal() },
+          {
+            allowList,
+            signer,
+            dispatcher: deps.callbackDispatcher,
+            timeoutMs: deps.callbackTimeoutMs,
+            signal: cancellationSignal(),
+          },
         );
         log.info('Merchant notified', { target, idempotencyKey, status: result.status });
         return result;

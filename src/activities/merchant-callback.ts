@@ -1,6 +1,15 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { Agent, request, type Dispatcher } from 'undici';
-import { CALLBACK_REJECTED } from '../shared/failure-types';
+import {
+  checkCallbackUrl,
+  NO_CALLBACKS,
+  permitsResolvedAddress,
+  type CallbackAllowList,
+} from '../security/callback-url';
+import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
+import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../shared/failure-types';
 import { parseRetryAfter } from './bank/errors';
 import { readBodyText, withDeadline } from './bank/http';
 import { MAX_RATE_LIMIT_DELAY_MS } from './failures';
@@ -11,18 +20,54 @@ export const CALLBACK_UNAVAILABLE = 'MerchantCallbackUnavailable';
 /** Below MERCHANT_CALLBACK_ACTIVITY_OPTIONS.startToCloseTimeout (15 s) so the activity reports the real cause. */
 export const DEFAULT_CALLBACK_TIMEOUT_MS = 10_000;
 
+/** err.code of a connection refused by the DNS rebinding guard. */
+const NON_PUBLIC_ADDRESS = 'ERR_CALLBACK_NON_PUBLIC_ADDRESS';
+
 /**
  * The dispatcher for merchant callbacks: an Agent (one pool per merchant origin) with timeouts under the
- * activity's. The caller owns and closes it.
+ * activity's, and the DNS rebinding guard: a host name that passed the allow-list must still resolve, at connect
+ * time, to an address `permitsResolvedAddress` accepts (public; loopback only where the allow-list allows it).
+ * The caller owns and closes it.
  */
-export function createCallbackDispatcher(options: { connections?: number; timeoutMs?: number } = {}): Agent {
+export function createCallbackDispatcher(
+  options: {
+    connections?: number;
+    timeoutMs?: number;
+    allowList?: CallbackAllowList;
+    /** In place of dns.lookup (tests resolve made-up names). */
+    resolve?: typeof dnsLookup;
+  } = {},
+): Agent {
   const timeout = options.timeoutMs ?? DEFAULT_CALLBACK_TIMEOUT_MS;
   return new Agent({
     connections: options.connections ?? 8,
     connectTimeout: Math.min(5_000, timeout),
     headersTimeout: timeout,
     bodyTimeout: timeout,
+    connect: { lookup: guardedLookup(options.allowList ?? NO_CALLBACKS, options.resolve) },
   });
+}
+
+/**
+ * dns.lookup (or `resolve`, for tests), refusing what the host name must not reach. IP literals never come here
+ * (net connects to them without a lookup).
+ */
+export function guardedLookup(allowList: CallbackAllowList, resolve: typeof dnsLookup = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '', 0);
+      const refused = addresses.find((a) => !permitsResolvedAddress(hostname, a.address, allowList));
+      if (refused) {
+        const error = Object.assign(new Error(`${hostname} resolves to a non-public address (${refused.address})`), {
+          code: NON_PUBLIC_ADDRESS,
+        });
+        return callback(error, '', 0);
+      }
+      // net asks for every address (`all: true`) when it tries address families in turn; otherwise for one.
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
 }
 
 export interface MerchantCallback {
@@ -32,25 +77,34 @@ export interface MerchantCallback {
 }
 
 /**
- * POSTs one event as JSON. 2xx: delivered. 4xx (except 408/429) and redirects: non-retryable
+ * POSTs one event as JSON, signed (Standard Webhooks headers, src/security/callback-signature.ts). Refused before
+ * any request, non-retryably (MerchantCallbackNotAllowed): a URL outside the allow-list, a host name resolving to a
+ * non-public address, or no signing secret. 2xx: delivered. 4xx (except 408/429) and redirects: non-retryable
  * MerchantCallbackRejected, the merchant refused it. Everything else: retryable.
  */
 export async function postMerchantCallback(
   callback: MerchantCallback,
-  options: { dispatcher?: Dispatcher; timeoutMs?: number; signal?: AbortSignal },
+  options: {
+    allowList: CallbackAllowList;
+    signer: CallbackSigner;
+    dispatcher?: Dispatcher;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<{ delivered: boolean; status: number }> {
-  let url: URL;
-  try {
-    url = new URL(callback.url);
-  } catch {
-    throw ApplicationFailure.nonRetryable('merchant callback URL is not a URL', CALLBACK_REJECTED);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+  // Defence in depth: the facade and the workflow checked it too, but runs started before the allow-list existed
+  // (or with another worker's configuration) reach this point unchecked.
+  const verdict = checkCallbackUrl(callback.url, options.allowList);
+  if (!verdict.allowed) throw ApplicationFailure.nonRetryable(verdict.reason, CALLBACK_NOT_ALLOWED);
+  if (!options.signer.canSign)
     throw ApplicationFailure.nonRetryable(
-      `merchant callback URL scheme ${url.protocol} is not http(s)`,
-      CALLBACK_REJECTED,
+      `merchant callbacks are never sent unsigned: no ${CALLBACK_SIGNING_SECRETS} configured`,
+      CALLBACK_NOT_ALLOWED,
     );
-  }
+  const url = new URL(callback.url);
+  // Signed at send time: the timestamp is this attempt's, the signature covers exactly the bytes sent.
+  const body = JSON.stringify(callback.event);
+  const signature = options.signer.sign(callback.idempotencyKey, body, new Date());
 
   const { signal, deadline } = withDeadline(options.signal, options.timeoutMs ?? DEFAULT_CALLBACK_TIMEOUT_MS);
   let status: number;
@@ -61,8 +115,8 @@ export async function postMerchantCallback(
       // Without an injected dispatcher undici's global one is used (no timeouts of ours but the deadline).
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
       signal,
-      headers: { 'content-type': 'application/json', 'idempotency-key': callback.idempotencyKey },
-      body: JSON.stringify(callback.event),
+      headers: { 'content-type': 'application/json', 'idempotency-key': callback.idempotencyKey, ...signature },
+      body,
     });
     status = res.statusCode;
     retryAfter = res.headers['retry-after'];
@@ -71,6 +125,11 @@ export async function postMerchantCallback(
   } catch (err) {
     // Activity cancellation stays a cancellation; any other transport failure may clear up later.
     if (options.signal?.aborted) throw options.signal.reason ?? err;
+    if ((err as { code?: unknown } | null)?.code === NON_PUBLIC_ADDRESS)
+      throw ApplicationFailure.nonRetryable(
+        `merchant callback refused: ${(err as Error).message}`,
+        CALLBACK_NOT_ALLOWED,
+      );
     throw ApplicationFailure.create({
       type: CALLBACK_UNAVAILABLE,
       message: `merchant callback failed: ${describeCause(err, deadline)}`,

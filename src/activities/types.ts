@@ -1,5 +1,6 @@
 import type { ApplicationStatusResponse, CreateApplicationResponse } from '../shared/bank-wire';
 import type { PollPolicy } from '../shared/poll-policy';
+import type { CallbackUrlVerdict } from '../security/callback-url';
 
 /** A status read, with what the worker knows of webhook delivery (any application's, not only this one's). */
 export type StatusRead = ApplicationStatusResponse & {
@@ -52,10 +53,19 @@ export interface Activities {
   /** PUT /refresh for one consent. */
   startRefresh(input: { consentId: string }): Promise<{ taskId: string }>;
 
-  /** POST a JSON event to a merchant callback URL; retried on 5xx/network, not on 4xx. */
+  /**
+   * The worker's verdict on a merchant callback URL (CALLBACK_ALLOWED_ORIGINS lives in the worker's environment,
+   * never in workflow code). Run as a local activity before anything reaches the bank; never throws for a refusal.
+   */
+  checkCallbackUrl(input: { url: string }): Promise<CallbackUrlVerdict>;
+
+  /**
+   * POST a JSON event, signed (Standard Webhooks), to a merchant callback URL; retried on 5xx/network, not on 4xx
+   * nor on a URL outside the allow-list (MerchantCallbackNotAllowed).
+   */
   notifyMerchant(input: {
     url: string;
-    /** Sent as the Idempotency-Key header so the merchant can drop redeliveries. */
+    /** Sent as `webhook-id` (and Idempotency-Key) so the merchant can drop redeliveries; stable across retries. */
     idempotencyKey: string;
     event: Record<string, unknown>;
   }): Promise<{ delivered: boolean; status?: number }>;

@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logging';
+import type { CallbackAllowList } from '../security/callback-url';
 import { errorHandler, HttpError } from './errors';
 import type { Metrics } from './metrics';
 import { healthRoutes } from './routes/health';
@@ -16,6 +17,8 @@ export interface AppDeps {
   webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
   /** Where transactionEvent workflows deliver changed accounts (TRANSACTIONS_CALLBACK_URL); optional. */
   transactionsCallbackUrl?: string;
+  /** Origins a merchant's `callbackUrl` may use (CALLBACK_ALLOWED_ORIGINS); absent: none. */
+  callbackAllowList?: CallbackAllowList;
   logger: Logger;
   metrics: Metrics;
   /**

@@ -16,6 +16,7 @@ export function createAppFromConfig(deps: { config: Config; client: Client; conn
     taskQueue: config.temporal.taskQueue,
     webhooks: config.webhooks,
     transactionsCallbackUrl: config.transactionsCallbackUrl,
+    callbackAllowList: config.callbacks.allowList,
     logger: deps.logger,
     metrics: createMetrics(),
     checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),

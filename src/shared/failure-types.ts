@@ -26,5 +26,8 @@ export const NON_RETRYABLE_BANK_FAILURES: string[] = [
 /** A merchant callback URL answered 4xx: not retried. */
 export const CALLBACK_REJECTED = 'MerchantCallbackRejected';
 
+/** A merchant callback URL outside CALLBACK_ALLOWED_ORIGINS (or resolving to a non-public address): never sent. */
+export const CALLBACK_NOT_ALLOWED = 'MerchantCallbackNotAllowed';
+
 /** The polling activity's benign "no new status yet": Temporal retries it after the poll policy's delay. */
 export const POLL_STATUS_UNCHANGED = 'StatusUnchanged';

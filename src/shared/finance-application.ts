@@ -81,7 +81,10 @@ export interface FinanceApplicationInput {
   merchantReference: string;
   /** The bank's create request without webhookUrl (the activity adds the hashed one): redirectUrl and more. */
   application: Record<string, unknown>;
-  /** Optional merchant URL that receives a POST for each status change (Idempotency-Key header). */
+  /**
+   * Optional merchant URL that receives a signed POST for each status change (Standard Webhooks headers); its
+   * origin must be in the worker's CALLBACK_ALLOWED_ORIGINS, checked before the bank is called.
+   */
   callbackUrl?: string;
   settings?: FinanceApplicationSettings;
   /** Id of the request that started the workflow: the update with the same id reports `created: true`. */
@@ -163,4 +166,6 @@ export const FinanceApplicationFailureType = {
   CreateRejected: 'FinanceApplicationCreateRejected',
   /** The bank could not be reached to create the application within the activity's retries. */
   CreateFailed: 'FinanceApplicationCreateFailed',
+  /** The callbackUrl is outside the worker's CALLBACK_ALLOWED_ORIGINS: the bank was never called. */
+  CallbackUrlNotAllowed: 'FinanceApplicationCallbackUrlNotAllowed',
 } as const;

@@ -1,4 +1,4 @@
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { CALLBACK_REJECTED, NON_RETRYABLE_BANK_FAILURES } from '../shared/failure-types';
 
 /**
@@ -47,4 +47,13 @@ export const POLL_ACTIVITY_OPTIONS: ActivityOptions = {
     maximumInterval: '15 minutes',
     // maximumAttempts unset: unlimited.
   },
+};
+
+/**
+ * The callback allow-list check (checkCallbackUrl, a local activity: a pure decision on the worker's
+ * configuration). It returns a verdict rather than failing, so retries only cover a worker that fails to run it.
+ */
+export const CALLBACK_CHECK_OPTIONS: LocalActivityOptions = {
+  startToCloseTimeout: '5 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 5 },
 };

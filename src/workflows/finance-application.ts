@@ -9,6 +9,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -30,7 +31,12 @@ import {
 } from '../shared/finance-application';
 import { FinanceApplicationId, FinanceApplicationStatus, MerchantReference } from '../shared/search-attributes';
 import { bankReadsTaskQueue } from '../shared/task-queues';
-import { BANK_ACTIVITY_OPTIONS, MERCHANT_CALLBACK_ACTIVITY_OPTIONS, POLL_ACTIVITY_OPTIONS } from './activity-options';
+import {
+  BANK_ACTIVITY_OPTIONS,
+  CALLBACK_CHECK_OPTIONS,
+  MERCHANT_CALLBACK_ACTIVITY_OPTIONS,
+  POLL_ACTIVITY_OPTIONS,
+} from './activity-options';
 import { FinanceApplication, resolveSettings } from './finance-application-state';
 
 /**
@@ -48,12 +54,20 @@ export const POLL_POLICY_PATCH = 'poll-activity-on-bank-reads-queue';
  */
 export const KEEP_POLL_PATCH = 'poll-kept-across-webhook-changes';
 
+/**
+ * Versioning: runs started before the callback allow-list went straight to creation; new runs with a callbackUrl
+ * first ask the worker for its verdict (a local activity) and fail, before the bank is called, when refused.
+ */
+export const CALLBACK_ALLOW_LIST_PATCH = 'check-callback-url-before-create';
+
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
 
 /** Activities with a summary the Web UI shows on the event (the proxy is cheap to build per call). */
 const bank = (summary: string) => proxyActivities<Activities>({ ...BANK_ACTIVITY_OPTIONS, summary });
 const merchant = (summary: string) => proxyActivities<Activities>({ ...MERCHANT_CALLBACK_ACTIVITY_OPTIONS, summary });
+/** The callback allow-list is in the worker's environment: the workflow learns the verdict from a local activity. */
+const { checkCallbackUrl } = proxyLocalActivities<Activities>(CALLBACK_CHECK_OPTIONS);
 /** Status reads go to the rate-limited bank-reads task queue (src/shared/task-queues.ts). */
 const reads = (summary: string) =>
   proxyActivities<Activities>({
@@ -121,6 +135,17 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   );
 
   upsertSearchAttributes([{ key: MerchantReference, value: merchantReference }]);
+
+  // A callback URL outside the allow-list fails the run (and the start update: a 400 at the facade) before
+  // anything reaches the bank. Continued runs skip it: their application exists (notifyMerchant checks again).
+  if (input.callbackUrl !== undefined && !state.bank && patched(CALLBACK_ALLOW_LIST_PATCH)) {
+    const refusal = await callbackRefusal(input.callbackUrl);
+    if (refusal) {
+      createFailure = refusal;
+      await condition(allHandlersFinished);
+      throw refusal;
+    }
+  }
 
   // Merchant callbacks run beside the main loop, in order, so a slow merchant never delays status tracking.
   let notifierStop: 'drain' | 'now' | undefined;
@@ -319,6 +344,34 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       log.error('Finance application not created', { merchantReference, bankFailureType: type });
       throw createFailure;
     }
+  }
+
+  /** Why the worker refuses the callback URL (a non-retryable failure to end the run with), or undefined. */
+  async function callbackRefusal(url: string): Promise<ApplicationFailure | undefined> {
+    let verdict;
+    try {
+      verdict = await checkCallbackUrl({ url });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return ApplicationFailure.create({
+        type: FinanceApplicationFailureType.CreateFailed,
+        message: `The callback URL could not be checked: ${rootMessage(err)}`,
+        nonRetryable: true,
+        details: [{ merchantReference }],
+      });
+    }
+    if (verdict.allowed) return undefined;
+    log.error('Merchant callback URL not allowed: the application is not created', {
+      merchantReference,
+      callbackOrigin: verdict.origin,
+      reason: verdict.reason,
+    });
+    return ApplicationFailure.create({
+      type: FinanceApplicationFailureType.CallbackUrlNotAllowed,
+      message: `The finance application was not created: ${verdict.reason}`,
+      nonRetryable: true,
+      details: [{ merchantReference, callbackOrigin: verdict.origin ?? null, reason: verdict.reason }],
+    });
   }
 
   /** One read on the bank-reads queue (after a webhook). Never fatal: the poll or the next webhook reads again. */

@@ -1,5 +1,7 @@
+import type { LookupAddress } from 'node:dns';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { Webhook } from 'standardwebhooks';
 import type { Agent } from 'undici';
 import {
   createActivities,
@@ -9,7 +11,8 @@ import {
 } from '../../src/activities';
 import type { Activities } from '../../src/activities/types';
 import { financeApplicationWebhookUrl, isValidWebhookHash } from '../../src/security/webhook-hash';
-import { BankFailureType, CALLBACK_REJECTED } from '../../src/shared/failure-types';
+import { guardedLookup } from '../../src/activities/merchant-callback';
+import { BankFailureType, CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../../src/shared/failure-types';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
 import { failureOf, runActivity } from './helpers/run-activity';
@@ -18,6 +21,9 @@ import { startMerchant } from './helpers/merchant-server';
 const clientId = 'merchant-app';
 const clientSecret = 'activities-client-secret-91c2';
 const webhooks = { publicBaseUrl: 'https://paylater.example.com/', hashSecret: 'hash-secret-for-tests' };
+const signingSecret = `whsec_${Buffer.from('activities-test callback signing key 0001').toString('base64')}`;
+/** The local merchant (127.0.0.1) is allowed as on the embedded stack; callbacks signed with signingSecret. */
+const callbackDeps = { allowList: { origins: [], loopback: true }, signingSecrets: [signingSecret] };
 
 describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
   let bank: FakeBank;
@@ -42,6 +48,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     activities = createActivities({
       bank: handle.client,
       webhooks,
+      callbacks: callbackDeps,
       callbackDispatcher: callbacks,
       callbackTimeoutMs: 500,
     });
@@ -220,6 +227,157 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       );
       expect(refused.nonRetryable).toBe(false);
     });
+
+    it('signs each attempt at send time (Standard Webhooks): same webhook-id, this attempt’s timestamp', async () => {
+      const key = 'finance-application:ref-1:APPROVED';
+      merchant.answerNext(503);
+      await failureOf(runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: key, event }));
+      const beforeSecond = Math.floor(Date.now() / 1000);
+      await runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: key, event });
+      expect(merchant.received).toHaveLength(2);
+      for (const { headers, body } of merchant.received) {
+        expect(headers['webhook-id']).toBe(key);
+        expect(headers['webhook-timestamp']).toMatch(/^\d+$/);
+        expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+        expect(new Webhook(signingSecret).verify(body, headers as Record<string, string>)).toEqual(event);
+      }
+      expect(Number(merchant.received[1]!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(beforeSecond);
+    });
+
+    it('refuses a URL outside the allow-list, or with no signing secret, non-retryably and without a request', async () => {
+      const strict = createActivities({
+        bank: handle.client,
+        webhooks,
+        callbacks: {
+          allowList: { origins: ['https://shop.example'], loopback: false },
+          signingSecrets: [signingSecret],
+        },
+        callbackDispatcher: callbacks,
+      });
+      const outside = await failureOf(
+        runActivity(env, strict.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+      );
+      expect([outside.type, outside.nonRetryable]).toEqual([CALLBACK_NOT_ALLOWED, true]);
+      expect(outside.message).toMatch(/callback origin http:\/\/127\.0\.0\.1:\d+ is not in CALLBACK_ALLOWED_ORIGINS/);
+      expect(outside.message).not.toContain('merchant-path-secret');
+
+      const unsigned = createActivities({
+        bank: handle.client,
+        webhooks,
+        callbacks: { allowList: callbackDeps.allowList, signingSecrets: [] },
+      });
+      const noSecret = await failureOf(
+        runActivity(env, unsigned.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+      );
+      expect([noSecret.type, noSecret.nonRetryable]).toEqual([CALLBACK_NOT_ALLOWED, true]);
+
+      // Without callback configuration every URL is refused.
+      const none = createActivities({ bank: handle.client, webhooks });
+      expect(await runActivity(env, none.checkCallbackUrl, { url: merchant.url })).toMatchObject({ allowed: false });
+      expect(merchant.received).toHaveLength(0);
+    });
+
+    it('checkCallbackUrl gives the verdict without throwing, showing the origin only', async () => {
+      expect(await runActivity(env, activities.checkCallbackUrl, { url: merchant.url })).toEqual({
+        allowed: true,
+        origin: new URL(merchant.url).origin,
+      });
+      expect(await runActivity(env, activities.checkCallbackUrl, { url: 'https://evil.example/hook?token=t' })).toEqual(
+        {
+          allowed: false,
+          origin: 'https://evil.example',
+          reason: 'callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
+        },
+      );
+    });
+  });
+
+  describe('DNS rebinding guard (the callback dispatcher’s lookup)', () => {
+    it('a listed host name that resolves to a loopback address is refused at connect time, non-retryably', async () => {
+      const merchant = await startMerchant();
+      // merchant.test:<port> is listed; it "resolves" to the local merchant's 127.0.0.1, as a rebinding would.
+      const url = merchant.url.replace('127.0.0.1', 'merchant.test');
+      const allowList = { origins: [new URL(url).origin], loopback: false };
+      const resolve = ((_host: string, _options: unknown, callback: (e: null, a: LookupAddress[]) => void) =>
+        callback(null, [{ address: '127.0.0.1', family: 4 }])) as never;
+      const guarded = createCallbackDispatcher({ allowList, resolve });
+      const open = createCallbackDispatcher({ allowList: { ...allowList, loopback: true }, resolve });
+      try {
+        const deps = { bank: handle.client, webhooks, callbacks: { allowList, signingSecrets: [signingSecret] } };
+        const refused = await failureOf(
+          runActivity(env, createActivities({ ...deps, callbackDispatcher: guarded }).notifyMerchant, {
+            url,
+            idempotencyKey: 'k',
+            event: {},
+          }),
+        );
+        expect([refused.type, refused.nonRetryable]).toEqual([CALLBACK_NOT_ALLOWED, true]);
+        expect(refused.message).toBe(
+          'merchant callback refused: merchant.test resolves to a non-public address (127.0.0.1)',
+        );
+        expect(merchant.received).toHaveLength(0);
+        // The same name through the embedded stack's list (loopback allowed): the lookup is the one connecting.
+        const delivered = await runActivity(
+          env,
+          createActivities({ ...deps, callbackDispatcher: open }).notifyMerchant,
+          {
+            url,
+            idempotencyKey: 'k',
+            event: {},
+          },
+        );
+        expect(delivered).toEqual({ delivered: true, status: 200 });
+        expect(merchant.received[0]!.headers.host).toBe(new URL(url).host);
+      } finally {
+        await guarded.close();
+        await open.close();
+        await merchant.close();
+      }
+    });
+
+    const resolvingTo =
+      (...addresses: string[]) =>
+      (_host: string, _options: unknown, callback: (err: Error | null, addresses: LookupAddress[]) => void) =>
+        callback(
+          null,
+          addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+        );
+    const lookup = (allowList: { origins: string[]; loopback: boolean }, hostname: string, ...addresses: string[]) =>
+      new Promise<{ err: (Error & { code?: string }) | null; result: unknown }>((resolve) =>
+        guardedLookup(allowList, resolvingTo(...addresses) as never)(hostname, { all: true }, (err, result) =>
+          resolve({ err, result }),
+        ),
+      );
+    const strict = { origins: ['https://hooks.shop.example'], loopback: false };
+
+    it('passes public addresses through', async () => {
+      const { err, result } = await lookup(strict, 'hooks.shop.example', '93.184.216.34', '2606:2800:220:1::1');
+      expect(err).toBeNull();
+      expect(result).toEqual([
+        { address: '93.184.216.34', family: 4 },
+        { address: '2606:2800:220:1::1', family: 6 },
+      ]);
+    });
+
+    it.each([
+      ['10.0.0.7'],
+      ['127.0.0.1'],
+      ['169.254.169.254'],
+      ['192.168.1.1'],
+      ['::1'],
+      ['fd00::1'],
+      ['::ffff:10.0.0.7'],
+    ])('refuses a listed host name resolving to %s', async (address) => {
+      const { err } = await lookup(strict, 'hooks.shop.example', '93.184.216.34', address);
+      expect(err?.code).toBe('ERR_CALLBACK_NON_PUBLIC_ADDRESS');
+      expect(err?.message).toContain(address);
+    });
+
+    it('allows loopback only where the allow-list does (embedded) or the name is localhost', async () => {
+      expect((await lookup({ origins: [], loopback: true }, 'dev.shop.example', '127.0.0.1')).err).toBeNull();
+      expect((await lookup(strict, 'localhost', '127.0.0.1', '::1')).err).toBeNull();
+      expect((await lookup({ origins: [], loopback: true }, 'dev.shop.example', '10.1.2.3')).err).not.toBeNull();
+    });
   });
 
   it('logs carry the workflow id and the bank ids, never the token, the secret or the callback URL path', async () => {
@@ -249,6 +407,8 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     for (const token of bank.issuedTokens()) expect(text).not.toContain(token);
     expect(text).not.toContain(clientSecret);
     expect(text).not.toContain('merchant-path-secret');
+    expect(text).not.toContain(signingSecret);
+    expect(text).not.toContain(signingSecret.slice('whsec_'.length));
     expect(text).toContain('"workflowId":"finance-application:ref-1"');
     expect(text).toContain(`"financeApplicationId":"${created.financeApplicationId}"`);
     expect(text).toContain('"consentId":"consent-7"');

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../../src/config';
+import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 
 const REAL_BANK = {
   BANK_BASE_URL: 'https://api.bank.example',
@@ -149,5 +150,100 @@ describe('loadConfig', () => {
       expect((err as Error).message).toMatch(/^Invalid configuration:\n {2}- PORT: .+\n {2}- TEMPORAL_ADDRESS: .+/);
     }
     expect.assertions(1);
+  });
+
+  describe('merchant callbacks (CALLBACK_ALLOWED_ORIGINS, CALLBACK_SIGNING_SECRETS)', () => {
+    const OLD = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+    const NEW = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
+
+    it('embedded default: loopback origins allowed, the development secret signs (and says so)', () => {
+      expect(loadConfig({}).callbacks).toEqual({
+        allowList: { origins: [], loopback: true },
+        signingSecrets: [DEVELOPMENT_SIGNING_SECRET],
+        developmentSecret: true,
+      });
+    });
+
+    it('real bank default: nothing allowed, no secret needed (no callback can be sent)', () => {
+      expect(loadConfig(REAL_BANK).callbacks).toEqual({
+        allowList: { origins: [], loopback: false },
+        signingSecrets: [],
+        developmentSecret: false,
+      });
+    });
+
+    it('takes the origins (normalised) and every secret in order; a list replaces the embedded loopback default', () => {
+      const config = loadConfig({
+        ...REAL_BANK,
+        CALLBACK_ALLOWED_ORIGINS: 'https://Shop.example/, https://hooks.shop.example:8443',
+        CALLBACK_SIGNING_SECRETS: ` ${NEW} , ${OLD} `,
+        TRANSACTIONS_CALLBACK_URL: 'https://hooks.shop.example:8443/tx',
+      });
+      expect(config.callbacks).toEqual({
+        allowList: { origins: ['https://shop.example', 'https://hooks.shop.example:8443'], loopback: false },
+        signingSecrets: [NEW, OLD],
+        developmentSecret: false,
+      });
+      expect(loadConfig({ CALLBACK_ALLOWED_ORIGINS: 'https://shop.example' }).callbacks.allowList).toEqual({
+        origins: ['https://shop.example'],
+        loopback: false,
+      });
+    });
+
+    it('requires a signing secret with a real bank once callbacks are configured', () => {
+      for (const env of [
+        { CALLBACK_ALLOWED_ORIGINS: 'https://shop.example' } as Record<string, string>,
+        { CALLBACK_ALLOWED_ORIGINS: 'https://shop.example', TRANSACTIONS_CALLBACK_URL: 'https://shop.example/tx' },
+      ]) {
+        const issue = issuesOf({ ...REAL_BANK, ...env }).find((i) => i.variable === 'CALLBACK_SIGNING_SECRETS');
+        expect(issue?.message).toMatch(/required when BANK_BASE_URL is set and callbacks are configured/);
+      }
+    });
+
+    it('refuses a TRANSACTIONS_CALLBACK_URL outside the allow-list at start-up, naming the origin and the variable', () => {
+      const issue = issuesOf({
+        CALLBACK_ALLOWED_ORIGINS: 'https://shop.example',
+        TRANSACTIONS_CALLBACK_URL: 'https://other.example/tx?token=t',
+      }).find((i) => i.variable === 'TRANSACTIONS_CALLBACK_URL');
+      expect(issue?.message).toBe(
+        'callback origin https://other.example is not in CALLBACK_ALLOWED_ORIGINS (add https://other.example to CALLBACK_ALLOWED_ORIGINS)',
+      );
+      // A real bank allows no loopback by default; the embedded stack does.
+      expect(
+        issuesOf({ ...REAL_BANK, TRANSACTIONS_CALLBACK_URL: 'http://127.0.0.1:9000/tx' }).map((i) => i.variable),
+      ).toContain('TRANSACTIONS_CALLBACK_URL');
+      expect(loadConfig({ TRANSACTIONS_CALLBACK_URL: 'http://127.0.0.1:9000/tx' }).transactionsCallbackUrl).toBe(
+        'http://127.0.0.1:9000/tx',
+      );
+    });
+
+    it.each([
+      ['CALLBACK_ALLOWED_ORIGINS', 'https://shop.example/hooks', /no path, query or fragment/],
+      ['CALLBACK_ALLOWED_ORIGINS', 'shop.example', /not an origin/],
+      ['CALLBACK_ALLOWED_ORIGINS', 'https://u:p@shop.example', /no credentials/],
+      [
+        'CALLBACK_SIGNING_SECRETS',
+        'plain-secret-value-0123456789abcdef',
+        /secret 1 of 1: each secret must start with whsec_/,
+      ],
+      ['CALLBACK_SIGNING_SECRETS', `${'whsec_'}${Buffer.alloc(8).toString('base64')}`, /24-64 bytes/],
+      ['CALLBACK_SIGNING_SECRETS', ',', /at least one whsec_ secret/],
+    ])('rejects %s=%s with a message naming it and never the secret', (variable, value, message) => {
+      const issues = issuesOf({ [variable]: value });
+      const issue = issues.find((i) => i.variable === variable);
+      expect(issue?.message).toMatch(message);
+      if (variable === 'CALLBACK_SIGNING_SECRETS' && value.length > 8)
+        expect(JSON.stringify(issues)).not.toContain(value.slice(6, 20));
+    });
+
+    it('names the bad secret by position only', () => {
+      const issues = issuesOf({ CALLBACK_SIGNING_SECRETS: `${NEW},whsec_c2hvcnQ=` });
+      expect(issues).toEqual([
+        {
+          variable: 'CALLBACK_SIGNING_SECRETS',
+          message: 'secret 2 of 2: each secret must decode to 24-64 bytes (got 5)',
+        },
+      ]);
+    });
   });
 });

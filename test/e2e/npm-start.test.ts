@@ -9,6 +9,7 @@ import { financeApplicationHandle, startFinanceApplication } from '../../src/cli
 import { findTemporalCli } from '../../src/temporal/binaries';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
+import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 import { connectTestTemporal, eventually } from '../helpers/temporal';
 
 /**
@@ -120,6 +121,15 @@ describe('npm start (embedded default)', () => {
         app.output().includes(`Temporal Web UI           http://localhost:${uiPort}`) ? true : undefined,
       );
       expectPrebuiltBundle(app.output());
+      // The development callback secret: printed once in the banner for a local merchant, in no log line.
+      const withSecret = app
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(DEVELOPMENT_SIGNING_SECRET));
+      expect(withSecret).toEqual([
+        expect.stringMatching(/^ {2}Callback signing secret {3}whsec_\S+ {3}\(development only\)$/),
+      ]);
+      expect(app.output()).toContain('merchant callbacks are signed with the development secret');
 
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server

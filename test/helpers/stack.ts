@@ -14,6 +14,7 @@ import {
 } from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
 import { loadConfig, type WorkerTuning } from '../../src/config';
+import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
 import { checkTemporal } from '../../src/temporal/connection';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
@@ -27,6 +28,11 @@ export interface TestStackOptions {
   hashSecret?: string;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
+  /**
+   * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS (default: loopback origins allowed, as on the embedded stack) and
+   * CALLBACK_SIGNING_SECRETS (default: TEST_CALLBACK_SIGNING_SECRET), for the facade and the worker alike.
+   */
+  callbacks?: { allowedOrigins?: string; signingSecrets?: string[] };
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
   worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
 }
@@ -49,6 +55,9 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
+/** The test stack's callback signing secret (Standard Webhooks format) unless a test sets its own. */
+export const TEST_CALLBACK_SIGNING_SECRET = `whsec_${Buffer.from('test-stack merchant callback signing key').toString('base64')}`;
+
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** src/workflows bundled once per test file process: restarts in a test then take milliseconds. */
 function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
@@ -67,6 +76,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const hashSecret = options.hashSecret ?? 'test-webhook-hash-secret-0123456789abcdef';
   const securityHeader = options.securityHeader ?? 'Basic dGVzdDp3ZWJob29r=';
 
+  const callbackAllowList: CallbackAllowList =
+    options.callbacks?.allowedOrigins === undefined
+      ? { origins: [], loopback: true }
+      : { origins: parseAllowedOrigins(options.callbacks.allowedOrigins).origins, loopback: false };
+  const signingSecrets = options.callbacks?.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET];
+
   // The app's address is needed first: it is the sandbox's account Webhook Endpoint and our PUBLIC_BASE_URL.
   let webhooks = { publicBaseUrl: '', hashSecret, securityHeader };
   const app = createApp({
@@ -76,6 +91,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return webhooks;
     },
     transactionsCallbackUrl: options.transactionsCallbackUrl,
+    callbackAllowList,
     startDeadlineMs: options.startDeadlineMs,
     logger,
     metrics,
@@ -105,11 +121,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     clientId: 'test-client',
     clientSecret: 'test-secret',
   });
-  const callbackDispatcher = createCallbackDispatcher();
+  const callbackDispatcher = createCallbackDispatcher({ allowList: callbackAllowList });
   const defaults = loadConfig({});
   const activities = createActivities({
     bank: bank.client,
     webhooks: { publicBaseUrl: apiUrl, hashSecret },
+    callbacks: { allowList: callbackAllowList, signingSecrets },
     callbackDispatcher,
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
   });

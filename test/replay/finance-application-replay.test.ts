@@ -12,7 +12,7 @@ const HISTORIES = join(__dirname, '..', 'histories');
 const files = readdirSync(HISTORIES).filter((f) => /^finance-application-.*\.json$/.test(f));
 
 describe('financeApplicationWorkflow replay', () => {
-  it('has committed histories of both loops covering webhooks, polling, an early webhook and continue-as-new', () => {
+  it('has committed histories of both loops covering webhooks, polling, an early webhook and continue-as-new, and of the callback check', () => {
     const cases = ['webhooks', 'polling', 'early-webhook', 'continue-as-new-first-run', 'continue-as-new-last-run'];
     expect(files).toEqual(
       expect.arrayContaining([
@@ -22,6 +22,9 @@ describe('financeApplicationWorkflow replay', () => {
         ...cases.map((c) => `finance-application-v2-${c}.json`),
         // Recorded since a webhook's change keeps the running poll (KEEP_POLL_PATCH; test/helpers/histories.ts).
         ...cases.map((c) => `finance-application-v3-${c}.json`),
+        // Recorded with the callback allow-list (patched: the checkCallbackUrl local activity before creation).
+        'finance-application-v3-signed-callbacks.json',
+        'finance-application-v3-callback-refused.json',
       ]),
     );
   });

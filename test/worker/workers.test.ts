@@ -26,6 +26,9 @@ const fakeActivities = {
   notifyMerchant: jest.fn<ReturnType<Activities['notifyMerchant']>, Parameters<Activities['notifyMerchant']>>(() =>
     Promise.resolve({ delivered: true, status: 200 }),
   ),
+  checkCallbackUrl: jest.fn<ReturnType<Activities['checkCallbackUrl']>, Parameters<Activities['checkCallbackUrl']>>(
+    () => Promise.resolve({ allowed: true, origin: 'https://shop.example' }),
+  ),
 } satisfies Activities;
 
 describe('createWorker: the main and bank-reads workers of one process', () => {

@@ -27,6 +27,7 @@ const activities: Activities = {
   getApplicationStatus: notUsed,
   pollApplicationStatus: notUsed,
   notifyMerchant: notUsed,
+  checkCallbackUrl: notUsed,
 };
 
 const bankEvent = (consentId: string, taskId: string, bankCode: string, taskStatus = 'FINISHED'): AccountEventBody => ({

@@ -49,6 +49,8 @@ function fakeBank() {
       startRefresh: () => Promise.reject(new Error('not used')),
     },
     webhooks: { publicBaseUrl: 'http://127.0.0.1:1', hashSecret: 'test-webhook-hash-secret-0123456789abcdef' },
+    // The real checkCallbackUrl: the merchant endpoint of these tests is on the worker's allow-list.
+    callbacks: { allowList: { origins: ['https://merchant.example'], loopback: false }, signingSecrets: [] },
   });
   const activities = {
     ...real,
@@ -258,6 +260,32 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       const retried = await start(ref);
       expect(retried.created).toBe(true);
       expect(activities.createApplication).toHaveBeenCalledTimes(2);
+      await t.client.workflow.getHandle(retried.workflowId).terminate('test done');
+    });
+  });
+
+  it('refuses a callback URL outside the worker’s allow-list before the bank is called, failing update and run', async () => {
+    const { activities } = fakeBank();
+    const ref = `wf-callback-${randomUUID()}`;
+    await run(activities, async () => {
+      const err: unknown = await start(ref, WEBHOOK_DRIVEN, 'https://evil.example/steal?token=t').catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+      const cause = (err as WorkflowUpdateFailedError).cause as ApplicationFailure;
+      expect(cause).toMatchObject({ type: FinanceApplicationFailureType.CallbackUrlNotAllowed, nonRetryable: true });
+      expect(cause.message).toContain('callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS');
+      expect(cause.message).not.toContain('token');
+      const result: unknown = await awaitFinanceApplication(t.client, ref).catch((e: unknown) => e);
+      expect((result as WorkflowFailedError).cause).toMatchObject({
+        type: FinanceApplicationFailureType.CallbackUrlNotAllowed,
+      });
+      expect(activities.createApplication).not.toHaveBeenCalled();
+
+      // Fixed by the merchant: the same reference starts again (the failed run does not block it).
+      const retried = await start(ref, WEBHOOK_DRIVEN, 'https://merchant.example/hooks');
+      expect(retried.created).toBe(true);
+      expect(activities.createApplication).toHaveBeenCalledTimes(1);
       await t.client.workflow.getHandle(retried.workflowId).terminate('test done');
     });
   });

@@ -26,6 +26,7 @@ const activities: Activities = {
   createApplication: notUsed,
   getApplicationStatus: notUsed,
   pollApplicationStatus: notUsed,
+  checkCallbackUrl: notUsed,
 };
 
 describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {

@@ -6,6 +6,7 @@ import {
   getFinanceApplication,
   startFinanceApplication,
 } from '../../client/finance-applications';
+import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { HttpError, withStartDeadline } from '../errors';
@@ -23,7 +24,8 @@ export const StartApplicationSchema = z.looseObject({
 /**
  * The merchant facade over src/client/finance-applications.ts (DESIGN.md contract):
  * - `POST /applications` → 201 (200 when the reference already existed) `{ merchantReference, workflowId,
- *   financeApplicationId, bank }`; 422 when the bank refused the application, 502 when it could not be reached.
+ *   financeApplicationId, bank }`; 400 when `callbackUrl` is outside CALLBACK_ALLOWED_ORIGINS (here, or in the
+ *   worker's verdict), 422 when the bank refused the application, 502 when it could not be reached.
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
@@ -32,6 +34,10 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const { merchantReference, callbackUrl, ...application } = StartApplicationSchema.parse(req.body);
+    if (callbackUrl !== undefined) {
+      const verdict = checkCallbackUrl(callbackUrl, deps.callbackAllowList ?? NO_CALLBACKS);
+      if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin);
+    }
     let started;
     try {
       started = await withStartDeadline(deps, 'Creating the finance application', () =>
@@ -77,7 +83,21 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
 function creationError(err: unknown): unknown {
   if (!(err instanceof WorkflowUpdateFailedError) || !(err.cause instanceof ApplicationFailure)) return err;
   const { type, message } = err.cause;
+  if (type === FinanceApplicationFailureType.CallbackUrlNotAllowed) {
+    // The worker's verdict (its allow-list may differ from this process's): the same answer as a refusal here.
+    const [details] = (err.cause.details ?? []) as { callbackOrigin?: string | null; reason?: string }[];
+    return callbackRefused(details?.reason ?? message, details?.callbackOrigin ?? undefined);
+  }
   if (type === FinanceApplicationFailureType.CreateRejected) return new HttpError(422, message);
   if (type === FinanceApplicationFailureType.CreateFailed) return new HttpError(502, message);
   return err;
+}
+
+/** 400 naming the refused origin and the variable that would allow it. */
+function callbackRefused(reason: string, origin: string | undefined): HttpError {
+  return new HttpError(400, `callbackUrl refused: ${reason}`, {
+    field: 'callbackUrl',
+    origin: origin ?? null,
+    variable: CALLBACK_ALLOWED_ORIGINS,
+  });
 }

@@ -1,0 +1,149 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * Where merchant callbacks may go: the one decision, used by the config (TRANSACTIONS_CALLBACK_URL at start-up),
+ * the merchant facade (POST /applications `callbackUrl`), the workflow's first step (through the
+ * `checkCallbackUrl` local activity: the list lives in the worker's environment) and `notifyMerchant` itself.
+ *
+ * Rules: http or https only; no credentials (userinfo) in the URL; the URL's origin (scheme, host, port, as the
+ * WHATWG URL parser normalises them: lowercase host, default port dropped, IPv4 and IPv6 in canonical form) must
+ * equal one of the listed origins exactly. No wildcard, no subdomain or path matching.
+ *
+ * Loopback: only the embedded stack's default (CALLBACK_ALLOWED_ORIGINS unset, bank sandbox) allows loopback
+ * origins (localhost, 127.0.0.0/8, [::1]) on any port, for a developer's local merchant. Outside it nothing is
+ * allowed unless listed; an operator who lists a loopback or private origin explicitly gets exactly that one.
+ */
+
+export const CALLBACK_ALLOWED_ORIGINS = 'CALLBACK_ALLOWED_ORIGINS';
+
+export interface CallbackAllowList {
+  /** Normalised origins (`URL#origin`), e.g. `https://shop.example`, `https://hooks.shop.example:8443`. */
+  origins: readonly string[];
+  /** Any loopback origin, any port: the embedded stack's default only. */
+  loopback: boolean;
+}
+
+/** Allows nothing: what an absent allow-list means. */
+export const NO_CALLBACKS: CallbackAllowList = { origins: [], loopback: false };
+
+export type CallbackUrlVerdict =
+  | { allowed: true; origin: string }
+  /** `origin` when the URL parsed (safe to show: no path, query or credentials); `reason` names the rule. */
+  | { allowed: false; origin?: string; reason: string };
+
+/**
+ * One entry of CALLBACK_ALLOWED_ORIGINS → its normalised origin, or the problem. A trailing slash is accepted
+ * (`https://shop.example/`); a path, query, fragment or credentials are not: an origin is scheme, host and port.
+ */
+export function parseAllowedOrigin(entry: string): { origin: string } | { problem: string } {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return { problem: `"${entry}" is not an origin like https://shop.example` };
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return { problem: `"${entry}": only http and https origins are allowed` };
+  if (url.username !== '' || url.password !== '') return { problem: `"${url.origin}": no credentials in an origin` };
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || /[?#]/.test(entry))
+    return { problem: `"${entry}": an origin has no path, query or fragment (scheme://host[:port])` };
+  return { origin: url.origin };
+}
+
+/** CALLBACK_ALLOWED_ORIGINS (comma-separated, blanks ignored) → normalised origins, or every problem. */
+export function parseAllowedOrigins(value: string): { origins: string[]; problems: string[] } {
+  const origins: string[] = [];
+  const problems: string[] = [];
+  for (const entry of value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const parsed = parseAllowedOrigin(entry);
+    if ('problem' in parsed) problems.push(parsed.problem);
+    else if (!origins.includes(parsed.origin)) origins.push(parsed.origin);
+  }
+  return { origins, problems };
+}
+
+/** The verdict on one callback URL. Pure and synchronous: no DNS (see `permitsResolvedAddress` for that). */
+export function checkCallbackUrl(url: string, allowList: CallbackAllowList): CallbackUrlVerdict {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { allowed: false, reason: 'callback URL is not an absolute URL' };
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    return { allowed: false, reason: `callback URL scheme ${parsed.protocol} is not http or https` };
+  const { origin } = parsed;
+  if (parsed.username !== '' || parsed.password !== '')
+    return { allowed: false, origin, reason: 'callback URL must not carry credentials (user:password@)' };
+  if (allowList.origins.includes(origin)) return { allowed: true, origin };
+  if (allowList.loopback && isLoopbackHost(parsed.hostname)) return { allowed: true, origin };
+  return {
+    allowed: false,
+    origin,
+    reason:
+      allowList.origins.length === 0 && !allowList.loopback
+        ? `callback origin ${origin} is not allowed: ${CALLBACK_ALLOWED_ORIGINS} is empty`
+        : `callback origin ${origin} is not in ${CALLBACK_ALLOWED_ORIGINS}`,
+  };
+}
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** Addresses a callback must not reach through a DNS name: loopback, private, link-local, CGNAT, unspecified… */
+const nonPublic = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  nonPublic.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  nonPublic.addSubnet(net, prefix, 'ipv6');
+
+/** `localhost`, `*.localhost`, 127.0.0.0/8 or ::1 (a URL's hostname: IPv6 in brackets). */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const family = isIP(host);
+  // BlockList matches IPv4-mapped IPv6 (::ffff:127.0.0.1) against the IPv4 rule.
+  return family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** True for an address no public merchant endpoint has (loopback, private, link-local, …). */
+export function isNonPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return true; // not an address at all: refuse
+  return nonPublic.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/**
+ * DNS rebinding guard, applied at connect time to the addresses a callback's host name resolved to (the name
+ * passed the allow-list; what it resolves to can change between the check and the request). A public address
+ * passes; a loopback one when the list allows loopback (embedded) or the name itself is `localhost`; any other
+ * non-public address is refused. IP literals are never looked up, so a listed `http://10.0.0.5:8080` still works.
+ */
+export function permitsResolvedAddress(hostname: string, address: string, allowList: CallbackAllowList): boolean {
+  if (!isNonPublicAddress(address)) return true;
+  const isLoopbackAddress = isLoopbackHost(address);
+  if (isLoopbackAddress && (allowList.loopback || isLoopbackHost(hostname))) return true;
+  return false;
+}
