@@ -17,7 +17,7 @@ case "${1:-}" in
     until temporal operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; do sleep 2; done
     temporal operator namespace describe --address "$TEMPORAL_ADDRESS" -n "$TEMPORAL_NAMESPACE" >/dev/null 2>&1 ||
       temporal operator namespace create --address "$TEMPORAL_ADDRESS" -n "$TEMPORAL_NAMESPACE" --retention 30d
-    for name in MerchantReference FinanceApplicationId FinanceApplicationStatus ConsentId RefreshTaskId; do
+    for name in MerchantReference FinanceApplicationId FinanceApplicationStatus ConsentId RefreshTaskId DuplicateFinanceApplicationId; do
       temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" -n "$TEMPORAL_NAMESPACE" --name "$name" --type Keyword --yes || true
     done
     ;;

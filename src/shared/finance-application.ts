@@ -75,6 +75,8 @@ export interface FinanceApplicationCarriedState {
   unsentNotifications: StatusChange[];
   /** financeApplicationIds of webhooks received but not yet acted on. */
   pendingWebhookIds: string[];
+  /** Duplicate applications found but not yet reported to the merchant's callback. */
+  unsentDuplicateReports?: string[];
 }
 
 export interface FinanceApplicationInput {
@@ -120,6 +122,11 @@ export interface FinanceApplicationState {
   webhooksReceived: number;
   /** Signals whose financeApplicationId is not this workflow's application: recorded and ignored. */
   mismatchedWebhooks: number;
+  /**
+   * Other applications the bank holds for this reference, seen through their webhooks (a create the bank acted
+   * on whose answer was lost, then retried): reported to operators and to the merchant, never followed.
+   */
+  duplicateApplicationIds?: string[];
   /** Status reads made (webhook-triggered and polls). */
   statusReads: number;
   /** Status reads that failed after the activity's retries (the next poll tries again). */

@@ -8,6 +8,11 @@ export const FinanceApplicationStatus = defineSearchAttributeKey(
   SearchAttributeType.KEYWORD,
 );
 export const ConsentId = defineSearchAttributeKey('ConsentId', SearchAttributeType.KEYWORD);
+/** The first other application the bank created for this reference (set only when one was seen). */
+export const DuplicateFinanceApplicationId = defineSearchAttributeKey(
+  'DuplicateFinanceApplicationId',
+  SearchAttributeType.KEYWORD,
+);
 export const RefreshTaskId = defineSearchAttributeKey('RefreshTaskId', SearchAttributeType.KEYWORD);
 
 export const SEARCH_ATTRIBUTE_NAMES = [
@@ -16,4 +21,15 @@ export const SEARCH_ATTRIBUTE_NAMES = [
   'FinanceApplicationStatus',
   'ConsentId',
   'RefreshTaskId',
+  'DuplicateFinanceApplicationId',
 ] as const;
+
+/** Every key above, for registration (the embedded server, the test servers, compose's setup.sh). */
+export const SEARCH_ATTRIBUTE_KEYS = [
+  MerchantReference,
+  FinanceApplicationId,
+  FinanceApplicationStatus,
+  ConsentId,
+  RefreshTaskId,
+  DuplicateFinanceApplicationId,
+];

@@ -132,13 +132,7 @@ export function ephemeralDevServerOptions() {
   return {
     executable: cli ? { type: 'existing-path' as const, path: cli } : { type: 'cached-download' as const },
     ip: '127.0.0.1',
-    searchAttributes: [
-      sa.MerchantReference,
-      sa.FinanceApplicationId,
-      sa.FinanceApplicationStatus,
-      sa.ConsentId,
-      sa.RefreshTaskId,
-    ],
+    searchAttributes: sa.SEARCH_ATTRIBUTE_KEYS,
     extraArgs: [...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]), '--log-level', 'error'],
   };
 }

@@ -58,6 +58,8 @@ export class FinanceApplication {
   readonly unsent: StatusChange[];
   /** financeApplicationIds of webhooks not yet acted on: the signal handler appends, the loop drains. */
   private readonly webhookIds: string[];
+  /** Duplicate applications still to report to the merchant (only with a callback URL). */
+  readonly unsentDuplicates: string[];
 
   constructor(
     readonly merchantReference: string,
@@ -84,6 +86,7 @@ export class FinanceApplication {
         };
     this.webhookIds = [...(carried?.pendingWebhookIds ?? [])];
     this.unsent = [...(carried?.unsentNotifications ?? [])];
+    this.unsentDuplicates = [...(carried?.unsentDuplicateReports ?? [])];
   }
 
   private readonly notifies: boolean;
@@ -104,13 +107,29 @@ export class FinanceApplication {
    * Every webhook received so far, answered by one read (a burst coalesces). Returns how many were this
    * application's; the others (another financeApplicationId) are counted as mismatched and ignored.
    */
-  takeWebhooks(): { ours: number; mismatched: number } {
+  takeWebhooks(): { ours: number; mismatched: number; others: string[] } {
     const ids = this.webhookIds.splice(0);
     const ours = ids.filter((id) => id === this.state.financeApplicationId).length;
     const mismatched = ids.length - ours;
     this.state.mismatchedWebhooks += mismatched;
     if (ours > 0) this.state.webhooksLive = true;
-    return { ours, mismatched };
+    const others = [...new Set(ids.filter((id) => id !== this.state.financeApplicationId))];
+    return { ours, mismatched, others };
+  }
+
+  /**
+   * Webhooks carrying another financeApplicationId on this reference's hashed URL: the bank created another
+   * application with our create request (an ambiguous create, retried). Returns the ids not known before; each
+   * is recorded once, and queued for the merchant when callbacks are on.
+   */
+  duplicatesSeen(ids: string[]): string[] {
+    if (!this.state.financeApplicationId) return []; // before our own id is known nothing can be told apart
+    const known = new Set(this.state.duplicateApplicationIds ?? []);
+    const fresh = [...new Set(ids)].filter((id) => id !== this.state.financeApplicationId && !known.has(id));
+    if (fresh.length === 0) return [];
+    this.state.duplicateApplicationIds = [...known, ...fresh];
+    if (this.notifies) this.unsentDuplicates.push(...fresh);
+    return fresh;
   }
 
   // --- Bank answers.
@@ -199,6 +218,17 @@ export class FinanceApplication {
     return this.unsent[0];
   }
 
+  /** The next duplicate application to report to the merchant (after the status changes queued before it). */
+  nextDuplicateReport(): string | undefined {
+    return this.unsentDuplicates[0];
+  }
+
+  duplicateReportDone(delivered: boolean): void {
+    this.unsentDuplicates.shift();
+    if (delivered) this.state.notificationsSent += 1;
+    else this.state.notificationsFailed += 1;
+  }
+
   notificationDone(delivered: boolean): void {
     this.unsent.shift();
     if (delivered) this.state.notificationsSent += 1;
@@ -209,7 +239,12 @@ export class FinanceApplication {
 
   /** The one snapshot continue-as-new carries to the next run. */
   snapshot(): FinanceApplicationCarriedState {
-    return { state: this.state, unsentNotifications: [...this.unsent], pendingWebhookIds: [...this.webhookIds] };
+    return {
+      state: this.state,
+      unsentNotifications: [...this.unsent],
+      pendingWebhookIds: [...this.webhookIds],
+      ...(this.unsentDuplicates.length > 0 ? { unsentDuplicateReports: [...this.unsentDuplicates] } : {}),
+    };
   }
 
   /** Current details in the Web UI: where the application stands and its status timeline, as markdown. */
@@ -227,6 +262,13 @@ export class FinanceApplication {
     return [
       head,
       `Application \`${s.financeApplicationId ?? '-'}\` · webhooks ${s.webhooksReceived} · reads ${s.statusReads}`,
+      ...(s.duplicateApplicationIds?.length
+        ? [
+            '',
+            `**Duplicate at the bank**: ${s.duplicateApplicationIds.map((id) => `\`${id}\``).join(', ')} ` +
+              '(created by a retried create; not followed)',
+          ]
+        : []),
       '',
       '| status | at | source |',
       '|---|---|---|',

@@ -7,6 +7,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  metricMeter,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -29,7 +30,12 @@ import {
   type StatusChange,
   type StatusSource,
 } from '../shared/finance-application';
-import { FinanceApplicationId, FinanceApplicationStatus, MerchantReference } from '../shared/search-attributes';
+import {
+  DuplicateFinanceApplicationId,
+  FinanceApplicationId,
+  FinanceApplicationStatus,
+  MerchantReference,
+} from '../shared/search-attributes';
 import { bankReadsTaskQueue } from '../shared/task-queues';
 import {
   BANK_ACTIVITY_OPTIONS,
@@ -59,6 +65,13 @@ export const KEEP_POLL_PATCH = 'poll-kept-across-webhook-changes';
  * first ask the worker for its verdict (a local activity) and fail, before the bank is called, when refused.
  */
 export const CALLBACK_ALLOW_LIST_PATCH = 'check-callback-url-before-create';
+
+/**
+ * Versioning: new runs report another application the bank holds for this reference (its webhooks carry
+ * another financeApplicationId) through a search attribute, a metric, the Web UI's details and the merchant's
+ * callback; runs from before only count such webhooks as mismatched.
+ */
+export const DUPLICATES_PATCH = 'report-duplicate-applications';
 
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
@@ -183,6 +196,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     if (!deadlinePassed) void sleep(app.deadline() - now()).then(() => (deadlinePassed = true));
     let poll: Poll | undefined;
     const keepPollAcrossWebhookChanges = patched(KEEP_POLL_PATCH);
+    const reportDuplicates = patched(DUPLICATES_PATCH);
     describe();
     for (;;) {
       if (app.isTerminal()) {
@@ -206,8 +220,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         return await continueAsNewWith();
       }
       if (app.hasWebhooks()) {
-        const { ours, mismatched } = app.takeWebhooks();
-        if (mismatched > 0)
+        const { ours, mismatched, others } = app.takeWebhooks();
+        if (reportDuplicates) duplicatesFound(app.duplicatesSeen(others));
+        else if (mismatched > 0)
           log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
         if (ours > 0) await readStatus('webhook');
         continue;
@@ -412,6 +427,18 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     log[level]('Status read failed; retrying at the next poll', { ...logIds(), source, bankFailureType: type });
   }
 
+  /** Another application at the bank for this reference: visible to operators, counted, told to the merchant. */
+  function duplicatesFound(ids: string[]): void {
+    if (ids.length === 0) return;
+    upsertSearchAttributes([{ key: DuplicateFinanceApplicationId, value: state.duplicateApplicationIds![0]! }]);
+    duplicateCounter().add(ids.length);
+    log.warn('Duplicate application at the bank for this reference (a retried create); it is not followed', {
+      ...logIds(),
+      duplicateFinanceApplicationIds: ids,
+    });
+    describe();
+  }
+
   /** A recorded change: the search attribute, a log line and the Web UI's details follow it. */
   function changed(change: StatusChange): void {
     upsertSearchAttributes([{ key: FinanceApplicationStatus, value: change.status }]);
@@ -427,9 +454,18 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 
   async function runNotifier(url: string): Promise<void> {
     for (;;) {
-      await condition(() => app.nextNotification() !== undefined || notifierStop !== undefined);
+      await condition(
+        () =>
+          app.nextNotification() !== undefined || app.nextDuplicateReport() !== undefined || notifierStop !== undefined,
+      );
+      if (notifierStop === 'now') return;
+      const duplicate = app.nextNotification() === undefined ? app.nextDuplicateReport() : undefined;
+      if (duplicate !== undefined) {
+        await reportDuplicate(url, duplicate);
+        continue;
+      }
       const change = app.nextNotification();
-      if (change === undefined || notifierStop === 'now') return;
+      if (change === undefined) return;
       let delivered = false;
       try {
         await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
@@ -451,6 +487,32 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     }
   }
 
+  async function reportDuplicate(url: string, duplicateFinanceApplicationId: string): Promise<void> {
+    let delivered = false;
+    try {
+      await merchant('Notify merchant: duplicate application').notifyMerchant({
+        url,
+        idempotencyKey: `${workflowInfo().workflowId}:duplicate:${duplicateFinanceApplicationId}`,
+        event: {
+          type: 'finance-application.duplicate-detected',
+          merchantReference,
+          financeApplicationId: state.financeApplicationId,
+          duplicateFinanceApplicationId,
+          at: new Date().toISOString(),
+        },
+      });
+      delivered = true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('Merchant callback gave up', {
+        ...logIds(),
+        duplicateFinanceApplicationId,
+        failureType: failureType(err),
+      });
+    }
+    app.duplicateReportDone(delivered);
+  }
+
   function logIds(): Record<string, unknown> {
     return { merchantReference, financeApplicationId: state.financeApplicationId };
   }
@@ -469,6 +531,14 @@ interface Poll {
   read?: StatusRead;
   error?: unknown;
 }
+
+/** Duplicate applications found (the SDK's workflow metric: replay-safe, exported with the worker's metrics). */
+const duplicateCounter = () =>
+  metricMeter.createCounter(
+    'paylater_finance_application_duplicates_detected',
+    '{application}',
+    'Other applications the bank created for one merchant reference (a retried ambiguous create)',
+  );
 
 /** The `ApplicationFailure.type` behind an activity failure (workflows branch on it, never on classes of ours). */
 function failureType(err: unknown): string | undefined {

@@ -25,6 +25,8 @@ describe('financeApplicationWorkflow replay', () => {
         // Recorded with the callback allow-list (patched: the checkCallbackUrl local activity before creation).
         'finance-application-v3-signed-callbacks.json',
         'finance-application-v3-callback-refused.json',
+        // Recorded with duplicate applications reported (DUPLICATES_PATCH).
+        'finance-application-v3-duplicate-application.json',
       ]),
     );
   });

@@ -36,10 +36,26 @@ describe('FinanceApplication (plain state object)', () => {
     const app = created();
     expect(app.hasWebhooks()).toBe(false);
     for (const id of ['fa-1', 'fa-1', 'fa-other']) app.receiveWebhook(id);
-    expect(app.takeWebhooks()).toEqual({ ours: 2, mismatched: 1 });
+    expect(app.takeWebhooks()).toEqual({ ours: 2, mismatched: 1, others: ['fa-other'] });
     expect(app.hasWebhooks()).toBe(false);
     expect(app.state).toMatchObject({ webhooksReceived: 3, mismatchedWebhooks: 1, webhooksLive: true });
     expect(app.pollInput(T0).webhooksLive).toBe(true);
+  });
+
+  it('records each duplicate application once, queues it for the merchant, and shows it in the details', () => {
+    const app = created(true);
+    expect(app.duplicatesSeen(['fa-dup', 'fa-1', 'fa-dup'])).toEqual(['fa-dup']);
+    expect(app.duplicatesSeen(['fa-dup'])).toEqual([]); // known: reported once
+    expect(app.duplicatesSeen(['fa-dup-2'])).toEqual(['fa-dup-2']);
+    expect(app.state.duplicateApplicationIds).toEqual(['fa-dup', 'fa-dup-2']);
+    expect(app.nextDuplicateReport()).toBe('fa-dup');
+    app.duplicateReportDone(true);
+    expect(app.nextDuplicateReport()).toBe('fa-dup-2');
+    expect(app.snapshot().unsentDuplicateReports).toEqual(['fa-dup-2']);
+    expect(app.details()).toContain('**Duplicate at the bank**: `fa-dup`, `fa-dup-2`');
+    // Before its own id is known, a workflow cannot tell another application from its own.
+    const creating = new FinanceApplication('ref-0', resolveSettings().settings, { now: T0, notifies: true });
+    expect(creating.duplicatesSeen(['fa-x'])).toEqual([]);
   });
 
   it('hands the polling activity what it needs: seen statuses, the clock, the policy', () => {

@@ -1,0 +1,82 @@
+/**
+ * Duplicate applications at the bank, made visible (issue 10): the bank creates the application, then answers
+ * 500; the create is retried and the bank creates a second one for the same reference. The workflow follows the
+ * one it was answered; the other's webhooks (same reference, same hashed URL, another financeApplicationId) show
+ * the duplicate to operators (search attribute, Web UI details) and to the merchant (a signed callback).
+ */
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { awaitFinanceApplication } from '../../src/client/finance-applications';
+import { startMerchant } from '../activities/helpers/merchant-server';
+import { recordFinanceHistory } from '../helpers/histories';
+import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
+
+describe('duplicate applications at the bank (whole stack)', () => {
+  let merchant: Awaited<ReturnType<typeof startMerchant>>;
+  let stack: TestStack;
+  beforeAll(async () => {
+    merchant = await startMerchant();
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await merchant?.close();
+  });
+
+  it('a create answered 500 after the bank acted, retried: the duplicate is searchable, in the details, and reaches the merchant', async () => {
+    const ref = `dup-${randomUUID()}`;
+    stack.sandbox.control.injectApiFault({ route: 'createApplication', kind: '5xx', status: 500, afterActing: true });
+    const res = await fetch(`${stack.apiUrl}/applications`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        merchantReference: ref,
+        redirectUrl: 'https://shop.example/r',
+        callbackUrl: merchant.url,
+      }),
+    });
+    expect(res.status).toBe(201);
+    const { financeApplicationId } = (await res.json()) as { financeApplicationId: string };
+
+    // The bank's ground truth: two applications for one reference; the workflow kept the one it was answered.
+    const atBank = stack.sandbox.control.applications().filter((a) => a.createRequest.merchantReference === ref);
+    expect(atBank).toHaveLength(2);
+    const orphan = atBank.find((a) => a.financeApplicationId !== financeApplicationId)!.financeApplicationId;
+
+    const final = await awaitFinanceApplication(stack.t.client, ref);
+    expect(final.duplicateApplicationIds).toEqual([orphan]);
+    expect(final.financeApplicationId).toBe(financeApplicationId);
+
+    // Operators: a search attribute (visibility is eventually consistent) and the Web UI's details.
+    const workflowId = financeApplicationWorkflowId(ref);
+    await eventually(async () => {
+      for await (const wf of stack.t.client.workflow.list({ query: `DuplicateFinanceApplicationId = '${orphan}'` }))
+        if (wf.workflowId === workflowId) return true;
+      return undefined;
+    }, 20_000);
+    const metadata = await stack.t.client.workflow
+      .getHandle(workflowId)
+      .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toContain(`**Duplicate at the bank**: \`${orphan}\``);
+
+    // The merchant: one signed event naming both ids.
+    const reports = await eventually(() => {
+      const found = merchant.received.filter((r) => r.body.includes('finance-application.duplicate-detected'));
+      return found.length > 0 ? found : undefined;
+    }, 20_000);
+    expect(reports).toHaveLength(1);
+    const event = new Webhook(TEST_CALLBACK_SIGNING_SECRET).verify(
+      reports[0]!.body,
+      reports[0]!.headers as Record<string, string>,
+    );
+    expect(event).toMatchObject({
+      type: 'finance-application.duplicate-detected',
+      merchantReference: ref,
+      financeApplicationId,
+      duplicateFinanceApplicationId: orphan,
+    });
+    recordFinanceHistory(await stack.t.client.workflow.getHandle(workflowId).fetchHistory(), 'duplicate-application');
+  });
+});
