@@ -76,13 +76,11 @@ export function runEntry(name: string, start: (ctx: EntryContext) => Promise<voi
     stopping: stoppingPromise,
     stopSignal: stopController.signal,
     shutdown,
-  }).catch(
-    async (err: unknown) => {
-      const e = err as Error;
-      if (stopping) return; // a wait cut short by the shutdown already under way
-      if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
-      else logger.fatal({ err }, 'start-up failed');
-      await shutdown(1);
-    },
-  );
+  }).catch(async (err: unknown) => {
+    const e = err as Error;
+    if (stopping) return; // a wait cut short by the shutdown already under way
+    if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
+    else logger.fatal({ err }, 'start-up failed');
+    await shutdown(1);
+  });
 }
