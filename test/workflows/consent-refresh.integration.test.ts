@@ -48,7 +48,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
   afterAll(async () => stack?.close());
 
   const post = async (consentId: string, body: unknown) => {
-    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`, {
+    const res = await stack.facade(`/consents/${consentId}/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -59,7 +59,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     };
   };
   const get = async (consentId: string) => {
-    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`);
+    const res = await stack.facade(`/consents/${consentId}/refresh`);
     return { status: res.status, body: (await res.json()) as ConsentRefreshProgress };
   };
   const tasksOf = (consentId: string) => stack.sandbox.control.refreshTasks().filter((t) => t.consentId === consentId);

@@ -8,6 +8,7 @@ import {
 } from '../../client/finance-applications';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
+import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
@@ -45,7 +46,12 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       throw creationError(err);
     }
     deps.logger.info(
-      { merchantReference, financeApplicationId: started.financeApplicationId, created: started.created },
+      {
+        merchant: merchantOf(res),
+        merchantReference,
+        financeApplicationId: started.financeApplicationId,
+        created: started.created,
+      },
       started.created ? 'finance application started' : 'finance application already existed',
     );
     const { created: _created, ...body } = started;
