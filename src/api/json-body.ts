@@ -143,7 +143,15 @@ function readBounded(source: Readable, req: IncomingMessage, limitBytes: number)
     };
     source.on('data', onData);
     source.once('end', () => settle());
-    source.once('error', (err) => (tooLarge ? undefined : settle(err)));
+    source.once('error', (err) => {
+      if (tooLarge) return;
+      if (source === req) return settle(err);
+      // Undecodable (not gzip, deflate or br after all): the rest of the body is still on the socket. Read it off
+      // before answering, or a kept-alive connection would carry it into the next request (and be reset).
+      source.off('data', onData);
+      req.unpipe();
+      void drain(req).then(() => settle(err));
+    });
     if (source !== req) req.once('error', (err) => settle(err));
     req.once('close', () => {
       if (!req.complete) settle(new HttpError(400, 'Request aborted'));

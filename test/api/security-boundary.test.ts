@@ -170,7 +170,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', '/openapi.json'],
       ['GET', '/docs'],
     ];
-    for (const auth of [{}, { authorization: `Bearer ${KEY_A}` }]) {
+    for (const auth of [{}, { authorization: `Bearer ${KEY_A}` }] as Record<string, string>[]) {
       for (const [method, path, body] of routes) {
         const res = await fetch(`${stack.publicUrl}${path}`, { method, headers: { ...json, ...auth }, body });
         expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 });
