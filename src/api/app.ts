@@ -39,11 +39,12 @@ export interface AppDeps {
 
 export interface InternalAppOptions {
   /**
-   * More routers on the internal listener (the codec endpoint), mounted as given after /readyz and /metrics and
-   * before the merchant facade. Each brings its own paths and its own authentication: put `authenticate(deps)`
-   * (exported here) in front of whatever needs a key.
+   * More routers on the internal listener (the codec endpoint), mounted in order after /healthz, /readyz and
+   * /metrics and before the merchant facade. Each brings its own paths and its own authentication: put
+   * `authenticate(deps)` (exported here) in front of whatever needs a key. A function is given the app's deps
+   * (keys, metrics, logger, client), for callers that do not build the deps themselves (startListeners).
    */
-  extraRouters?: RequestHandler[];
+  extraRouters?: RequestHandler[] | ((deps: AppDeps) => RequestHandler[]);
 }
 
 type Listener = 'public' | 'internal';
@@ -94,7 +95,8 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   const app = baseApp(deps, 'internal');
   app.use(livenessRoutes());
   app.use(operatorRoutes(deps));
-  for (const router of options.extraRouters ?? []) app.use(router);
+  const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
+  for (const router of extra ?? []) app.use(router);
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.
   app.use(['/applications', '/consents'], authenticate(deps));
   app.use(consentRefreshRoutes(deps));
