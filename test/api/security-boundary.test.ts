@@ -9,6 +9,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { consentRefreshWorkflowId, financeApplicationWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
 
 const KEY_A = 'merchant-a-key-0123456789abcdefghij';
 const KEY_B = 'merchant-b-key-0123456789abcdefghij';
@@ -228,6 +229,8 @@ describe('security boundary (whole stack, two listeners)', () => {
         { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
       );
       expect(forged.status).toBe(401);
+      // Signals sent while a workflow task runs are written after it: wait for both, then require exactly two.
+      await eventually(async () => ((await signals(refOld)) >= 2 ? true : undefined));
       expect(await signals(refOld)).toBe(2);
 
       // The rotation ends (WEBHOOK_HASH_SECRET_PREVIOUS removed): only new-secret hashes verify.

@@ -52,8 +52,9 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
 
   router.post('/consents/:consentId/refresh', json, async (req, res) => {
     const consentId = consentIdOf(req.params.consentId);
-    // No body is an empty one; a body that is not JSON is refused, not ignored.
-    if (req.is('application/json') === false) throw new HttpError(415, 'Content-Type must be application/json');
+    // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
+    const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+    if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const body = StartRefreshBody.parse(req.body ?? {});
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
