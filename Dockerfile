@@ -20,5 +20,6 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 USER node
-EXPOSE 3000
+# 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics).
+EXPOSE 3000 3001
 CMD ["node", "dist/worker.js"]

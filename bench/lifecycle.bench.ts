@@ -28,7 +28,7 @@ export async function benchLifecycle(): Promise<void> {
   });
   const { sandbox } = stack;
   const { client, taskQueue } = stack.t;
-  const publicBaseUrl = stack.apiUrl;
+  const publicBaseUrl = stack.publicUrl;
 
   try {
     // --- Coalescing: a burst of webhooks for long-lived applications (their statuses never move on their own).

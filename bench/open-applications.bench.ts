@@ -38,7 +38,8 @@ export async function benchOpenApplications(): Promise<void> {
     tokenTtlSeconds: 3_600,
   });
   sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10 * 24 * HOUR }] });
-  const [apiPort] = await Promise.all([freePort()]);
+  const [apiPort, internalPort] = [await freePort(), await freePort()];
+  const apiKey = `bench-merchant-key-${randomUUID()}`;
   const childEnv: Record<string, string> = {
     ...(process.env as Record<string, string>),
     TEMPORAL_ADDRESS: env.address,
@@ -50,6 +51,10 @@ export async function benchOpenApplications(): Promise<void> {
     PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
     WEBHOOK_HASH_SECRET: 'bench-webhook-hash-secret-0123456789abcdef',
     PORT: String(apiPort),
+    INTERNAL_PORT: String(internalPort),
+    MERCHANT_API_KEYS: `bench:${apiKey}`,
+    // The sandbox sends no account webhook in this bench.
+    WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
     LOG_LEVEL: 'warn',
   };
   const worker = spawnEntry('dist/worker.js', childEnv);
@@ -57,15 +62,15 @@ export async function benchOpenApplications(): Promise<void> {
   const rssSamples: number[] = [];
   const sampler = setInterval(() => rssSamples.push(rssMiB(worker.pid!)), 1_000);
   try {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${apiPort}/readyz`)).ok, 60_000);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${internalPort}/readyz`)).ok, 60_000);
 
     // --- Creation through the facade, as merchants do.
     const statuses = new Map<number, number>();
     const t0 = performance.now();
     const latencies = await runPool(count, 16, async (i) => {
-      const res = await fetch(`http://127.0.0.1:${apiPort}/applications`, {
+      const res = await fetch(`http://127.0.0.1:${internalPort}/applications`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
         body: JSON.stringify({
           merchantReference: `open-${i}-${childEnv.TASK_QUEUE}`,
           redirectUrl: 'https://shop.example/r',

@@ -221,6 +221,7 @@ function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
 async function startApiProcess(options: { temporalAddress: string; taskQueue: string }): Promise<ChildStats> {
   const entry = join(__dirname, '..', 'src', 'api', 'server.js');
   const port = await freePort();
+  const internalPort = await freePort();
   const profDir = process.env.RECEIVER_BENCH_CPU_PROF;
   const log = process.env.RECEIVER_BENCH_API_LOG;
   const child: ChildProcess = spawn(
@@ -235,6 +236,7 @@ async function startApiProcess(options: { temporalAddress: string; taskQueue: st
         TEMPORAL_NAMESPACE: 'default',
         TASK_QUEUE: options.taskQueue,
         PORT: String(port),
+        INTERNAL_PORT: String(internalPort),
         WEBHOOK_HASH_SECRET: HASH_SECRET,
       },
       // Log lines are written (their cost is the API's) and discarded; stderr is kept for a failed start.

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
 import { createLogger, installTemporalLogging, type Logger } from './logging';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
@@ -26,10 +26,14 @@ const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableErr
  * naming each variable, logging through pino with the Temporal runtime routed into it, and a graceful
  * shutdown on SIGINT/SIGTERM (a second signal forces the exit).
  */
-export function runEntry(name: string, start: (ctx: EntryContext) => Promise<void>): void {
+export function runEntry(
+  name: string,
+  start: (ctx: EntryContext) => Promise<void>,
+  options: { role?: ConfigRole } = {},
+): void {
   let config: Config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, { role: options.role });
   } catch (err) {
     process.stderr.write(`${name}: ${(err as Error).message}\n`);
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG

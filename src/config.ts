@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { generateApiKey, parseMerchantApiKeys, type MerchantApiKey } from './security/api-keys';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
 import {
   CALLBACK_ALLOWED_ORIGINS,
@@ -15,8 +16,10 @@ import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/cal
  * Two shapes:
  * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
  *   development default, so `npm start` works with nothing configured;
- * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL and
- *   WEBHOOK_HASH_SECRET are required, and no development default is used.
+ * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL,
+ *   WEBHOOK_HASH_SECRET, MERCHANT_API_KEYS and WEBHOOK_SECURITY_HEADER (unless WEBHOOK_SECURITY_HEADER_WAIVED=true)
+ *   are required, and no development default is used.
+ * No message ever echoes the value of a secret (MERCHANT_API_KEYS, WEBHOOK_HASH_SECRET*, BANK_CLIENT_SECRET).
  *
  * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
  * with a real bank; CALLBACK_SIGNING_SECRETS unset signs with a development secret on the embedded stack and is
@@ -96,127 +99,188 @@ const DEFAULT_MAX_POLLERS = 10;
 /** Bank status reads per second across every worker (Temporal's task-queue rate limit on the bank-reads queue). */
 export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
 
-const EnvSchema = z
-  .object({
-    NODE_ENV: optionalString,
-    LOG_LEVEL: z.preprocess(
-      emptyToUndefined,
-      z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-    ),
-    PORT: port(3000),
+/**
+ * Which process reads the configuration: `all` (npm start: listeners and worker), `api` (npm run api: the two
+ * listeners) or `worker` (npm run worker). A worker serves no HTTP: with a real bank it is not required to hold the
+ * merchant API keys nor the account webhooks' security header (least privilege), everything else is the same.
+ */
+export type ConfigRole = 'all' | 'api' | 'worker';
 
-    // Temporal: unset address → the embedded dev server. The connection itself (API key, TLS) is read by
-    // @temporalio/envconfig from the same environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*).
-    TEMPORAL_ADDRESS: z.preprocess(
-      emptyToUndefined,
-      z
+const envSchema = (role: ConfigRole) =>
+  z
+    .object({
+      NODE_ENV: optionalString,
+      LOG_LEVEL: z.preprocess(
+        emptyToUndefined,
+        z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+      ),
+      /** The public listener (the bank's webhooks, /healthz). */
+      PORT: port(3000),
+      /** The internal listener (merchant facade, /readyz, /metrics, codec). */
+      INTERNAL_PORT: port(3001),
+      /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
+      MERCHANT_API_KEYS: optionalString,
+
+      // Temporal: unset address → the embedded dev server. The connection itself (API key, TLS) is read by
+      // @temporalio/envconfig from the same environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*).
+      TEMPORAL_ADDRESS: z.preprocess(
+        emptyToUndefined,
+        z
+          .string()
+          .regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
+          .optional(),
+      ),
+      TEMPORAL_NAMESPACE: z.preprocess(emptyToUndefined, z.string().min(1).default('default')),
+      TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
+      TEMPORAL_UI_PORT: port(8233),
+      TEMPORAL_DEV_SERVER_PORT: port(7233),
+      TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
+
+      // The bank: unset base URL → the embedded bank sandbox.
+      BANK_AUTH_URL: optionalUrl,
+      BANK_BASE_URL: optionalUrl,
+      BANK_CLIENT_ID: optionalString,
+      BANK_CLIENT_SECRET: optionalString,
+      SANDBOX_PORT: port(4010),
+      /** Ceiling on bank status reads per second across ALL workers (server-side, per task queue). */
+      BANK_MAX_READS_PER_SECOND: z.preprocess(
+        emptyToUndefined,
+        z.coerce
+          .number({ error: 'must be a number of reads per second' })
+          .positive('must be greater than 0')
+          .max(100_000, 'must be at most 100000')
+          .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
+      ),
+
+      // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
+      // (every workflow task replays its history): for debugging only.
+      WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: count(2, DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS),
+      WORKER_MAX_CONCURRENT_ACTIVITIES: count(1, DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+      // Unset: min(10, the matching slots), as the SDK does. Core refuses fewer than 2 workflow pollers with a cache.
+      WORKER_MAX_WORKFLOW_POLLERS: optionalCount(2),
+      WORKER_MAX_ACTIVITY_POLLERS: optionalCount(1),
+
+      // Webhooks.
+      PUBLIC_BASE_URL: optionalUrl,
+      WEBHOOK_HASH_SECRET: z.preprocess(
+        emptyToUndefined,
+        z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
+      ),
+      /** The secret before the last rotation: its hashes still verify (applications created before it). */
+      WEBHOOK_HASH_SECRET_PREVIOUS: z.preprocess(
+        emptyToUndefined,
+        z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
+      ),
+      WEBHOOK_SECURITY_HEADER: z
         .string()
-        .regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
-        .optional(),
-    ),
-    TEMPORAL_NAMESPACE: z.preprocess(emptyToUndefined, z.string().min(1).default('default')),
-    TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
-    TEMPORAL_UI_PORT: port(8233),
-    TEMPORAL_DEV_SERVER_PORT: port(7233),
-    TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
+        .regex(WEBHOOK_SECURITY_HEADER_PATTERN, 'must match [ a-zA-Z0-9=+/]* (the bank accepts nothing else)')
+        .default(''),
+      /** `true`: run with a real bank whose account webhooks carry no security header (a decision, written down). */
+      WEBHOOK_SECURITY_HEADER_WAIVED: z.preprocess(
+        emptyToUndefined,
+        z
+          .enum(['true', 'false'], { error: 'must be true or false' })
+          .default('false')
+          .transform((v) => v === 'true'),
+      ),
+      /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
+      TRANSACTIONS_CALLBACK_URL: optionalUrl,
 
-    // The bank: unset base URL → the embedded bank sandbox.
-    BANK_AUTH_URL: optionalUrl,
-    BANK_BASE_URL: optionalUrl,
-    BANK_CLIENT_ID: optionalString,
-    BANK_CLIENT_SECRET: optionalString,
-    SANDBOX_PORT: port(4010),
-    /** Ceiling on bank status reads per second across ALL workers (server-side, per task queue). */
-    BANK_MAX_READS_PER_SECOND: z.preprocess(
-      emptyToUndefined,
-      z.coerce
-        .number({ error: 'must be a number of reads per second' })
-        .positive('must be greater than 0')
-        .max(100_000, 'must be at most 100000')
-        .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
-    ),
+      // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
+      CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
+      CALLBACK_SIGNING_SECRETS: signingSecrets,
+    })
+    .superRefine((env, ctx) => {
+      callbackIssues(env, ctx);
+      // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
+      if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WORKER_MAX_CACHED_WORKFLOWS'],
+          message: 'must be 0 (no cache) or at least 2',
+        });
+      if (
+        env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
+        env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
+          message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
+        });
+      if (
+        env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
+        env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WORKER_MAX_WORKFLOW_POLLERS'],
+          message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
+        });
+      if (
+        env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
+        env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WORKER_MAX_ACTIVITY_POLLERS'],
+          message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
+        });
 
-    // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
-    // (every workflow task replays its history): for debugging only.
-    WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
-    WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: count(2, DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS),
-    WORKER_MAX_CONCURRENT_ACTIVITIES: count(1, DEFAULT_MAX_CONCURRENT_ACTIVITIES),
-    // Unset: min(10, the matching slots), as the SDK does. Core refuses fewer than 2 workflow pollers with a cache.
-    WORKER_MAX_WORKFLOW_POLLERS: optionalCount(2),
-    WORKER_MAX_ACTIVITY_POLLERS: optionalCount(1),
+      if (env.PORT !== 0 && env.PORT === env.INTERNAL_PORT)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['INTERNAL_PORT'],
+          message: `must differ from PORT (${env.PORT}): the bank reaches only the public listener`,
+        });
+      if (env.MERCHANT_API_KEYS !== undefined) {
+        for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
+          ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
+      }
+      if (
+        env.WEBHOOK_HASH_SECRET_PREVIOUS !== undefined &&
+        env.WEBHOOK_HASH_SECRET_PREVIOUS === env.WEBHOOK_HASH_SECRET
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WEBHOOK_HASH_SECRET_PREVIOUS'],
+          message: 'must differ from WEBHOOK_HASH_SECRET (it is the secret before the rotation)',
+        });
+      if (env.WEBHOOK_SECURITY_HEADER_WAIVED && env.WEBHOOK_SECURITY_HEADER.trim() !== '')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WEBHOOK_SECURITY_HEADER_WAIVED'],
+          message: 'must not be true while WEBHOOK_SECURITY_HEADER is set (the header is checked): remove one',
+        });
 
-    // Webhooks.
-    PUBLIC_BASE_URL: optionalUrl,
-    WEBHOOK_HASH_SECRET: z.preprocess(
-      emptyToUndefined,
-      z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
-    ),
-    WEBHOOK_SECURITY_HEADER: z
-      .string()
-      .regex(WEBHOOK_SECURITY_HEADER_PATTERN, 'must match [ a-zA-Z0-9=+/]* (the bank accepts nothing else)')
-      .default(''),
-    /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
-    TRANSACTIONS_CALLBACK_URL: optionalUrl,
+      if (!env.BANK_BASE_URL) {
+        if (env.BANK_AUTH_URL)
+          ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
+        return;
+      }
+      // Talking to a real bank: no development defaults.
+      for (const key of [
+        'BANK_AUTH_URL',
+        'BANK_CLIENT_ID',
+        'BANK_CLIENT_SECRET',
+        'PUBLIC_BASE_URL',
+        'WEBHOOK_HASH_SECRET',
+        ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS'] as const)),
+      ] as const) {
+        if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
+      }
+      if (role !== 'worker' && env.WEBHOOK_SECURITY_HEADER.trim() === '' && !env.WEBHOOK_SECURITY_HEADER_WAIVED)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WEBHOOK_SECURITY_HEADER'],
+          message:
+            "is required when BANK_BASE_URL is set (set the same value as the bank's Webhook Security Header), " +
+            'or set WEBHOOK_SECURITY_HEADER_WAIVED=true to accept account webhooks without one',
+        });
+    });
 
-    // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
-    CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
-    CALLBACK_SIGNING_SECRETS: signingSecrets,
-  })
-  .superRefine((env, ctx) => {
-    callbackIssues(env, ctx);
-    // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
-    if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_CACHED_WORKFLOWS'],
-        message: 'must be 0 (no cache) or at least 2',
-      });
-    if (
-      env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
-      env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
-        message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
-      });
-    if (
-      env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
-      env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_WORKFLOW_POLLERS'],
-        message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
-      });
-    if (
-      env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
-      env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_ACTIVITY_POLLERS'],
-        message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
-      });
-
-    if (!env.BANK_BASE_URL) {
-      if (env.BANK_AUTH_URL)
-        ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
-      return;
-    }
-    // Talking to a real bank: no development defaults.
-    for (const key of [
-      'BANK_AUTH_URL',
-      'BANK_CLIENT_ID',
-      'BANK_CLIENT_SECRET',
-      'PUBLIC_BASE_URL',
-      'WEBHOOK_HASH_SECRET',
-    ] as const) {
-      if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
-    }
-  });
-
-export type Env = z.infer<typeof EnvSchema>;
+export type Env = z.infer<ReturnType<typeof envSchema>>;
 
 /** The allow-list in force: the configured origins; unset, loopback on the embedded stack and nothing otherwise. */
 function callbackAllowList(origins: string[] | undefined, embedded: boolean): CallbackAllowList {
@@ -271,7 +335,12 @@ export interface WorkerTuning {
 export interface Config {
   nodeEnv: string;
   logLevel: Env['LOG_LEVEL'];
+  /** The public listener's port (PORT): the bank's webhooks and /healthz. */
   port: number;
+  /** The internal listener's port (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
+  internalPort: number;
+  /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
+  merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   temporal: {
     /** Undefined: start the embedded dev server. */
     address?: string;
@@ -291,11 +360,7 @@ export interface Config {
     maxReadsPerSecond: number;
   };
   worker: WorkerTuning;
-  webhooks: {
-    publicBaseUrl: string;
-    hashSecret: string;
-    securityHeader: string;
-  };
+  webhooks: WebhookSettings;
   transactionsCallbackUrl?: string;
   /** Merchant callbacks (src/security/callback-url.ts, src/security/callback-signature.ts). */
   callbacks: {
@@ -310,6 +375,20 @@ export interface Config {
   env: Record<string, string | undefined>;
 }
 
+/** What the receiver checks webhooks with. */
+export interface WebhookSettings {
+  publicBaseUrl: string;
+  /** Keys the hash of new applications' webhookUrl, and verifies it. */
+  hashSecret: string;
+  /** WEBHOOK_HASH_SECRET_PREVIOUS: still verifies hashes after a rotation; undefined when none. */
+  previousHashSecret?: string;
+  /** Expected Authorization of account webhooks; empty: none expected (embedded, or waived with a real bank). */
+  securityHeader: string;
+}
+
+/** The development key's name when MERCHANT_API_KEYS is unset on the embedded stack. */
+export const DEV_API_KEY_NAME = 'dev';
+
 export class ConfigError extends Error {
   constructor(readonly issues: { variable: string; message: string }[]) {
     super(
@@ -320,8 +399,11 @@ export class ConfigError extends Error {
   }
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  options: { role?: ConfigRole } = {},
+): Config {
+  const parsed = envSchema(options.role ?? 'all').safeParse(env);
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => ({
@@ -332,10 +414,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = parsed.data;
   const embeddedBank = !e.BANK_BASE_URL;
+  // Unset keys only on the embedded stack (the schema requires them with a real bank): one made for this run.
+  const merchantApiKeys =
+    e.MERCHANT_API_KEYS === undefined
+      ? { keys: [{ name: DEV_API_KEY_NAME, key: generateApiKey() }], generated: true }
+      : { keys: parseMerchantApiKeys(e.MERCHANT_API_KEYS).keys, generated: false };
   return {
     nodeEnv: e.NODE_ENV ?? 'development',
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
+    internalPort: e.INTERNAL_PORT,
+    merchantApiKeys,
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -363,6 +452,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooks: {
       publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,
       hashSecret: e.WEBHOOK_HASH_SECRET ?? DEV_DEFAULTS.WEBHOOK_HASH_SECRET,
+      previousHashSecret: e.WEBHOOK_HASH_SECRET_PREVIOUS,
       securityHeader: e.WEBHOOK_SECURITY_HEADER,
     },
     transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,

@@ -1,32 +1,30 @@
 import pino, { type Logger as PinoLogger } from 'pino';
 import { Runtime, type LogLevel, type LogMetadata, type Logger as TemporalLogger } from '@temporalio/worker';
+import { loggablePath, REDACT_PATHS } from './security/redaction';
 
 export type Logger = PinoLogger;
 
 /**
- * Secrets never reach a log line: pino redacts these paths wherever a caller passes them by mistake.
- * Tokens are also kept out of error messages at their source (src/activities/bank).
+ * Secrets never reach a log line: pino redacts known secret fields and credential headers wherever a caller passes
+ * them by mistake (src/security/redaction.ts), and every `path` field goes through loggablePath (a finance
+ * webhook's hash replaced). Tokens are also kept out of error messages at their source (src/activities/bank);
+ * merchant API keys are never logged, only the name of the key that was used.
  */
-const REDACT = [
-  'token',
-  'accessToken',
-  'access_token',
-  'clientSecret',
-  'client_secret',
-  'authorization',
-  'headers.authorization',
-  'req.headers.authorization',
-  '*.token',
-  '*.accessToken',
-  '*.clientSecret',
-  '*.authorization',
-];
+const SERIALIZERS = {
+  err: pino.stdSerializers.err,
+  path: (value: unknown) => (typeof value === 'string' ? loggablePath(value) : value),
+};
 
 export function createLogger(
   options: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
 ): Logger {
   return pino(
-    { level: options.level ?? 'info', name: options.name, redact: { paths: REDACT, censor: '[redacted]' } },
+    {
+      level: options.level ?? 'info',
+      name: options.name,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: SERIALIZERS,
+    },
     options.destination,
   );
 }

@@ -1,6 +1,5 @@
 import { runEntry, StartupError } from './bootstrap';
-import { boundPort, closeServer, listen } from './api/http-server';
-import { createAppFromConfig } from './api/server';
+import { generatedKeyNotice, startListeners } from './api/server';
 import { startSandbox } from './sandbox';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
@@ -41,11 +40,8 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
   const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
   onShutdown(() => nativeConnection.close());
 
-  // The app first: the embedded sandbox needs its address for the account Webhook Endpoint.
-  const app = createAppFromConfig({ config, client, connection, logger });
-  const server = await listen(app, config.port);
-  onShutdown(() => closeServer(server));
-  const apiUrl = `http://localhost:${boundPort(server)}`;
+  // The listeners first: the embedded sandbox needs the public one's address for the account Webhook Endpoint.
+  const { publicUrl, internalUrl } = await startListeners({ config, client, connection, logger, onShutdown });
 
   let bank: BankEndpoints;
   let sandboxUrl: string | undefined;
@@ -79,10 +75,13 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     await shutdown(1);
   });
 
+  const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
+  const notice = generatedKeyNotice(config);
   const lines = [
     '',
     'Pay-later integration is running:',
-    `  API and webhook receiver  ${apiUrl}   (readiness: ${apiUrl}/readyz)`,
+    `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
+    `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
     uiUrl
       ? `  Temporal Web UI           ${uiUrl}`
       : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
@@ -94,10 +93,14 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     ...(config.callbacks.developmentSecret
       ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
       : []),
+    ...(notice
+      ? [notice]
+      : [`  Merchant API keys         ${config.merchantApiKeys.keys.map((k) => k.name).join(', ')}`]),
     'Try:',
-    `  curl -s -X POST ${apiUrl}/applications -H 'content-type: application/json' \\`,
+    `  curl -s -X POST ${internalUrl}/applications -H 'content-type: application/json' \\`,
+    `       -H 'authorization: Bearer ${key}' \\`,
     `       -d '{"merchantReference":"order-1001","redirectUrl":"https://shop.example/return"}'`,
-    `  curl -s ${apiUrl}/applications/order-1001`,
+    `  curl -s ${internalUrl}/applications/order-1001 -H 'authorization: Bearer ${key}'`,
     'Ctrl-C stops everything.',
     '',
   ];

@@ -240,34 +240,38 @@ export async function startWorker(options: {
 
 /** `npm run worker`: a worker process alone, for production (stateless; scale out). */
 if (require.main === module) {
-  runEntry('worker', async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
-    if (!config.temporal.address) {
-      throw new StartupError(
-        'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
+  runEntry(
+    'worker',
+    async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
+      if (!config.temporal.address) {
+        throw new StartupError(
+          'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
+        );
+      }
+      if (!config.bank.authUrl || !config.bank.baseUrl) {
+        throw new StartupError('BANK_BASE_URL and BANK_AUTH_URL are required for `npm run worker`');
+      }
+      // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
+      const workflowBundle = prebuiltWorkflowBundle(logger);
+      // Start in any order: an unreachable Temporal is waited for (logged), a wrong namespace fails at once.
+      const connection = await connectWorker(
+        { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
+        { logger, signal: stopSignal },
       );
-    }
-    if (!config.bank.authUrl || !config.bank.baseUrl) {
-      throw new StartupError('BANK_BASE_URL and BANK_AUTH_URL are required for `npm run worker`');
-    }
-    // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
-    const workflowBundle = prebuiltWorkflowBundle(logger);
-    // Start in any order: an unreachable Temporal is waited for (logged), a wrong namespace fails at once.
-    const connection = await connectWorker(
-      { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
-      { logger, signal: stopSignal },
-    );
-    onShutdown(() => connection.close());
-    const running = await startWorker({
-      config,
-      logger,
-      connection,
-      bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
-      workflowBundle,
-    });
-    onShutdown(() => running.stop());
-    running.done.catch(async (err: unknown) => {
-      logger.fatal({ err }, 'worker failed');
-      await shutdown(1);
-    });
-  });
+      onShutdown(() => connection.close());
+      const running = await startWorker({
+        config,
+        logger,
+        connection,
+        bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
+        workflowBundle,
+      });
+      onShutdown(() => running.stop());
+      running.done.catch(async (err: unknown) => {
+        logger.fatal({ err }, 'worker failed');
+        await shutdown(1);
+      });
+    },
+    { role: 'worker' },
+  );
 }

@@ -1,25 +1,35 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
+import type { WebhookSettings } from '../config';
 import type { Logger } from '../logging';
 import type { CallbackAllowList } from '../security/callback-url';
+import { loggablePath } from '../security/redaction';
+import type { MerchantApiKey } from '../security/api-keys';
+import { authenticate } from './authenticate';
 import { errorHandler, HttpError } from './errors';
 import type { Metrics } from './metrics';
-import { healthRoutes } from './routes/health';
+import { livenessRoutes, operatorRoutes } from './routes/health';
 import { financeApplicationWebhookRoutes } from './routes/finance-application-webhooks';
 import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 
+export { authenticate } from './authenticate';
+
 export interface AppDeps {
   /** Temporal client: every route is one call through it. */
   client: Client;
   taskQueue: string;
-  webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
+  /** Read per request (a getter may swap them: a rotation in tests). */
+  webhooks: WebhookSettings;
+  /** The merchant facade's API keys (MERCHANT_API_KEYS); read per request. */
+  merchantApiKeys: readonly MerchantApiKey[];
   /** Where transactionEvent workflows deliver changed accounts (TRANSACTIONS_CALLBACK_URL); optional. */
   transactionsCallbackUrl?: string;
   /** Origins a merchant's `callbackUrl` may use (CALLBACK_ALLOWED_ORIGINS); absent: none. */
   callbackAllowList?: CallbackAllowList;
   logger: Logger;
+  /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;
   /**
    * How long a merchant's start call (POST /applications, POST /consents/:id/refresh) may wait for the bank's
@@ -30,14 +40,25 @@ export interface AppDeps {
   checkTemporal(): Promise<void>;
 }
 
-/** Builds the one Express app: receiver, merchant facade and health. Holds no state of its own. */
-export function createApp(deps: AppDeps): Express {
+export interface InternalAppOptions {
+  /**
+   * More routers on the internal listener (the codec endpoint), mounted in order after /healthz, /readyz and
+   * /metrics and before the merchant facade. Each brings its own paths and its own authentication: put
+   * `authenticate(deps)` (exported here) in front of whatever needs a key. A function is given the app's deps
+   * (keys, metrics, logger, client), for callers that do not build the deps themselves (startListeners).
+   */
+  extraRouters?: RequestHandler[] | ((deps: AppDeps) => RequestHandler[]);
+}
+
+type Listener = 'public' | 'internal';
+
+/** What both listeners share, before their routes: Express settings and the request metric. */
+function baseApp(deps: Pick<AppDeps, 'metrics'>, listener: Listener): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-
   app.use((req, res, next) => {
-    const end = deps.metrics.httpRequests.startTimer({ method: req.method });
+    const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
     res.on('finish', () => {
       // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
       const route = (req.route as { path?: string } | undefined)?.path;
@@ -45,15 +66,43 @@ export function createApp(deps: AppDeps): Express {
     });
     next();
   });
+  return app;
+}
 
-  // The bank's webhooks first: they are the hot path, and no other route matches their paths.
-  app.use(financeApplicationWebhookRoutes(deps));
-  app.use(accountWebhookRoutes(deps));
-  app.use(healthRoutes(deps));
-  app.use(consentRefreshRoutes(deps));
-  app.use(financeApplicationRoutes(deps));
-
-  app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
+/** What both listeners share, after their routes: a JSON 404 and the one error middleware. */
+function finish(app: Express, deps: Pick<AppDeps, 'logger'>): Express {
+  app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${loggablePath(req.path)}`)));
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/**
+ * The public listener (PORT), the only one the bank reaches: the webhook receiver (`/webhooks/*`) and liveness
+ * (`/healthz`). Every other path, the merchant facade's included, is a 404. Holds no state of its own.
+ */
+export function createPublicApp(deps: AppDeps): Express {
+  const app = baseApp(deps, 'public');
+  // The bank's webhooks first: they are the hot path.
+  app.use(financeApplicationWebhookRoutes(deps));
+  app.use(accountWebhookRoutes(deps));
+  app.use(livenessRoutes());
+  return finish(app, deps);
+}
+
+/**
+ * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
+ * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`), and, open, `/readyz`
+ * and `/metrics` (probes and scrapers cannot send a key; the listener itself is the boundary) and `/healthz`.
+ */
+export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
+  const app = baseApp(deps, 'internal');
+  app.use(livenessRoutes());
+  app.use(operatorRoutes(deps));
+  const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
+  for (const router of extra ?? []) app.use(router);
+  // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.
+  app.use(['/applications', '/consents'], authenticate(deps));
+  app.use(consentRefreshRoutes(deps));
+  app.use(financeApplicationRoutes(deps));
+  return finish(app, deps);
 }

@@ -2,6 +2,9 @@ import type { ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { isGrpcServiceError } from '@temporalio/client';
 import type { Logger } from '../logging';
+import { loggablePath } from '../security/redaction';
+
+export { loggablePath };
 
 /** An error with the HTTP status and message the client should see. */
 export class HttpError extends Error {
@@ -11,6 +14,8 @@ export class HttpError extends Error {
     readonly details?: unknown,
     /** Seconds for a Retry-After header. */
     readonly retryAfterSeconds?: number,
+    /** Other headers of the answer (WWW-Authenticate…). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = 'HttpError';
@@ -72,45 +77,72 @@ function hasGrpcCode(err: unknown, code: number): boolean {
   return false;
 }
 
+/**
+ * Client errors raised by Express's own parts, with the answer each gets: body-parser (express.json on the
+ * facade) and the router (a path parameter that is not valid percent-encoding). Their messages may quote the
+ * raw input, so a fixed message is sent and logged instead.
+ */
+const LIBRARY_CLIENT_ERRORS: Record<string, [number, string]> = {
+  'entity.too.large': [413, 'Request body too large'],
+  'entity.parse.failed': [400, 'Malformed JSON body'],
+  'entity.verify.failed': [400, 'Malformed JSON body'],
+  'request.aborted': [400, 'Request aborted'],
+  'request.size.invalid': [400, 'Request body size does not match Content-Length'],
+  'parameters.too.many': [413, 'Too many parameters'],
+  'charset.unsupported': [415, 'Unsupported charset: send UTF-8 JSON'],
+  'encoding.unsupported': [415, 'Unsupported Content-Encoding'],
+};
+
+/** An error from a library that carries an HTTP status of the client's making (http-errors' shape). */
+function libraryClientError(err: unknown): [number, string] | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { type, status, statusCode } = err as { type?: unknown; status?: unknown; statusCode?: unknown };
+  if (typeof type === 'string' && type in LIBRARY_CLIENT_ERRORS) return LIBRARY_CLIENT_ERRORS[type];
+  const code = typeof status === 'number' ? status : typeof statusCode === 'number' ? statusCode : undefined;
+  if (code === undefined || code < 400 || code > 499) return undefined;
+  // The router's decode failure: `Failed to decode param '…'` (URIError, status 400).
+  if (code === 400) return [400, 'Malformed URL: invalid percent-encoding in a path parameter'];
+  return [code, httpErrorName(code).replace(/_/g, ' ')];
+}
+
 /** The one error middleware: every error becomes a JSON body `{ error, message }` with the right status. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     let status = 500;
     let message = 'Internal error';
     let details: unknown;
-    const bodyParserType = (err as { type?: string })?.type;
+    const libraryError = libraryClientError(err);
     if (err instanceof HttpError) {
       status = err.status;
       message = err.message;
       details = err.details;
       if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+      for (const [name, value] of Object.entries(err.headers ?? {})) res.setHeader(name, value);
     } else if (err instanceof z.ZodError) {
       status = 400;
       message = 'Invalid request';
       details = err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-    } else if (bodyParserType === 'entity.too.large') {
-      status = 413;
-      message = 'Request body too large';
-    } else if (bodyParserType === 'entity.parse.failed' || bodyParserType === 'encoding.unsupported') {
-      status = 400;
-      message = 'Malformed JSON body';
+    } else if (libraryError) {
+      [status, message] = libraryError;
     } else if (isTemporalUnavailable(err)) {
       status = 503;
       message = 'Temporal is unavailable; retry later';
       res.setHeader('Retry-After', '5');
     }
+    // req.path, not the URL: the query (where `?hash=` travels) is never logged.
+    const path = loggablePath(req.path);
     if (status === 503) {
       // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
-      logger.warn({ method: req.method, path: loggablePath(req.path), status, cause: causeOf(err) }, message);
-    } else if (status >= 500) logger.error({ err, method: req.method, path: loggablePath(req.path) }, message);
-    else logger.info({ method: req.method, path: loggablePath(req.path), status, message }, 'request rejected');
+      logger.warn({ method: req.method, path, status, cause: causeOf(err) }, message);
+    } else if (status >= 500) logger.error({ err, method: req.method, path }, message);
+    else logger.info({ method: req.method, path, status, message }, 'request rejected');
+    if (res.headersSent) {
+      // An answer already on its way cannot be replaced: end it (the client sees a cut answer, not a hang).
+      res.destroy();
+      return;
+    }
     res.status(status).json({ error: httpErrorName(status), message, ...(details ? { details } : {}) });
   };
-}
-
-/** A request path for logs: a finance webhook's hash (a credential for that reference) is replaced. */
-export function loggablePath(path: string): string {
-  return path.replace(/^(\/webhooks\/finance-applications\/[^/]+)\/[^/]+$/, '$1/:hash');
 }
 
 function httpErrorName(status: number): string {
@@ -118,9 +150,11 @@ function httpErrorName(status: number): string {
     400: 'bad_request',
     401: 'unauthorized',
     404: 'not_found',
+    405: 'method_not_allowed',
     409: 'conflict',
     413: 'payload_too_large',
     415: 'unsupported_media_type',
+    431: 'request_header_fields_too_large',
     422: 'unprocessable_entity',
     502: 'bad_gateway',
     503: 'unavailable',

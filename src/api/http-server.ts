@@ -1,13 +1,16 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 
-/** Listens and resolves once bound (port 0 picks a free port; see server.address()). */
-export function listen(app: Express, port: number, host?: string): Promise<Server> {
+/**
+ * Listens and resolves once bound (port 0 picks a free port; see server.address()). `variable` names the setting
+ * to change when the port is taken.
+ */
+export function listen(app: Express, port: number, host?: string, variable = 'PORT'): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host ?? '0.0.0.0');
     server.once('listening', () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} is already in use (set PORT)`) : err),
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} is already in use (set ${variable})`) : err),
     );
     // Slow-loris guard; the bank's webhook bodies are tiny.
     server.headersTimeout = 15_000;

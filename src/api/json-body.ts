@@ -12,7 +12,10 @@ import { HttpError } from './errors';
 
 /** `application/json` or `application/<something>+json`, parameters ignored (what `req.is()` accepted). */
 export function hasJsonContentType(req: IncomingMessage, plusJson = true): boolean {
-  const header = req.headers['content-type'];
+  return isJsonMediaType(req.headers['content-type'], plusJson);
+}
+
+function isJsonMediaType(header: string | undefined, plusJson = true): boolean {
   if (!header) return false;
   const semi = header.indexOf(';');
   const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
@@ -20,7 +23,33 @@ export function hasJsonContentType(req: IncomingMessage, plusJson = true): boole
   return plusJson && type.startsWith('application/') && type.endsWith('+json') && !type.includes('/', 12);
 }
 
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+/**
+ * Why a Content-Type is not one the receivers read, or undefined when it is: a JSON media type (see
+ * hasJsonContentType) with any parameters, and if a charset is named, UTF-8 (JSON is UTF-8: RFC 8259).
+ */
+export function jsonContentTypeProblem(header: string | undefined): string | undefined {
+  if (!isJsonMediaType(header)) return 'Content-Type must be application/json';
+  return charsetProblem(header);
+}
+
+/** A charset parameter other than UTF-8 (any case, quoted or not, named once or more), or undefined. */
+function charsetProblem(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  for (const param of header.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq === -1 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const charset = param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+    if (charset !== 'utf-8' && charset !== 'utf8') {
+      const shown = charset.length > 32 ? `${charset.slice(0, 32)}…` : charset;
+      return `Unsupported charset "${shown}": send UTF-8 JSON`;
+    }
+  }
+  return undefined;
+}
 
 export class BodyTooLargeError extends HttpError {
   constructor() {
@@ -30,10 +59,10 @@ export class BodyTooLargeError extends HttpError {
 
 /** Reads the whole body (at most `limitBytes` once decoded) and parses it as JSON. */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
-  const charset = CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
-  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+  const unsupported = charsetProblem(req.headers['content-type']);
+  if (unsupported) {
     await drain(req);
-    throw new HttpError(415, `Unsupported charset "${charset}": send UTF-8 JSON`);
+    throw new HttpError(415, unsupported);
   }
   const declared = Number(req.headers['content-length']);
   if (declared > limitBytes) {
@@ -64,7 +93,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 function decoded(req: IncomingMessage): Readable | undefined {
-  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  const encoding = (req.headers['content-encoding']?.trim() || 'identity').toLowerCase();
   switch (encoding) {
     case 'identity':
       return req;
@@ -114,7 +143,15 @@ function readBounded(source: Readable, req: IncomingMessage, limitBytes: number)
     };
     source.on('data', onData);
     source.once('end', () => settle());
-    source.once('error', (err) => (tooLarge ? undefined : settle(err)));
+    source.once('error', (err) => {
+      if (tooLarge) return;
+      if (source === req) return settle(err);
+      // Undecodable (not gzip, deflate or br after all): the rest of the body is still on the socket. Read it off
+      // before answering, or a kept-alive connection would carry it into the next request (and be reset).
+      source.off('data', onData);
+      req.unpipe();
+      void drain(req).then(() => settle(err));
+    });
     if (source !== req) req.once('error', (err) => settle(err));
     req.once('close', () => {
       if (!req.complete) settle(new HttpError(400, 'Request aborted'));

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Prometheus metrics of the HTTP app; one registry per app instance (no global registry). */
+/** Prometheus metrics of the HTTP apps (both listeners share one registry, served on the internal one); no global registry. */
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -8,8 +8,8 @@ export function createMetrics() {
     registry,
     httpRequests: new Histogram({
       name: 'http_request_duration_seconds',
-      help: 'HTTP request duration by route and status',
-      labelNames: ['method', 'route', 'status'] as const,
+      help: 'HTTP request duration by listener, route and status',
+      labelNames: ['listener', 'method', 'route', 'status'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
@@ -18,6 +18,13 @@ export function createMetrics() {
       name: 'bank_webhooks_total',
       help: 'Bank webhooks received, by kind and outcome',
       labelNames: ['kind', 'outcome'] as const,
+      registers: [registry],
+    }),
+    /** Merchant facade authentication, by the key's NAME (never the key) and outcome (accepted, missing, wrong). */
+    merchantAuth: new Counter({
+      name: 'merchant_api_requests_total',
+      help: 'Requests to API-key routes, by merchant key name and authentication outcome',
+      labelNames: ['merchant', 'outcome'] as const,
       registers: [registry],
     }),
   };

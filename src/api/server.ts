@@ -1,52 +1,112 @@
 import type { Client, Connection } from '@temporalio/client';
-import { runEntry } from '../bootstrap';
+import { runEntry, StartupError } from '../bootstrap';
 import type { Config } from '../config';
 import type { Logger } from '../logging';
 import { checkTemporal, openClient } from '../temporal/connection';
-import { StartupError } from '../bootstrap';
-import { createApp } from './app';
+import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
 import { boundPort, closeServer, listen } from './http-server';
 import { createMetrics } from './metrics';
 
-/** The app wired from configuration: used by `npm run api` and by `npm start`. */
-export function createAppFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
+/** The apps' dependencies wired from configuration: used by `npm run api` and by `npm start`. */
+export function appDepsFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
   const { config } = deps;
-  return createApp({
+  return {
     client: deps.client,
     taskQueue: config.temporal.taskQueue,
     webhooks: config.webhooks,
+    merchantApiKeys: config.merchantApiKeys.keys,
     transactionsCallbackUrl: config.transactionsCallbackUrl,
     callbackAllowList: config.callbacks.allowList,
     logger: deps.logger,
     metrics: createMetrics(),
     checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),
-  });
+  } satisfies AppDeps;
+}
+
+export interface RunningListeners {
+  /** The public listener (PORT): the bank's webhooks and /healthz. */
+  publicUrl: string;
+  /** The internal listener (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
+  internalUrl: string;
 }
 
 /**
- * `npm run api`: the Express app alone (receiver + merchant facade), for production where the worker runs
- * in its own processes. Stateless: scale it out behind a load balancer.
+ * Both listeners, from configuration, each closed on shutdown: the public app on PORT and the internal app on
+ * INTERNAL_PORT (with `options.extraRouters`, e.g. the codec endpoint). Used by `npm run api` and `npm start`.
+ */
+export async function startListeners(
+  ctx: {
+    config: Config;
+    client: Client;
+    connection: Connection;
+    logger: Logger;
+    onShutdown: (step: () => Promise<void> | void) => void;
+  },
+  options: InternalAppOptions = {},
+): Promise<RunningListeners> {
+  const deps = appDepsFromConfig(ctx);
+  const publicServer = await listen(createPublicApp(deps), ctx.config.port, undefined, 'PORT');
+  ctx.onShutdown(() => closeServer(publicServer));
+  const internalServer = await listen(
+    createInternalApp(deps, options),
+    ctx.config.internalPort,
+    undefined,
+    'INTERNAL_PORT',
+  );
+  ctx.onShutdown(() => closeServer(internalServer));
+  return {
+    publicUrl: `http://localhost:${boundPort(publicServer)}`,
+    internalUrl: `http://localhost:${boundPort(internalServer)}`,
+  };
+}
+
+/**
+ * The line that shows a development API key generated for this run (MERCHANT_API_KEYS unset on the embedded
+ * stack), written to the terminal once at start-up, never through the logger. Undefined when keys are configured.
+ */
+export function generatedKeyNotice(config: Config): string | undefined {
+  if (!config.merchantApiKeys.generated) return undefined;
+  const { name, key } = config.merchantApiKeys.keys[0]!;
+  return (
+    `  Merchant API key (development, generated for this run; set MERCHANT_API_KEYS to choose keys):\n` +
+    `    ${name}:${key}\n` +
+    `    send it as: Authorization: Bearer ${key}`
+  );
+}
+
+/**
+ * `npm run api`: the two listeners alone (receiver on PORT, merchant facade on INTERNAL_PORT), for production
+ * where the worker runs in its own processes. Stateless: scale it out behind a load balancer per listener.
  */
 if (require.main === module) {
-  runEntry('api', async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
-    if (!config.temporal.address) {
-      throw new StartupError('TEMPORAL_ADDRESS is required for `npm run api` (use `npm start` for the embedded stack)');
-    }
-    // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait
-    // is logged, and a namespace Temporal refuses stops the process.
-    const { client, connection, ready } = openClient(
-      { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
-      { logger, signal: stopSignal },
-    );
-    onShutdown(() => connection.close());
-    ready.catch(async (err: unknown) => {
-      if (stopSignal.aborted) return;
-      process.stderr.write(`api: ${(err as Error).message}\n`);
-      await shutdown(1);
-    });
-    const app = createAppFromConfig({ config, client, connection, logger });
-    const server = await listen(app, config.port);
-    onShutdown(() => closeServer(server));
-    logger.info({ port: boundPort(server) }, `API listening on http://localhost:${boundPort(server)}`);
-  });
+  runEntry(
+    'api',
+    async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
+      if (!config.temporal.address) {
+        throw new StartupError(
+          'TEMPORAL_ADDRESS is required for `npm run api` (use `npm start` for the embedded stack)',
+        );
+      }
+      // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait
+      // is logged, and a namespace Temporal refuses stops the process.
+      const { client, connection, ready } = openClient(
+        { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
+        { logger, signal: stopSignal },
+      );
+      onShutdown(() => connection.close());
+      ready.catch(async (err: unknown) => {
+        if (stopSignal.aborted) return;
+        process.stderr.write(`api: ${(err as Error).message}\n`);
+        await shutdown(1);
+      });
+      const { publicUrl, internalUrl } = await startListeners({ config, client, connection, logger, onShutdown });
+      logger.info(
+        { publicUrl, internalUrl, merchantKeys: config.merchantApiKeys.keys.map((k) => k.name) },
+        `API listening: public (bank webhooks) ${publicUrl}, internal (merchant facade, /readyz, /metrics) ${internalUrl}`,
+      );
+      const notice = generatedKeyNotice(config);
+      if (notice) process.stdout.write(`${notice}\n`);
+    },
+    { role: 'api' },
+  );
 }

@@ -28,6 +28,21 @@ export function safeEqual(received: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-export function isValidWebhookHash(secret: string, merchantReference: string, received: string): boolean {
-  return safeEqual(received, webhookHash(secret, merchantReference));
+/**
+ * True when `received` is the reference's hash under any of `secrets` (the current WEBHOOK_HASH_SECRET and, during
+ * a rotation, WEBHOOK_HASH_SECRET_PREVIOUS). Every secret is checked, in constant time and with no early exit, so
+ * the time taken does not say which one matched.
+ */
+export function isValidWebhookHash(
+  secrets: string | readonly (string | undefined)[],
+  merchantReference: string,
+  received: string,
+): boolean {
+  let valid = false;
+  for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
+    if (!secret) continue;
+    const match = safeEqual(received, webhookHash(secret, merchantReference));
+    valid = match || valid;
+  }
+  return valid;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Client } from '@temporalio/client';
 import pino from 'pino';
-import { createApp } from '../../src/api/app';
+import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { consentRefreshHandle, getConsentRefreshProgress } from '../../src/client/consent-refresh';
@@ -28,7 +28,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     stack.sandbox.control.setConsent(consentId, {
       banks: [{ bankCode: 'QUIET', bankName: 'Quiet Bank', accounts: ['q-1'], neverAnswers: true }],
     });
-    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`, {
+    const res = await stack.facade(`/consents/${consentId}/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ expectedBankCodes: ['QUIET'], timeout: '2m' }),
@@ -52,7 +52,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     accounts: [{ accountId: 'q-1', eventType: 'ADDED' }],
   });
   const send = async (body: string, headers: Record<string, string>) => {
-    const res = await fetch(`${stack.apiUrl}/webhooks/accounts`, { method: 'POST', headers, body });
+    const res = await fetch(`${stack.publicUrl}/webhooks/accounts`, { method: 'POST', headers, body });
     return { status: res.status, body: (await res.json()) as { error?: string; message?: string; status?: string } };
   };
   const json = (auth?: string) => ({
@@ -143,12 +143,14 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
       );
     const client = {
       workflow: { getHandle: () => ({ signal: unavailable }), signalWithStart: unavailable },
+      withDeadline: <R>(_deadline: number, fn: () => Promise<R>) => fn(),
     } as unknown as Client;
     const metrics = createMetrics();
-    const app = createApp({
+    const app = createPublicApp({
       client,
       taskQueue: 'unused',
       webhooks: { publicBaseUrl: 'http://unused', hashSecret: 'x'.repeat(32), securityHeader: 'Token abc=' },
+      merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
       metrics,
       checkTemporal: unavailable,
@@ -173,13 +175,10 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
   });
 
   it('accepts any Authorization when no security header is configured', async () => {
-    const app = createApp({
-      client: stack.t.client,
-      taskQueue: stack.t.taskQueue,
+    const app = createPublicApp({
+      ...stack.appDeps,
       webhooks: { ...stack.webhooks, securityHeader: '' },
-      logger: pino({ level: 'silent' }),
       metrics: createMetrics(),
-      checkTemporal: () => Promise.resolve(),
     });
     const server = await listen(app, 0, '127.0.0.1');
     const txConsent = `open-${randomUUID()}`;

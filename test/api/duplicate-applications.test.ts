@@ -28,7 +28,7 @@ describe('duplicate applications at the bank (whole stack)', () => {
   it('a create answered 500 after the bank acted, retried: the duplicate is searchable, in the details, and reaches the merchant', async () => {
     const ref = `dup-${randomUUID()}`;
     stack.sandbox.control.injectApiFault({ route: 'createApplication', kind: '5xx', status: 500, afterActing: true });
-    const res = await fetch(`${stack.apiUrl}/applications`, {
+    const res = await stack.facade('/applications', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({

@@ -10,7 +10,7 @@ import { createServer, connect, type Server as NetServer, type Socket } from 'no
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createActivities, createBankClient, type BankClientHandle } from '../../src/activities';
-import { createApp } from '../../src/api/app';
+import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
@@ -71,10 +71,11 @@ describe('finance-application receiver while Temporal is unreachable', () => {
     proxy = await cuttableProxy(t.address);
     proxiedConnection = Connection.lazy({ address: proxy.address() });
     metrics = createMetrics();
-    const app = createApp({
+    const app = createPublicApp({
       client: new Client({ connection: proxiedConnection, namespace: t.namespace }),
       taskQueue: t.taskQueue,
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
+      merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
       metrics,
       checkTemporal: () => Promise.resolve(),

@@ -27,16 +27,15 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
   });
   afterAll(async () => stack?.close());
 
+  /** The bank's side: the public listener; `/applications…` go to the facade on the internal one, with the key. */
   const post = (
     path: string,
     body: unknown,
     headers: Record<string, string> = { 'content-type': 'application/json' },
-  ) =>
-    fetch(`${stack.apiUrl}${path}`, {
-      method: 'POST',
-      headers,
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-    });
+  ) => {
+    const init = { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) };
+    return path.startsWith('/webhooks/') ? fetch(`${stack.publicUrl}${path}`, init) : stack.facade(path, init);
+  };
   const webhookPath = (ref: string) =>
     `/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, ref)}`;
 
@@ -84,11 +83,11 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     expect(atBank[0]!.createRequest).toMatchObject({
       redirectUrl: 'https://shop.example/done',
       amount: { value: 120, currency: 'EUR' },
-      webhookUrl: `${stack.apiUrl}${webhookPath(ref)}`,
+      webhookUrl: `${stack.publicUrl}${webhookPath(ref)}`,
     });
 
     const final = await eventually(async () => {
-      const res = await fetch(`${stack.apiUrl}/applications/${ref}`);
+      const res = await stack.facade(`/applications/${ref}`);
       const body = (await res.json()) as {
         done: boolean;
         status: string;
@@ -132,7 +131,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     ).toBe(400);
     expect((await post('/applications', { merchantReference: 'ok-ref' })).status).toBe(400);
     expect((await post('/applications', 'merchantReference=x', { 'content-type': 'text/plain' })).status).toBe(415);
-    const unknown = await fetch(`${stack.apiUrl}/applications/never-${randomUUID()}`);
+    const unknown = await stack.facade(`/applications/never-${randomUUID()}`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: 'not_found' });
   });
@@ -199,7 +198,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     expect(ignored.status).toBe(200);
     expect(await ignored.json()).toMatchObject({ status: 'ignored' });
 
-    const metrics = await (await fetch(`${stack.apiUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
     for (const outcome of [
       'accepted',
       'rejected_hash',

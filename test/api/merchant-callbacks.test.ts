@@ -13,7 +13,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import pino from 'pino';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { createApp } from '../../src/api/app';
+import { createInternalApp } from '../../src/api/app';
 import { closeServer, listen, boundPort } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import {
@@ -60,10 +60,10 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     await merchant?.close();
   });
 
-  const post = (body: unknown, apiUrl = stack.apiUrl) =>
+  const post = (body: unknown, apiUrl = stack.internalUrl) =>
     fetch(`${apiUrl}/applications`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.apiKey}` },
       body: JSON.stringify(body),
     });
   /** The sandbox's own log of API calls, read over its control API. */
@@ -206,14 +206,11 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     await recordHistory(stack.t.client, ref, 'callback-refused');
 
     // An API process configured more loosely than the worker (a deploy mid-way, say): the worker decides.
-    const loose = createApp({
-      client: stack.t.client,
-      taskQueue: stack.t.taskQueue,
-      webhooks: stack.webhooks,
+    const loose = createInternalApp({
+      ...stack.appDeps,
       callbackAllowList: { origins: ['https://evil.example'], loopback: false },
       logger: pino({ level: 'silent' }),
       metrics: createMetrics(),
-      checkTemporal: () => Promise.resolve(),
     });
     const server = await listen(loose, 0, '127.0.0.1');
     try {

@@ -15,7 +15,7 @@ import { Writable } from 'node:stream';
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { google, temporal } from '@temporalio/proto';
 import pino from 'pino';
-import { createApp } from '../../src/api/app';
+import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';
@@ -188,10 +188,11 @@ describe('signal deadline and gRPC retries', () => {
     });
     const hashSecret = 'deadline-test-hash-secret-0123456789';
     const metrics = createMetrics();
-    const app = createApp({
+    const app = createPublicApp({
       client: clientWith({ interceptors: [makeDeadlineBoundRetryInterceptor()] }),
       taskQueue: 'unused',
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
+      merchantApiKeys: [],
       logger: pino({ level: 'info' }, sink),
       metrics,
       checkTemporal: () => Promise.resolve(),
@@ -247,10 +248,11 @@ describe('signal deadline and gRPC retries', () => {
       withDeadline: <R>(_deadline: number, fn: () => Promise<R>) => fn(),
     } as unknown as Client;
     const hashSecret = 'deadline-test-hash-secret-0123456789';
-    const app = createApp({
+    const app = createPublicApp({
       client: broken,
       taskQueue: 'unused',
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
+      merchantApiKeys: [],
       logger: pino({ level: 'info' }, sink),
       metrics: createMetrics(),
       checkTemporal: () => Promise.resolve(),

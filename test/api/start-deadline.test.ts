@@ -14,7 +14,7 @@ describe('merchant start calls under a deadline', () => {
   afterAll(async () => stack?.close());
 
   const post = (path: string, body: unknown) =>
-    fetch(`${stack.apiUrl}${path}`, {
+    stack.facade(path, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),

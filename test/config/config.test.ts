@@ -8,11 +8,16 @@ const REAL_BANK = {
   BANK_CLIENT_SECRET: 'secret',
   PUBLIC_BASE_URL: 'https://paylater.example/',
   WEBHOOK_HASH_SECRET: 'x'.repeat(32),
+  MERCHANT_API_KEYS: `shop:${'k'.repeat(24)}`,
+  WEBHOOK_SECURITY_HEADER: 'Basic c2hvcDpob29r=',
 };
 
-function issuesOf(env: Record<string, string>): { variable: string; message: string }[] {
+function issuesOf(
+  env: Record<string, string>,
+  role?: 'all' | 'api' | 'worker',
+): { variable: string; message: string }[] {
   try {
-    loadConfig(env);
+    loadConfig(env, { role });
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as ConfigError).issues;
@@ -28,8 +33,10 @@ describe('loadConfig', () => {
     expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, dataDir: 'data' });
     expect(config.bank.embedded).toBe(true);
     expect(config.port).toBe(3000);
+    expect(config.internalPort).toBe(3001);
     expect(config.webhooks.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.webhooks.securityHeader).toBe('');
+    expect(config.webhooks.previousHashSecret).toBeUndefined();
   });
 
   it('takes a real bank configuration and trims trailing slashes from URLs', () => {
@@ -43,7 +50,15 @@ describe('loadConfig', () => {
   it('names every missing variable when a real bank is configured without its secrets', () => {
     const issues = issuesOf({ BANK_BASE_URL: 'https://api.bank.example' });
     expect(issues.map((i) => i.variable).sort()).toEqual(
-      ['BANK_AUTH_URL', 'BANK_CLIENT_ID', 'BANK_CLIENT_SECRET', 'PUBLIC_BASE_URL', 'WEBHOOK_HASH_SECRET'].sort(),
+      [
+        'BANK_AUTH_URL',
+        'BANK_CLIENT_ID',
+        'BANK_CLIENT_SECRET',
+        'PUBLIC_BASE_URL',
+        'WEBHOOK_HASH_SECRET',
+        'MERCHANT_API_KEYS',
+        'WEBHOOK_SECURITY_HEADER',
+      ].sort(),
     );
     expect(issues[0]!.message).toMatch(/required when BANK_BASE_URL is set/);
   });
@@ -55,6 +70,11 @@ describe('loadConfig', () => {
     ['BANK_BASE_URL', 'ftp://bank', /http\(s\) URL/],
     ['WEBHOOK_SECURITY_HEADER', 'Bearer abc!', /\[ a-zA-Z0-9=\+\/\]\*/],
     ['WEBHOOK_HASH_SECRET', 'short', /32 characters/],
+    ['WEBHOOK_HASH_SECRET_PREVIOUS', 'short', /32 characters/],
+    ['WEBHOOK_SECURITY_HEADER_WAIVED', 'yes', /true or false/],
+    ['INTERNAL_PORT', 'abc', /port/],
+    ['INTERNAL_PORT', '3000', /must differ from PORT \(3000\)/],
+    ['MERCHANT_API_KEYS', ',', /lists no key/],
     ['LOG_LEVEL', 'loud', /.+/],
     ['BANK_MAX_READS_PER_SECOND', 'fast', /number of reads per second/],
     ['BANK_MAX_READS_PER_SECOND', '0', /greater than 0/],
@@ -141,6 +161,108 @@ describe('loadConfig', () => {
     expect(loadConfig({ WEBHOOK_SECURITY_HEADER: 'Basic dXNlcjpwYXNz=' }).webhooks.securityHeader).toBe(
       'Basic dXNlcjpwYXNz=',
     );
+  });
+
+  describe('listeners and merchant API keys', () => {
+    it('takes both ports', () => {
+      expect(loadConfig({ PORT: '8080', INTERNAL_PORT: '8081' })).toMatchObject({ port: 8080, internalPort: 8081 });
+    });
+
+    it('generates a development key on the embedded stack when MERCHANT_API_KEYS is unset, a new one each run', () => {
+      const a = loadConfig({}).merchantApiKeys;
+      expect(a.generated).toBe(true);
+      expect(a.keys).toEqual([{ name: 'dev', key: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) }]);
+      expect(loadConfig({}).merchantApiKeys.keys[0]!.key).not.toBe(a.keys[0]!.key);
+    });
+
+    it('takes name:key pairs, trimmed, and honours them on the embedded stack too', () => {
+      const keys = ` shop-eu : ${'a'.repeat(24)} ,shop.us:${'b'.repeat(40)},`;
+      expect(loadConfig({ MERCHANT_API_KEYS: keys }).merchantApiKeys).toEqual({
+        generated: false,
+        keys: [
+          { name: 'shop-eu', key: 'a'.repeat(24) },
+          { name: 'shop.us', key: 'b'.repeat(40) },
+        ],
+      });
+    });
+
+    it.each([
+      ['a key shorter than 24 characters', `shop:${'s'.repeat(23)}`, /entry 1 \("shop"\): the key must be at least 24/],
+      ['an entry that is not name:key', `${'s'.repeat(30)}`, /entry 1 is not name:key/],
+      ['a name used twice', `shop:${'a'.repeat(24)},shop:${'b'.repeat(24)}`, /entry 2: the name "shop" is used twice/],
+      ['a key used twice', `a:${'a'.repeat(24)},b:${'a'.repeat(24)}`, /entry 2 \("b"\) has the same key as "a"/],
+      ['a name with other characters', `shop eu:${'a'.repeat(24)}`, /entry 1: the name must be/],
+      [
+        'a key with a space or a quote',
+        `shop:${'a'.repeat(24)} "x"`,
+        /entry 1 \("shop"\): the key must be at most 512 visible ASCII/,
+      ],
+    ])('refuses %s, naming MERCHANT_API_KEYS and never echoing a key', (_case, value, message) => {
+      const issues = issuesOf({ MERCHANT_API_KEYS: value });
+      const issue = issues.find((i) => i.variable === 'MERCHANT_API_KEYS');
+      expect(issue?.message).toMatch(message);
+      let text = '';
+      try {
+        loadConfig({ MERCHANT_API_KEYS: value });
+      } catch (err) {
+        text = (err as Error).message;
+      }
+      expect(text).toContain('MERCHANT_API_KEYS');
+      for (const secret of value.split(',').map((e) => e.slice(e.indexOf(':') + 1).trim()))
+        if (secret.length >= 8) expect(text).not.toContain(secret);
+    });
+
+    it('requires keys with a real bank for the listeners, not for a worker (which serves no HTTP)', () => {
+      const { MERCHANT_API_KEYS: _keys, ...withoutKeys } = REAL_BANK;
+      expect(issuesOf(withoutKeys).map((i) => i.variable)).toEqual(['MERCHANT_API_KEYS']);
+      expect(issuesOf(withoutKeys, 'api').map((i) => i.variable)).toEqual(['MERCHANT_API_KEYS']);
+      expect(loadConfig(withoutKeys, { role: 'worker' }).bank.embedded).toBe(false);
+      expect(loadConfig(REAL_BANK).merchantApiKeys).toEqual({
+        generated: false,
+        keys: [{ name: 'shop', key: 'k'.repeat(24) }],
+      });
+    });
+  });
+
+  describe('webhook secrets', () => {
+    it('keeps the previous hash secret for verification after a rotation', () => {
+      const config = loadConfig({ ...REAL_BANK, WEBHOOK_HASH_SECRET_PREVIOUS: 'p'.repeat(32) });
+      expect(config.webhooks).toMatchObject({ hashSecret: 'x'.repeat(32), previousHashSecret: 'p'.repeat(32) });
+    });
+
+    it('refuses a previous secret equal to the current one', () => {
+      const issue = issuesOf({ ...REAL_BANK, WEBHOOK_HASH_SECRET_PREVIOUS: 'x'.repeat(32) }).find(
+        (i) => i.variable === 'WEBHOOK_HASH_SECRET_PREVIOUS',
+      );
+      expect(issue?.message).toMatch(/must differ from WEBHOOK_HASH_SECRET/);
+      expect(issue?.message).not.toContain('x'.repeat(32));
+    });
+
+    it('requires the security header with a real bank, naming both variables, unless explicitly waived', () => {
+      const { WEBHOOK_SECURITY_HEADER: _header, ...withoutHeader } = REAL_BANK;
+      const issues = issuesOf(withoutHeader);
+      expect(issues.map((i) => i.variable)).toEqual(['WEBHOOK_SECURITY_HEADER']);
+      expect(issues[0]!.message).toMatch(/required when BANK_BASE_URL is set.*WEBHOOK_SECURITY_HEADER_WAIVED=true/);
+      expect(issuesOf({ ...withoutHeader, WEBHOOK_SECURITY_HEADER: '   ' })[0]!.variable).toBe(
+        'WEBHOOK_SECURITY_HEADER',
+      );
+      const waived = loadConfig({ ...withoutHeader, WEBHOOK_SECURITY_HEADER_WAIVED: 'true' });
+      expect(waived.webhooks.securityHeader).toBe('');
+      // A worker does not check account webhooks.
+      expect(loadConfig(withoutHeader, { role: 'worker' }).webhooks.securityHeader).toBe('');
+      // The embedded stack needs neither.
+      expect(loadConfig({}).webhooks.securityHeader).toBe('');
+    });
+
+    it('refuses a waiver while a header is set (one of them is a mistake)', () => {
+      const issue = issuesOf({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER_WAIVED: 'true' }).find(
+        (i) => i.variable === 'WEBHOOK_SECURITY_HEADER_WAIVED',
+      );
+      expect(issue?.message).toMatch(/must not be true while WEBHOOK_SECURITY_HEADER is set/);
+      expect(loadConfig({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER_WAIVED: 'false' }).webhooks.securityHeader).toBe(
+        REAL_BANK.WEBHOOK_SECURITY_HEADER,
+      );
+    });
   });
 
   it('formats the error for a person: one line per variable, no stack needed', () => {

@@ -46,8 +46,16 @@ function environmentOf(
   return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, interpolate(String(v), env, required)]));
 }
 
-const HOST_ENV = { WEBHOOK_HASH_SECRET: 'h'.repeat(48), BANK_CLIENT_SECRET: 'sandbox-secret' };
+const HOST_ENV = {
+  WEBHOOK_HASH_SECRET: 'h'.repeat(48),
+  BANK_CLIENT_SECRET: 'sandbox-secret',
+  MERCHANT_API_KEYS: `shop:${'k'.repeat(32)}`,
+};
 const appServices = ['worker', 'api'];
+/** Each app service's process: the worker serves no HTTP (no merchant keys), the API both listeners. */
+const roleOf = (service: string): 'worker' | 'api' => (service === 'worker' ? 'worker' : 'api');
+const configOf = (service: string, env: Record<string, string>, required?: Set<string>) =>
+  loadConfig(environmentOf(service, env, required), { role: roleOf(service) });
 
 describe('docker-compose.yml', () => {
   it('has the production shape: Postgres, Temporal with schema set-up, the UI, worker, api, bank sandbox', () => {
@@ -72,18 +80,24 @@ describe('docker-compose.yml', () => {
   it('gives every app service an environment that passes the config schema, with only secrets from the host', () => {
     const required = new Set<string>();
     for (const service of appServices) {
-      const config = loadConfig(environmentOf(service, HOST_ENV, required));
+      const config = configOf(service, HOST_ENV, required);
       expect(config.bank.embedded).toBe(false);
       expect(config.temporal.address).toBeDefined();
     }
-    expect([...required].sort()).toEqual(['BANK_CLIENT_SECRET', 'WEBHOOK_HASH_SECRET']);
+    expect([...required].sort()).toEqual(['BANK_CLIENT_SECRET', 'MERCHANT_API_KEYS', 'WEBHOOK_HASH_SECRET']);
     expect(() => environmentOf('worker', {})).toThrow(/compose would stop: BANK_CLIENT_SECRET/);
+    // Only the API holds the merchant keys.
+    expect(environmentOf('worker', HOST_ENV)).not.toHaveProperty('MERCHANT_API_KEYS');
+    expect(configOf('api', HOST_ENV).merchantApiKeys).toEqual({
+      keys: [{ name: 'shop', key: 'k'.repeat(32) }],
+      generated: false,
+    });
   });
 
   it('points the apps at services that exist, on the ports those services listen on', () => {
     const services = compose.services;
     for (const service of appServices) {
-      const config = loadConfig(environmentOf(service, HOST_ENV));
+      const config = configOf(service, HOST_ENV);
       const [temporalHost, temporalPort] = config.temporal.address!.split(':');
       expect(services[temporalHost!]).toBeDefined();
       expect(services[temporalHost!]?.ports).toContain(`${temporalPort}:${temporalPort}`);
@@ -98,6 +112,9 @@ describe('docker-compose.yml', () => {
       expect(publicUrl.hostname).toBe('api');
       expect(publicUrl.port).toBe(environmentOf('api', HOST_ENV).PORT);
       expect(services.api?.ports).toContain(`${config.port}:${config.port}`);
+      // The internal listener: published on the host's loopback only, and probed for readiness.
+      expect(services.api?.ports).toContain(`127.0.0.1:${config.internalPort}:${config.internalPort}`);
+      expect(JSON.stringify(services.api)).toContain(`http://127.0.0.1:${config.internalPort}/readyz`);
     }
     for (const [name, service] of Object.entries(services)) {
       const deps = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
@@ -108,7 +125,7 @@ describe('docker-compose.yml', () => {
 
   it('configures the bank sandbox to match the apps: credentials, webhook endpoint and security header', () => {
     const sandbox = loadSandboxConfig(environmentOf('bank-sandbox', HOST_ENV));
-    const app = loadConfig(environmentOf('worker', HOST_ENV));
+    const app = configOf('worker', HOST_ENV);
     expect(sandbox.options.clientId).toBe(app.bank.clientId);
     expect(sandbox.options.clientSecret).toBe(app.bank.clientSecret);
     expect(sandbox.options.accountWebhook?.endpoint).toBe(`${app.webhooks.publicBaseUrl}/webhooks/accounts`);

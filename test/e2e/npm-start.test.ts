@@ -90,8 +90,9 @@ beforeAll(() => {
 }, 180_000);
 
 describe('npm start (embedded default)', () => {
-  it('brings up Temporal with its Web UI, the sandbox, the worker and the app; SIGTERM leaves nothing behind', async () => {
-    const [port, uiPort, temporalPort, sandboxPort] = [
+  it('brings up Temporal with its Web UI, the sandbox, the worker and both listeners; SIGTERM leaves nothing behind', async () => {
+    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -100,6 +101,7 @@ describe('npm start (embedded default)', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'paylater-e2e-'));
     const app = run({
       PORT: String(port),
+      INTERNAL_PORT: String(internalPort),
       TEMPORAL_UI_PORT: String(uiPort),
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
@@ -108,7 +110,7 @@ describe('npm start (embedded default)', () => {
     });
     try {
       await eventually(
-        async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined),
+        async () => ((await fetch(`http://127.0.0.1:${internalPort}/readyz`)).status === 200 ? true : undefined),
         90_000,
         250,
       );
@@ -131,6 +133,34 @@ describe('npm start (embedded default)', () => {
       ]);
       expect(app.output()).toContain('merchant callbacks are signed with the development secret');
 
+      // Both listeners printed, and the development key generated for this run (MERCHANT_API_KEYS unset), once.
+      const output = app.output();
+      expect(output).toContain(`Public listener (bank)    http://localhost:${port}`);
+      expect(output).toContain(`Internal listener         http://localhost:${internalPort}`);
+      const key = /^ {4}dev:(\S+)$/m.exec(output)?.[1];
+      expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(output).toMatch(/Merchant API key \(development, generated for this run/);
+      // Printed in the banner, never in a log line.
+      const logLines = output.split('\n').filter((l) => l.startsWith('{'));
+      expect(logLines.length).toBeGreaterThan(0);
+      expect(logLines.filter((l) => l.includes(key!))).toEqual([]);
+
+      // The facade: on the internal listener, with the key; 401 without; 404 on the public listener.
+      const merchantReference = `e2e-${randomUUID()}`;
+      const create = (base: number, headers: Record<string, string>) =>
+        fetch(`http://127.0.0.1:${base}/applications`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/return' }),
+        });
+      expect((await create(internalPort, {})).status).toBe(401);
+      expect((await create(port, { authorization: `Bearer ${key}` })).status).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      const created = await create(internalPort, { authorization: `Bearer ${key}` });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
+
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server
       app.child.kill('SIGTERM');
@@ -143,7 +173,11 @@ describe('npm start (embedded default)', () => {
   });
 
   it('waits for an unreachable TEMPORAL_ADDRESS, naming it, and stops cleanly on SIGTERM', async () => {
-    const app = run({ TEMPORAL_ADDRESS: '127.0.0.1:1', PORT: String(await freePort()) });
+    const app = run({
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      PORT: String(await freePort()),
+      INTERNAL_PORT: String(await freePort()),
+    });
     await eventually(() => (app.output().includes('waiting for Temporal at 127.0.0.1:1') ? true : undefined), 30_000);
     expect(app.child.exitCode).toBeNull();
     app.child.kill('SIGTERM');
@@ -160,10 +194,56 @@ describe('npm start (embedded default)', () => {
       'BANK_CLIENT_SECRET',
       'PUBLIC_BASE_URL',
       'WEBHOOK_HASH_SECRET',
+      'MERCHANT_API_KEYS',
+      'WEBHOOK_SECURITY_HEADER',
     ]) {
       expect(app.output()).toContain(`- ${variable}: is required when BANK_BASE_URL is set`);
     }
+    expect(app.output()).toContain('WEBHOOK_SECURITY_HEADER_WAIVED=true');
     expect(app.output()).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('npm run api (the two listeners alone)', () => {
+  it('serves the receiver on PORT and the facade behind a key on INTERNAL_PORT, prints both, exits 0 on SIGTERM', async () => {
+    const [port, internalPort] = [await freePort(), await freePort()];
+    const key = `e2e-merchant-key-${randomUUID()}`;
+    const api = run(
+      {
+        TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS!,
+        PORT: String(port),
+        INTERNAL_PORT: String(internalPort),
+        MERCHANT_API_KEYS: `e2e-shop:${key}`,
+        LOG_LEVEL: 'info',
+      },
+      'dist/api/server.js',
+    );
+    try {
+      await eventually(() => (api.output().includes('"msg":"API listening') ? true : undefined), 60_000);
+      expect(api.output()).toContain(`http://localhost:${port}`);
+      expect(api.output()).toContain(`http://localhost:${internalPort}`);
+      expect(api.output()).toContain('"merchantKeys":["e2e-shop"]');
+      expect(api.output()).not.toContain(key);
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${internalPort}/readyz`)).status).toBe(200);
+      const unknown = `/applications/never-${randomUUID()}`;
+      expect((await fetch(`http://127.0.0.1:${internalPort}${unknown}`)).status).toBe(401);
+      expect(
+        (await fetch(`http://127.0.0.1:${internalPort}${unknown}`, { headers: { authorization: `Bearer ${key}` } }))
+          .status,
+      ).toBe(404);
+      expect(
+        (await fetch(`http://127.0.0.1:${port}${unknown}`, { headers: { authorization: `Bearer ${key}` } })).status,
+      ).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${port}/webhooks/accounts`, { method: 'POST', body: '{}' })).status).toBe(
+        415,
+      );
+      api.child.kill('SIGTERM');
+      expect(await api.exit).toBe(0);
+      expect(api.output()).not.toContain(key);
+    } finally {
+      if (api.child.exitCode === null) api.child.kill('SIGKILL');
+    }
   });
 });
 
@@ -236,7 +316,13 @@ describe('start in any order', () => {
   it('a worker and an API started before Temporal wait, answer not-ready, and serve once it is up', async () => {
     const cliPath = findTemporalCli(process.env);
     expect(cliPath).toBeDefined();
-    const [temporalPort, uiPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const [temporalPort, uiPort, apiPort, internalPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    const key = `order-merchant-key-${randomUUID()}`;
     const sandbox = await startSandbox({ clientId: 'order-client', clientSecret: 'order-secret' });
     const dataDir = mkdtempSync(join(tmpdir(), 'start-order-'));
     const taskQueue = `start-order-${randomUUID()}`;
@@ -250,12 +336,15 @@ describe('start in any order', () => {
       PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
       WEBHOOK_HASH_SECRET: 'start-order-webhook-hash-secret-0123456789',
       PORT: String(apiPort),
+      INTERNAL_PORT: String(internalPort),
+      MERCHANT_API_KEYS: `order-shop:${key}`,
+      WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
       LOG_LEVEL: 'info',
     };
     const worker = run(env, 'dist/worker.js');
     const api = run(env, 'dist/api/server.js');
     let temporal: DevServer | undefined;
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const apiUrl = `http://127.0.0.1:${internalPort}`;
     try {
       // Both wait, saying for what; neither exits.
       for (const p of [worker, api]) {
@@ -284,7 +373,7 @@ describe('start in any order', () => {
       await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 30_000);
       const res = await fetch(`${apiUrl}/applications`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
         body: JSON.stringify({ merchantReference: `order-${randomUUID()}`, redirectUrl: 'https://shop.example/r' }),
       });
       expect(res.status).toBe(201);

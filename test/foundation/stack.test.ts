@@ -7,19 +7,25 @@ describe('the in-process test stack', () => {
   });
   afterAll(async () => stack?.close());
 
-  it('serves liveness, readiness against the real server, and metrics', async () => {
-    expect((await fetch(`${stack.apiUrl}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${stack.apiUrl}/readyz`);
+  it('serves liveness on both listeners, readiness against the real server and metrics on the internal one', async () => {
+    expect((await fetch(`${stack.publicUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${stack.internalUrl}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${stack.internalUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready' });
-    const metrics = await (await fetch(`${stack.apiUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
     expect(metrics).toContain('http_request_duration_seconds');
+    // The bank's listener serves neither.
+    expect((await fetch(`${stack.publicUrl}/readyz`)).status).toBe(404);
+    expect((await fetch(`${stack.publicUrl}/metrics`)).status).toBe(404);
   });
 
-  it('answers an unknown route with a JSON 404', async () => {
-    const res = await fetch(`${stack.apiUrl}/nope`);
-    expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ error: 'not_found' });
+  it('answers an unknown route with a JSON 404 on both listeners', async () => {
+    for (const url of [stack.publicUrl, stack.internalUrl]) {
+      const res = await fetch(`${url}/nope`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ error: 'not_found' });
+    }
   });
 
   it('restarts its worker', async () => {

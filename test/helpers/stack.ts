@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
-import { createApp } from '../../src/api/app';
+import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
@@ -13,8 +13,9 @@ import {
   type BankClientHandle,
 } from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
-import { loadConfig, type WorkerTuning } from '../../src/config';
+import { loadConfig, type WebhookSettings, type WorkerTuning } from '../../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
+import type { MerchantApiKey } from '../../src/security/api-keys';
 import { checkTemporal } from '../../src/temporal/connection';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
@@ -26,6 +27,10 @@ export interface TestStackOptions {
   /** The Webhook Security Header shared by the sandbox and the receiver. */
   securityHeader?: string;
   hashSecret?: string;
+  /** WEBHOOK_HASH_SECRET_PREVIOUS of the receiver. */
+  previousHashSecret?: string;
+  /** The facade's keys; one `test` key when absent (TEST_API_KEY). */
+  merchantApiKeys?: MerchantApiKey[];
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /**
@@ -37,14 +42,30 @@ export interface TestStackOptions {
   worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
 }
 
+/** The merchant key of the stack's default `test` entry. */
+export const TEST_API_KEY = 'test-merchant-api-key-0123456789abcdef';
+
 export interface TestStack {
   t: TemporalTestContext;
   sandbox: RunningSandbox;
-  /** The real Express app (receiver + facade) on a free port. */
-  apiUrl: string;
-  server: Server;
+  /** The public listener (the bank's webhooks, /healthz), as PORT serves it, on a free port. */
+  publicUrl: string;
+  /** The internal listener (merchant facade, /readyz, /metrics), as INTERNAL_PORT serves it, on a free port. */
+  internalUrl: string;
+  servers: { public: Server; internal: Server };
+  /** The first configured merchant key (TEST_API_KEY by default). */
+  apiKey: string;
+  /** fetch on the internal listener with `Authorization: Bearer <apiKey>` (headers given in `init` are kept). */
+  facade(path: string, init?: RequestInit): Promise<Response>;
   metrics: Metrics;
-  webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
+  /** The receiver's and the activities' current webhook settings (live: see setWebhooks). */
+  readonly webhooks: WebhookSettings;
+  /** Changes the settings both sides read per call, as a restart with new variables would (a rotation). */
+  setWebhooks(changes: Partial<Omit<WebhookSettings, 'publicBaseUrl'>>): void;
+  /** Replaces the facade's keys, as a restart with another MERCHANT_API_KEYS would (revocation). */
+  setMerchantApiKeys(keys: MerchantApiKey[]): void;
+  /** The apps' dependencies, for a test that builds another app on the same Temporal client. */
+  appDeps: AppDeps;
   bank: BankClientHandle;
   activities: Activities;
   /** The running workers (main and bank-reads, as one handle), if started. */
@@ -82,13 +103,22 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       : { origins: parseAllowedOrigins(options.callbacks.allowedOrigins).origins, loopback: false };
   const signingSecrets = options.callbacks?.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET];
 
-  // The app's address is needed first: it is the sandbox's account Webhook Endpoint and our PUBLIC_BASE_URL.
-  let webhooks = { publicBaseUrl: '', hashSecret, securityHeader };
-  const app = createApp({
+  // The public app's address is needed first: it is the sandbox's account Webhook Endpoint and our PUBLIC_BASE_URL.
+  let webhooks: WebhookSettings = {
+    publicBaseUrl: '',
+    hashSecret,
+    previousHashSecret: options.previousHashSecret,
+    securityHeader,
+  };
+  let merchantApiKeys: MerchantApiKey[] = options.merchantApiKeys ?? [{ name: 'test', key: TEST_API_KEY }];
+  const appDeps: AppDeps = {
     client: t.client,
     taskQueue: t.taskQueue,
     get webhooks() {
       return webhooks;
+    },
+    get merchantApiKeys() {
+      return merchantApiKeys;
     },
     transactionsCallbackUrl: options.transactionsCallbackUrl,
     callbackAllowList,
@@ -96,10 +126,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     logger,
     metrics,
     checkTemporal: () => checkTemporal(t.connection, t.namespace),
-  });
-  const server = await listen(app, 0, '127.0.0.1');
-  const apiUrl = `http://127.0.0.1:${boundPort(server)}`;
-  webhooks = { publicBaseUrl: apiUrl, hashSecret, securityHeader };
+  };
+  const publicServer = await listen(createPublicApp(appDeps), 0, '127.0.0.1');
+  const internalServer = await listen(createInternalApp(appDeps), 0, '127.0.0.1');
+  const publicUrl = `http://127.0.0.1:${boundPort(publicServer)}`;
+  const internalUrl = `http://127.0.0.1:${boundPort(internalServer)}`;
+  webhooks = { ...webhooks, publicBaseUrl: publicUrl };
 
   const sandbox = await startSandbox({
     clientId: 'test-client',
@@ -109,7 +141,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     refresh: { bankDelayMs: [50, 400] },
     ...options.sandbox,
     accountWebhook: {
-      endpoint: `${apiUrl}/webhooks/accounts`,
+      endpoint: `${publicUrl}/webhooks/accounts`,
       securityHeader,
       activation: 'immediate',
       ...options.sandbox?.accountWebhook,
@@ -125,12 +157,19 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const defaults = loadConfig({});
   const activities = createActivities({
     bank: bank.client,
-    webhooks: { publicBaseUrl: apiUrl, hashSecret },
+    // Read at each create, as a worker restarted with the rotated WEBHOOK_HASH_SECRET would.
+    webhooks: {
+      publicBaseUrl: publicUrl,
+      get hashSecret() {
+        return webhooks.hashSecret;
+      },
+    },
     callbacks: { allowList: callbackAllowList, signingSecrets },
     callbackDispatcher,
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
   });
 
+  const apiKey = merchantApiKeys[0]?.key ?? '';
   let worker: PaylaterWorkers | undefined;
   let running: Promise<void> | undefined;
   const startWorker = async () => {
@@ -158,10 +197,26 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   return {
     t,
     sandbox,
-    apiUrl,
-    server,
+    publicUrl,
+    internalUrl,
+    servers: { public: publicServer, internal: internalServer },
+    apiKey,
+    facade(path, init = {}) {
+      const headers = new Headers(init.headers);
+      if (!headers.has('authorization')) headers.set('authorization', `Bearer ${apiKey}`);
+      return fetch(`${internalUrl}${path}`, { ...init, headers });
+    },
     metrics,
-    webhooks,
+    get webhooks() {
+      return webhooks;
+    },
+    setWebhooks(changes) {
+      webhooks = { ...webhooks, ...changes };
+    },
+    setMerchantApiKeys(keys) {
+      merchantApiKeys = keys;
+    },
+    appDeps,
     bank,
     activities,
     worker: () => worker,
@@ -169,7 +224,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     stopWorker,
     async close() {
       await stopWorker();
-      await closeServer(server, 1_000);
+      await closeServer(publicServer, 1_000);
+      await closeServer(internalServer, 1_000);
       await sandbox.close();
       await bank.close();
       await callbackDispatcher.close();

@@ -48,7 +48,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
   afterAll(async () => stack?.close());
 
   const post = async (consentId: string, body: unknown) => {
-    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`, {
+    const res = await stack.facade(`/consents/${consentId}/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -59,7 +59,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     };
   };
   const get = async (consentId: string) => {
-    const res = await fetch(`${stack.apiUrl}/consents/${consentId}/refresh`);
+    const res = await stack.facade(`/consents/${consentId}/refresh`);
     return { status: res.status, body: (await res.json()) as ConsentRefreshProgress };
   };
   const tasksOf = (consentId: string) => stack.sandbox.control.refreshTasks().filter((t) => t.consentId === consentId);
@@ -199,6 +199,23 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     expect((await post('ok-id', { expectedBankCodes: 'AAAA' })).status).toBe(400);
     expect((await post('ok-id', { unexpected: true })).status).toBe(400);
     expect((await post('bad%20id', {})).status).toBe(400);
+    // A body that is not JSON is refused, not read as {}.
+    const text = await stack.facade('/consents/ok-id/refresh', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{"expectedBankCodes":["AAAA"]}',
+    });
+    expect(text.status).toBe(415);
     expect(tasksOf('ok-id')).toEqual([]);
+  });
+
+  it('facade: a POST without a body starts a refresh with the defaults, as {} does', async () => {
+    const consentId = `nobody-${randomUUID()}`;
+    stack.sandbox.control.setConsent(consentId, { banks: [bank('AAAA')] });
+    const res = await stack.facade(`/consents/${consentId}/refresh`, { method: 'POST' });
+    expect(res.status).toBe(202);
+    const { taskId } = (await res.json()) as { taskId: string };
+    expect(tasksOf(consentId).map((t) => t.taskId)).toEqual([taskId]);
+    await consentRefreshHandle(stack.t.client, consentId).terminate('test done');
   });
 });

@@ -1,5 +1,4 @@
 import { Router } from 'express';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
 import {
@@ -11,8 +10,7 @@ import { consentRefreshWorkflowId, transactionEventsWorkflowId } from '../../sha
 import { ConsentId } from '../../shared/search-attributes';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
-import { HttpError, isTemporalUnavailable } from '../errors';
-import { BodyTooLargeError, hasJsonContentType, readJsonBody, sendJson } from '../json-body';
+import { parsedWith, webhookReceiver, type ParsedWebhook } from '../webhook-receiver';
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
 export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
@@ -39,101 +37,85 @@ export const TransactionEventSchema = z.object({
     .max(1000),
 });
 
-type Kind = 'accountEvent' | 'transactionEvent' | 'unknown';
+type AccountWebhook =
+  | { kind: 'accountEvent'; event: z.infer<typeof AccountEventSchema> }
+  | { kind: 'transactionEvent'; event: z.infer<typeof TransactionEventSchema> };
+
+/** A body with `taskId` is an accountEvent, any other a transactionEvent (bank-interface 6.2 does not say). */
+function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
+  if (typeof body === 'object' && body !== null && 'taskId' in body) {
+    const parsed = parsedWith('accountEvent', 'Malformed accountEvent body', AccountEventSchema.safeParse(body));
+    return parsed.ok ? { ...parsed, event: { kind: 'accountEvent', event: parsed.event } } : parsed;
+  }
+  const parsed = parsedWith(
+    'transactionEvent',
+    'Malformed transactionEvent body',
+    TransactionEventSchema.safeParse(body),
+  );
+  return parsed.ok ? { ...parsed, event: { kind: 'transactionEvent', event: parsed.event } } : parsed;
+}
 
 /**
- * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (bank-interface 6.2). Checks, in order:
- * Authorization (401), content type (415), size (413), JSON and shape (400); then exactly one Temporal call.
- * - accountEvent (the body carries `taskId`) → signal to the consent's refresh workflow; no running refresh → 200
- *   `ignored` (logged, counted), so the bank stops retrying an event nobody waits for.
+ * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (bank-interface 6.2), through the
+ * receiver pipeline (src/api/webhook-receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
+ * in constant time (an empty setting expects none: the embedded stack, or WEBHOOK_SECURITY_HEADER_WAIVED=true).
+ * - accountEvent → signal to the consent's refresh workflow; no running refresh → 200 `ignored`.
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
- * 202 only after Temporal accepted the signal; 503 when Temporal cannot take it, so the bank retries.
  */
 export function accountWebhookRoutes(deps: AppDeps): Router {
   const router = Router();
-  const count = (kind: Kind, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
 
-  router.post('/webhooks/accounts', async (req, res) => {
-    // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
-    // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
-    const expected = deps.webhooks.securityHeader.trim();
-    if (expected !== '' && !safeEqual(req.headers.authorization ?? '', expected)) {
-      count('unknown', 'rejected_auth');
-      throw new HttpError(401, 'Missing or wrong Authorization header');
-    }
-    if (!hasJsonContentType(req, false)) {
-      count('unknown', 'rejected_content_type');
-      throw new HttpError(415, 'Content-Type must be application/json');
-    }
-    let body: unknown;
-    try {
-      body = await readJsonBody(req, ACCOUNT_WEBHOOK_BODY_LIMIT);
-    } catch (err) {
-      count('unknown', err instanceof BodyTooLargeError ? 'too_large' : 'rejected_body');
-      throw err;
-    }
-    const isAccountEvent = typeof body === 'object' && body !== null && 'taskId' in body;
-    const kind: Kind = isAccountEvent ? 'accountEvent' : 'transactionEvent';
-    const parsed = (isAccountEvent ? AccountEventSchema : TransactionEventSchema).safeParse(body);
-    if (!parsed.success) {
-      count(kind, 'rejected_body');
-      throw new HttpError(
-        400,
-        `Malformed ${kind} body`,
-        parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-      );
-    }
-
-    try {
-      if (isAccountEvent) {
-        const event = parsed.data as z.infer<typeof AccountEventSchema>;
-        const workflowId = consentRefreshWorkflowId(event.consentId);
-        try {
-          await deps.client.workflow.getHandle(workflowId).signal(accountEventSignal, event);
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-          count(kind, 'no_target');
-          deps.logger.warn(
-            { consentId: event.consentId, taskId: event.taskId, bankCode: event.bankCode, workflowId },
-            'accountEvent for a consent with no running refresh: acknowledged, not delivered',
-          );
-          sendJson(res, 200, { status: 'ignored', kind, reason: 'no running refresh for this consent' });
-          return;
+  router.post(
+    '/webhooks/accounts',
+    webhookReceiver<AccountWebhook>(deps, {
+      kind: 'unknown',
+      limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
+      rejectAuth(req) {
+        // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
+        // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
+        const expected = deps.webhooks.securityHeader.trim();
+        if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
+        return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
+      },
+      parse: parseAccountWebhook,
+      async deliver(webhook) {
+        if (webhook.kind === 'accountEvent') {
+          const workflowId = consentRefreshWorkflowId(webhook.event.consentId);
+          await deps.client.workflow.getHandle(workflowId).signal(accountEventSignal, webhook.event);
+          return { workflowId };
         }
-        count(kind, 'accepted');
-        deps.logger.debug(
-          { consentId: event.consentId, taskId: event.taskId, bankCode: event.bankCode, workflowId },
-          'accountEvent signalled',
+        const event = webhook.event;
+        const workflowId = transactionEventsWorkflowId(event.consentId);
+        await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
+          'transactionEventsWorkflow',
+          {
+            workflowId,
+            taskQueue: deps.taskQueue,
+            args: [{ consentId: event.consentId, callbackUrl: deps.transactionsCallbackUrl }],
+            signal: transactionEventSignal,
+            signalArgs: [event],
+            typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],
+            staticSummary: `transactionEvents of consent ${event.consentId}`,
+          },
         );
-        sendJson(res, 202, { status: 'accepted', kind, workflowId });
-        return;
-      }
-
-      const event = parsed.data as z.infer<typeof TransactionEventSchema>;
-      const workflowId = transactionEventsWorkflowId(event.consentId);
-      await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
-        'transactionEventsWorkflow',
-        {
-          workflowId,
-          taskQueue: deps.taskQueue,
-          args: [{ consentId: event.consentId, callbackUrl: deps.transactionsCallbackUrl }],
-          signal: transactionEventSignal,
-          signalArgs: [event],
-          typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],
-          staticSummary: `transactionEvents of consent ${event.consentId}`,
-        },
-      );
-      count(kind, 'accepted');
-      deps.logger.debug(
-        { consentId: event.consentId, accounts: event.accounts.length, workflowId },
-        'transactionEvent handed off',
-      );
-      sendJson(res, 202, { status: 'accepted', kind, workflowId });
-    } catch (err) {
-      count(kind, isTemporalUnavailable(err) ? 'unavailable' : 'error');
-      throw err;
-    }
-  });
+        return { workflowId };
+      },
+      logIds: (webhook) =>
+        webhook.kind === 'accountEvent'
+          ? {
+              consentId: webhook.event.consentId,
+              taskId: webhook.event.taskId,
+              bankCode: webhook.event.bankCode,
+              workflowId: consentRefreshWorkflowId(webhook.event.consentId),
+            }
+          : {
+              consentId: webhook.event.consentId,
+              accounts: webhook.event.accounts.length,
+              workflowId: transactionEventsWorkflowId(webhook.event.consentId),
+            },
+      ignoredReason: 'no running refresh for this consent',
+    }),
+  );
 
   return router;
 }

@@ -6,6 +6,7 @@ import { getConsentRefreshProgress, startConsentRefresh } from '../../client/con
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
+import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 
 const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
@@ -51,13 +52,16 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
 
   router.post('/consents/:consentId/refresh', json, async (req, res) => {
     const consentId = consentIdOf(req.params.consentId);
+    // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
+    const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+    if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const body = StartRefreshBody.parse(req.body ?? {});
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(deps.client, { consentId, ...body }, { taskQueue: deps.taskQueue }),
       );
       deps.logger.info(
-        { consentId, taskId: started.taskId, workflowId: started.workflowId },
+        { merchant: merchantOf(res), consentId, taskId: started.taskId, workflowId: started.workflowId },
         'consent refresh started or attached',
       );
       res.status(202).json({ consentId, workflowId: started.workflowId, taskId: started.taskId });

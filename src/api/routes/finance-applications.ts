@@ -9,6 +9,7 @@ import {
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
+import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
@@ -51,7 +52,12 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       throw creationError(err);
     }
     deps.logger.info(
-      { merchantReference, financeApplicationId: started.financeApplicationId, created: started.created },
+      {
+        merchant: merchantOf(res),
+        merchantReference,
+        financeApplicationId: started.financeApplicationId,
+        created: started.created,
+      },
       started.created ? 'finance application started' : 'finance application already existed',
     );
     const { created: _created, ...body } = started;

@@ -1,12 +1,21 @@
 import { Router } from 'express';
 import type { AppDeps } from '../app';
 
-/** Liveness (the process answers), readiness (Temporal answers within a deadline) and Prometheus metrics. */
-export function healthRoutes(deps: AppDeps): Router {
+/** Liveness: the process answers (both listeners; no dependency checked, so a Temporal outage restarts nothing). */
+export function livenessRoutes(): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  return router;
+}
+
+/**
+ * Readiness (Temporal answers within a deadline) and Prometheus metrics, on the internal listener only. No API key:
+ * probes and scrapers cannot send one, and they tell nothing about any merchant's data.
+ */
+export function operatorRoutes(deps: AppDeps): Router {
+  const router = Router();
   router.get('/readyz', async (_req, res) => {
     try {
       await deps.checkTemporal();

@@ -1,0 +1,118 @@
+import type { Request, RequestHandler, Response } from 'express';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { z } from 'zod';
+import type { AppDeps } from './app';
+import { HttpError, isTemporalUnavailable } from './errors';
+import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } from './json-body';
+
+/**
+ * The one receiver pipeline of the bank's webhooks (both routes go through it, so they cannot drift apart).
+ * Checks, in this order, each before anything is read that it does not need:
+ *   1. authenticity, from the request line and headers (401);
+ *   2. content type: `application/json` or `application/*+json`, any parameters, charset UTF-8 if one is named (415);
+ *   3. size (413) and content encoding (identity, gzip, deflate, br; 415 otherwise), then JSON (400);
+ *   4. shape, the route's zod schema (400, with the issues);
+ * then exactly one Temporal call under one deadline (SIGNAL_DEADLINE_MS), and one rule for its outcome:
+ *   - 202 `{ status: "accepted", kind, workflowId }` once Temporal accepted the signal;
+ *   - 200 `{ status: "ignored", kind, reason }` when the target workflow is closed or was never started: the
+ *     webhook is valid, nobody waits for it, and a 4xx would only make the bank retry (logged at warn, counted
+ *     `no_target`). 404 is kept for paths that are no route at all;
+ *   - 503 with Retry-After when Temporal cannot take it within the deadline (the bank retries).
+ * No request gets a 500 for what it carries: every check answers 4xx, and the error middleware maps the rest.
+ * Hot path: one body read and JSON.parse, one zod check, one call, one counter; an accepted webhook is logged at
+ * debug only (the signal is in the workflow's history and the counter counts it).
+ */
+
+/** Under the bank's per-attempt timeout (10 s): Temporal that cannot take the signal by then gets a 503, not a hang. */
+export const SIGNAL_DEADLINE_MS = 4_000;
+
+/** One Temporal call of the receiver, bounded by the signal deadline (retries included: src/temporal/grpc-retry.ts). */
+export function withinSignalDeadline<T>(client: Pick<Client, 'withDeadline'>, call: () => Promise<T>): Promise<T> {
+  return client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, call);
+}
+
+/** What a route's body turned out to be, or why not. */
+export type ParsedWebhook<E> =
+  { ok: true; kind: string; event: E } | { ok: false; kind: string; message: string; issues: z.core.$ZodIssue[] };
+
+export interface WebhookReceiverSpec<E> {
+  /** The metric label before the body is read. */
+  kind: string;
+  /** Bodies past this many bytes (decoded) are refused with 413. */
+  limitBytes: number;
+  /** Authenticity from the request line and headers; `undefined` when authentic, else the 401's outcome label. */
+  rejectAuth(req: Request): { outcome: string; message: string } | undefined;
+  /** The route's zod schema(s) over the parsed JSON. */
+  parse(body: unknown): ParsedWebhook<E>;
+  /** The one Temporal call; throws WorkflowNotFoundError when the target workflow is closed or unknown. */
+  deliver(event: E, req: Request): Promise<{ workflowId: string }>;
+  /** Ids for the log line of an ignored webhook (never secrets). */
+  logIds(event: E, req: Request): Record<string, unknown>;
+  /** Why an ignored webhook was ignored, as the bank sees it. */
+  ignoredReason: string;
+}
+
+export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>): RequestHandler {
+  const count = (kind: string, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
+
+  return async (req: Request, res: Response) => {
+    const unauthentic = spec.rejectAuth(req);
+    if (unauthentic) {
+      count(spec.kind, unauthentic.outcome);
+      throw new HttpError(401, unauthentic.message);
+    }
+    const contentTypeProblem = jsonContentTypeProblem(req.headers['content-type']);
+    if (contentTypeProblem) {
+      count(spec.kind, 'rejected_content_type');
+      throw new HttpError(415, contentTypeProblem);
+    }
+    let body: unknown;
+    try {
+      body = await readJsonBody(req, spec.limitBytes);
+    } catch (err) {
+      count(spec.kind, err instanceof BodyTooLargeError ? 'too_large' : 'rejected_body');
+      throw err;
+    }
+    const parsed = spec.parse(body);
+    if (!parsed.ok) {
+      count(parsed.kind, 'rejected_body');
+      throw new HttpError(
+        400,
+        parsed.message,
+        parsed.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      );
+    }
+
+    const { kind, event } = parsed;
+    let workflowId: string;
+    try {
+      ({ workflowId } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) {
+        count(kind, 'no_target');
+        deps.logger.warn(
+          { kind, ...spec.logIds(event, req) },
+          `${kind} webhook for a closed or unknown workflow: acknowledged, not delivered`,
+        );
+        sendJson(res, 200, { status: 'ignored', kind, reason: spec.ignoredReason });
+        return;
+      }
+      count(kind, isTemporalUnavailable(err) ? 'unavailable' : 'error');
+      throw err;
+    }
+    count(kind, 'accepted');
+    deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
+    sendJson(res, 202, { status: 'accepted', kind, workflowId });
+  };
+}
+
+/** A zod result as a ParsedWebhook. */
+export function parsedWith<E>(
+  kind: string,
+  message: string,
+  result: { success: true; data: E } | { success: false; error: { issues: z.core.$ZodIssue[] } },
+): ParsedWebhook<E> {
+  return result.success
+    ? { ok: true, kind, event: result.data }
+    : { ok: false, kind, message, issues: result.error.issues };
+}

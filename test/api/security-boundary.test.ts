@@ -1,0 +1,312 @@
+/**
+ * The security boundary on the whole stack (real dev server, the bank sandbox over HTTP, worker, both listeners):
+ * the merchant facade only on the internal listener and only with a merchant API key; the public listener serves
+ * the bank's webhooks and nothing of the facade; a rotated WEBHOOK_HASH_SECRET keeps older applications' webhooks.
+ */
+import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { webhookHash } from '../../src/security/webhook-hash';
+import { consentRefreshWorkflowId, financeApplicationWorkflowId } from '../../src/shared/ids';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+
+const KEY_A = 'merchant-a-key-0123456789abcdefghij';
+const KEY_B = 'merchant-b-key-0123456789abcdefghij';
+const SECRET_OLD = 'old-webhook-hash-secret-0123456789abcdef';
+const SECRET_NEW = 'new-webhook-hash-secret-0123456789abcdef';
+
+describe('security boundary (whole stack, two listeners)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({
+      hashSecret: SECRET_OLD,
+      merchantApiKeys: [
+        { name: 'shop-a', key: KEY_A },
+        { name: 'shop-b', key: KEY_B },
+      ],
+    });
+  });
+  afterAll(async () => stack?.close());
+
+  const json = { 'content-type': 'application/json' };
+  const application = (merchantReference: string) =>
+    JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/done' });
+  /** No workflow with this id was ever started, and the bank never heard of the reference or consent. */
+  const expectNothingStarted = async (workflowId: string, id: string) => {
+    await expect(stack.t.client.workflow.getHandle(workflowId).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
+    expect(stack.sandbox.control.applications().filter((a) => a.createRequest.merchantReference === id)).toEqual([]);
+    expect(stack.sandbox.control.refreshTasks().filter((t) => t.consentId === id)).toEqual([]);
+  };
+  const authCount = async (merchant: string, outcome: string) =>
+    (await stack.metrics.merchantAuth.get()).values.find(
+      (v) => v.labels.merchant === merchant && v.labels.outcome === outcome,
+    )?.value ?? 0;
+
+  it.each([
+    ['no Authorization', {}],
+    ['a wrong key', { authorization: `Bearer ${KEY_A}x` }],
+    ['a prefix of a key', { authorization: `Bearer ${KEY_A.slice(0, -1)}` }],
+    ['another scheme', { authorization: `Basic ${KEY_A}` }],
+    ['the bare key', { authorization: KEY_A }],
+    ['an empty bearer', { authorization: 'Bearer ' }],
+  ])('answers 401 to the facade with %s, and starts nothing', async (_case, auth: Record<string, string>) => {
+    const ref = `noauth-${randomUUID()}`;
+    const consentId = `noauth-${randomUUID()}`;
+    const answers = [
+      await fetch(`${stack.internalUrl}/applications`, {
+        method: 'POST',
+        headers: { ...json, ...auth },
+        body: application(ref),
+      }),
+      await fetch(`${stack.internalUrl}/applications/${ref}`, { headers: auth }),
+      await fetch(`${stack.internalUrl}/consents/${consentId}/refresh`, {
+        method: 'POST',
+        headers: { ...json, ...auth },
+        body: '{}',
+      }),
+      await fetch(`${stack.internalUrl}/consents/${consentId}/refresh`, { headers: auth }),
+      // Paths that are no route need the key too: a 404 would tell what exists.
+      await fetch(`${stack.internalUrl}/applications/${ref}/anything`, { headers: auth }),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="paylater"/);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(await res.json()).toEqual({ error: 'unauthorized', message: expect.any(String) });
+    }
+    await expectNothingStarted(financeApplicationWorkflowId(ref), ref);
+    await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
+  });
+
+  it('serves the facade with a key as before, counting the key by its name', async () => {
+    const ref = `auth-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const before = await authCount('shop-a', 'accepted');
+    const created = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      // The scheme is case-insensitive (RFC 7235).
+      headers: { ...json, authorization: `bearer ${KEY_A}` },
+      body: application(ref),
+    });
+    expect(created.status).toBe(201);
+    const { financeApplicationId } = (await created.json()) as { financeApplicationId: string };
+    const read = await fetch(`${stack.internalUrl}/applications/${ref}`, {
+      headers: { authorization: `Bearer ${KEY_B}` },
+    });
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({ merchantReference: ref, financeApplicationId });
+    expect(await authCount('shop-a', 'accepted')).toBe(before + 1);
+    expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
+    // The metrics carry names, never keys.
+    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
+    expect(metrics).toMatch(/merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
+    expect(metrics).not.toContain(KEY_A);
+    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).terminate('test done');
+  });
+
+  it('refuses a revoked key (its entry removed) while the other merchant goes on', async () => {
+    const refBefore = `revoke-before-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: refBefore });
+    const post = (key: string, ref: string) =>
+      fetch(`${stack.internalUrl}/applications`, {
+        method: 'POST',
+        headers: { ...json, authorization: `Bearer ${key}` },
+        body: application(ref),
+      });
+    expect((await post(KEY_B, refBefore)).status).toBe(201);
+
+    stack.setMerchantApiKeys([{ name: 'shop-a', key: KEY_A }]); // MERCHANT_API_KEYS without shop-b's entry
+    try {
+      const refAfter = `revoke-after-${randomUUID()}`;
+      const refused = await post(KEY_B, refAfter);
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toMatchObject({ error: 'unauthorized', message: 'Invalid API key' });
+      await expectNothingStarted(financeApplicationWorkflowId(refAfter), refAfter);
+      expect(
+        (
+          await fetch(`${stack.internalUrl}/applications/${refBefore}`, {
+            headers: { authorization: `Bearer ${KEY_B}` },
+          })
+        ).status,
+      ).toBe(401);
+      expect(
+        (
+          await fetch(`${stack.internalUrl}/applications/${refBefore}`, {
+            headers: { authorization: `Bearer ${KEY_A}` },
+          })
+        ).status,
+      ).toBe(200);
+    } finally {
+      stack.setMerchantApiKeys([
+        { name: 'shop-a', key: KEY_A },
+        { name: 'shop-b', key: KEY_B },
+      ]);
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(refBefore)).terminate('test done');
+    }
+  });
+
+  it('keeps /readyz and /metrics open on the internal listener (probes send no key)', async () => {
+    expect((await fetch(`${stack.internalUrl}/readyz`)).status).toBe(200);
+    expect((await fetch(`${stack.internalUrl}/metrics`)).status).toBe(200);
+    expect((await fetch(`${stack.internalUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('answers 404 on the public listener to every merchant and operator route, with or without a key', async () => {
+    const ref = `public-${randomUUID()}`;
+    const consentId = `public-${randomUUID()}`;
+    const routes: [string, string, string?][] = [
+      ['POST', '/applications', application(ref)],
+      ['GET', '/applications'],
+      ['GET', `/applications/${ref}`],
+      ['POST', `/consents/${consentId}/refresh`, '{}'],
+      ['GET', `/consents/${consentId}/refresh`],
+      ['GET', '/readyz'],
+      ['GET', '/metrics'],
+      ['POST', '/codec/decode', '{"payloads":[]}'],
+      ['POST', '/codec/encode', '{"payloads":[]}'],
+      ['GET', '/openapi.json'],
+      ['GET', '/docs'],
+    ];
+    for (const auth of [{}, { authorization: `Bearer ${KEY_A}` }] as Record<string, string>[]) {
+      for (const [method, path, body] of routes) {
+        const res = await fetch(`${stack.publicUrl}${path}`, { method, headers: { ...json, ...auth }, body });
+        expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 });
+        expect(await res.json()).toMatchObject({ error: 'not_found' });
+      }
+    }
+    await expectNothingStarted(financeApplicationWorkflowId(ref), ref);
+    await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
+  });
+
+  it('accepts, after WEBHOOK_HASH_SECRET is rotated, the webhooks of an application created before', async () => {
+    const refOld = `rotate-old-${randomUUID()}`;
+    const refNew = `rotate-new-${randomUUID()}`;
+    for (const ref of [refOld, refNew])
+      stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const create = async (ref: string) => {
+      const res = await stack.facade('/applications', { method: 'POST', headers: json, body: application(ref) });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { financeApplicationId: string }).financeApplicationId;
+    };
+    const signals = async (ref: string) =>
+      ((await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory()).events ?? []).filter(
+        (e) => e.workflowExecutionSignaledEventAttributes,
+      ).length;
+    /** The bank sends the application's status-change webhook to the webhookUrl it was given at creation. */
+    const bankSends = async (id: string) => {
+      const [delivery] = await stack.sandbox.control.sendApplicationWebhooks(id, 1);
+      return delivery!.attempts[0]!.status;
+    };
+
+    const idOld = await create(refOld);
+    expect(stack.sandbox.control.application(idOld)!.createRequest.webhookUrl).toMatch(
+      new RegExp(`/${webhookHash(SECRET_OLD, refOld)}$`),
+    );
+
+    // The rotation: WEBHOOK_HASH_SECRET=new, WEBHOOK_HASH_SECRET_PREVIOUS=old (receiver and worker restarted).
+    stack.setWebhooks({ hashSecret: SECRET_NEW, previousHashSecret: SECRET_OLD });
+    try {
+      const idNew = await create(refNew);
+      // New applications get hashes from the new secret.
+      expect(stack.sandbox.control.application(idNew)!.createRequest.webhookUrl).toMatch(
+        new RegExp(`/${webhookHash(SECRET_NEW, refNew)}$`),
+      );
+      expect(await bankSends(idOld)).toBe(202);
+      expect(await bankSends(idNew)).toBe(202);
+      // The hash in the query form verifies under the previous secret too.
+      const viaQuery = await fetch(
+        `${stack.publicUrl}/webhooks/finance-applications/${refOld}?hash=${webhookHash(SECRET_OLD, refOld)}`,
+        { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
+      );
+      expect(viaQuery.status).toBe(202);
+      // Neither secret makes a hash for another reference, and a third secret makes none.
+      const forged = await fetch(
+        `${stack.publicUrl}/webhooks/finance-applications/${refOld}/${webhookHash('a-third-secret-0123456789abcdefghij', refOld)}`,
+        { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
+      );
+      expect(forged.status).toBe(401);
+      // Signals sent while a workflow task runs are written after it: wait for both, then require exactly two.
+      await eventually(async () => ((await signals(refOld)) >= 2 ? true : undefined));
+      expect(await signals(refOld)).toBe(2);
+
+      // The rotation ends (WEBHOOK_HASH_SECRET_PREVIOUS removed): only new-secret hashes verify.
+      stack.setWebhooks({ previousHashSecret: undefined });
+      expect(await bankSends(idOld)).toBe(401);
+      expect(await bankSends(idNew)).toBe(202);
+      expect(await signals(refOld)).toBe(2);
+    } finally {
+      stack.setWebhooks({ hashSecret: SECRET_OLD, previousHashSecret: undefined });
+      for (const ref of [refOld, refNew])
+        await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).terminate('test done');
+    }
+  });
+
+  it('answers malformed requests with 4xx, never 500: bad percent-encoding, HEAD, OPTIONS, huge headers', async () => {
+    const raw = (port: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const url = new URL(port);
+        const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const hash = webhookHash(SECRET_OLD, 'order-1');
+    const key = { authorization: `Bearer ${KEY_A}` };
+    const cases: [string, string, string, Record<string, string>, string | undefined, number][] = [
+      [stack.publicUrl, 'POST', `/webhooks/finance-applications/%E0%A4%A/${hash}`, json, '{}', 400],
+      [stack.publicUrl, 'POST', `/webhooks/finance-applications/order-1/%E0%A4%A`, json, '{}', 400],
+      [stack.publicUrl, 'POST', `/webhooks/finance-applications/order-1?hash=%E0%A4%A`, json, '{}', 401],
+      [stack.publicUrl, 'POST', `/webhooks/%E0%A4%A`, json, '{}', 404],
+      [stack.publicUrl, 'HEAD', `/webhooks/accounts`, {}, undefined, 404],
+      [stack.publicUrl, 'GET', `/webhooks/finance-applications/order-1/${hash}`, {}, undefined, 404],
+      [stack.internalUrl, 'GET', '/applications/%E0%A4%A', key, undefined, 400],
+      [stack.internalUrl, 'GET', '/consents/%ZZ/refresh', key, undefined, 400],
+      [stack.internalUrl, 'HEAD', '/applications/unknown-ref', key, undefined, 404],
+      [
+        stack.internalUrl,
+        'POST',
+        '/applications',
+        { ...key, 'content-type': 'application/json; charset=latin1' },
+        '{}',
+        415,
+      ],
+      [
+        stack.internalUrl,
+        'POST',
+        '/applications',
+        { ...key, 'content-type': 'application/json', 'content-encoding': 'zip' },
+        '{}',
+        415,
+      ],
+      [
+        stack.internalUrl,
+        'POST',
+        '/applications',
+        { ...key, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        '{}',
+        400,
+      ],
+      [stack.internalUrl, 'POST', '/applications', { ...key, 'content-type': 'application/json' }, '{"a":', 400],
+      [stack.internalUrl, 'POST', '/consents/c-1/refresh', { ...key, 'content-type': 'text/plain' }, 'x', 415],
+      [stack.internalUrl, 'GET', '/readyz', { 'x-big': 'x'.repeat(20_000) }, undefined, 431],
+      [stack.publicUrl, 'POST', '/webhooks/accounts', { 'x-big': 'x'.repeat(20_000) }, '{}', 431],
+    ];
+    for (const [base, method, path, headers, body, status] of cases) {
+      expect({ method, path, status: await raw(base, method, path, headers, body) }).toEqual({ method, path, status });
+    }
+    // OPTIONS: answered (the router's Allow list, or 404/401), never a 5xx.
+    for (const [base, path] of [
+      [stack.publicUrl, '/webhooks/accounts'],
+      [stack.internalUrl, '/applications'],
+      [stack.internalUrl, '/readyz'],
+    ] as const) {
+      expect(await raw(base, 'OPTIONS', path)).toBeLessThan(500);
+    }
+  });
+});

@@ -1,0 +1,198 @@
+/**
+ * The one receiver pipeline (src/api/webhook-receiver.ts), shared by both webhook routes, on the real public app
+ * over real HTTP with a scripted Temporal client: the same checks and the same answers on both routes.
+ */
+import { Agent, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import pino from 'pino';
+import { createPublicApp } from '../../src/api/app';
+import { closeServer, listen } from '../../src/api/http-server';
+import { createMetrics } from '../../src/api/metrics';
+import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
+import { webhookHash } from '../../src/security/webhook-hash';
+
+const HASH_SECRET = 'pipeline-test-hash-secret-0123456789';
+const HEADER = 'Basic cGlwZWxpbmU6dGVzdA==';
+const REF = 'order-7';
+
+describe('receiver pipeline (both webhook routes)', () => {
+  let server: Server;
+  let port: number;
+  /** What the scripted client does with the next Temporal call. */
+  let outcome: 'accept' | 'not-found' = 'accept';
+  const calls: { deadline: number; at: number }[] = [];
+
+  beforeAll(async () => {
+    const answer = () =>
+      outcome === 'accept' ? Promise.resolve() : Promise.reject(new WorkflowNotFoundError('gone', 'wf', undefined));
+    const client = {
+      workflow: { getHandle: () => ({ signal: answer }), signalWithStart: answer },
+      withDeadline: <R>(deadline: number, fn: () => Promise<R>) => {
+        calls.push({ deadline, at: Date.now() });
+        return fn();
+      },
+    } as unknown as Client;
+    const app = createPublicApp({
+      client,
+      taskQueue: 'unused',
+      webhooks: { publicBaseUrl: '', hashSecret: HASH_SECRET, securityHeader: HEADER },
+      merchantApiKeys: [],
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics(),
+      checkTemporal: () => Promise.resolve(),
+    });
+    server = await listen(app, 0, '127.0.0.1');
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => closeServer(server, 100));
+
+  const routes = {
+    finance: {
+      path: `/webhooks/finance-applications/${REF}/${webhookHash(HASH_SECRET, REF)}`,
+      auth: {},
+      body: { financeApplicationId: 'fa-1' },
+    },
+    account: {
+      path: '/webhooks/accounts',
+      auth: { authorization: HEADER },
+      body: { consentId: 'c-1', taskId: 't-1', taskStatus: 'FINISHED', bankCode: 'B', bankName: 'B', accounts: [] },
+    },
+    transaction: {
+      path: '/webhooks/accounts',
+      auth: { authorization: HEADER },
+      body: { consentId: 'c-1', accounts: [{ accountId: 'a-1' }] },
+    },
+  };
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  afterAll(() => agent.destroy());
+  const send = (path: string, headers: Record<string, string>, body: Buffer | string) =>
+    new Promise<{ status: number; json: Record<string, unknown>; socket: number }>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path,
+          agent,
+          headers: { 'transfer-encoding': 'chunked', ...headers },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode!,
+              json: JSON.parse(text) as Record<string, unknown>,
+              socket: (req.socket as { localPort?: number } | null)?.localPort ?? 0,
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  it.each(Object.entries(routes))(
+    '%s: accepts JSON with any parameters, UTF-8 or no charset, any of the encodings',
+    async (_name, route) => {
+      outcome = 'accept';
+      const text = JSON.stringify(route.body);
+      for (const [contentType, encoding] of [
+        ['application/json', undefined],
+        ['application/json; charset=utf-8', undefined],
+        ['Application/JSON;Charset="UTF-8"; version=2', 'gzip'],
+        ['application/vnd.bank+json', 'identity'],
+      ] as const) {
+        const headers: Record<string, string> = { ...route.auth, 'content-type': contentType };
+        if (encoding) headers['content-encoding'] = encoding;
+        const res = await send(route.path, headers, encoding === 'gzip' ? gzipSync(text) : text);
+        expect({ contentType, status: res.status }).toEqual({ contentType, status: 202 });
+        expect(res.json).toMatchObject({
+          status: 'accepted',
+          kind: expect.any(String),
+          workflowId: expect.any(String),
+        });
+      }
+    },
+  );
+
+  it.each(Object.entries(routes))(
+    '%s: refuses another charset with 415 and an unreadable encoding with 415 or 400',
+    async (_name, route) => {
+      const text = JSON.stringify(route.body);
+      for (const charset of ['latin1', 'utf-16', '"iso-8859-1"', '']) {
+        const res = await send(
+          route.path,
+          { ...route.auth, 'content-type': `application/json; charset=${charset}` },
+          text,
+        );
+        expect({ charset, status: res.status }).toEqual({ charset, status: 415 });
+        expect(res.json).toMatchObject({ error: 'unsupported_media_type' });
+      }
+      expect(
+        (
+          await send(
+            route.path,
+            { ...route.auth, 'content-type': 'application/json', 'content-encoding': 'zstd' },
+            text,
+          )
+        ).status,
+      ).toBe(415);
+      expect(
+        (
+          await send(
+            route.path,
+            { ...route.auth, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+            text,
+          )
+        ).status,
+      ).toBe(400);
+    },
+  );
+
+  it.each(Object.entries(routes))(
+    '%s: a closed or unknown workflow gets 200 ignored, in the same shape on both routes',
+    async (_name, route) => {
+      outcome = 'not-found';
+      try {
+        const res = await send(
+          route.path,
+          { ...route.auth, 'content-type': 'application/json' },
+          JSON.stringify(route.body),
+        );
+        expect(res.status).toBe(200);
+        expect(res.json).toEqual({ status: 'ignored', kind: expect.any(String), reason: expect.any(String) });
+      } finally {
+        outcome = 'accept';
+      }
+    },
+  );
+
+  it('gives every Temporal call of both routes the same signal deadline', async () => {
+    calls.length = 0;
+    for (const route of Object.values(routes)) {
+      await send(route.path, { ...route.auth, 'content-type': 'application/json' }, JSON.stringify(route.body));
+    }
+    expect(calls).toHaveLength(3);
+    for (const call of calls) expect(call.deadline - call.at).toBe(SIGNAL_DEADLINE_MS);
+    expect(SIGNAL_DEADLINE_MS).toBeLessThan(10_000); // answered before the bank's own timeout
+  });
+
+  it('reads an undecodable body off the socket before answering: the kept-alive connection serves the next webhook', async () => {
+    const big = Buffer.from(JSON.stringify({ ...routes.account.body, pad: 'x'.repeat(200_000) }));
+    const notGzip = await send(
+      routes.account.path,
+      { ...routes.account.auth, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      big,
+    );
+    expect(notGzip.status).toBe(400);
+    const next = await send(
+      routes.account.path,
+      { ...routes.account.auth, 'content-type': 'application/json' },
+      JSON.stringify(routes.account.body),
+    );
+    expect(next).toMatchObject({ status: 202, socket: notGzip.socket });
+  });
+});
