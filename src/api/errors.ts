@@ -27,11 +27,29 @@ const UNAVAILABLE_CODES = new Set<number>([1, 4, 8, 14]);
 
 /** True when Temporal could not take the call (down, overloaded, timed out): answer 503 so callers retry. */
 export function isTemporalUnavailable(err: unknown): boolean {
+  if (err instanceof HttpError) return err.status === 503; // a hard bound (hardBound) ran out
   // The client wraps gRPC errors (ServiceError, WorkflowUpdateFailedError…) with the gRPC error as `cause`.
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e) && UNAVAILABLE_CODES.has(e.code)) return true;
   }
   return false;
+}
+
+/**
+ * A hard bound over a call that is already under a gRPC deadline: whatever the client library does (a connect that
+ * hangs, an attempt that ignores the deadline), the answer goes out by then. The call itself is left to finish.
+ */
+export function hardBound<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new HttpError(503, `${what} did not answer within ${ms} ms; retry later`, undefined, 5)),
+      ms,
+    );
+    timer.unref();
+  });
+  call.catch(() => undefined); // a late failure after the bound is not an unhandled rejection
+  return Promise.race([call, bound]).finally(() => clearTimeout(timer));
 }
 
 export const DEFAULT_START_DEADLINE_MS = 30_000;

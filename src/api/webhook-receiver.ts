@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { z } from 'zod';
 import type { AppDeps } from './app';
-import { HttpError, isTemporalUnavailable } from './errors';
+import { hardBound, HttpError, isTemporalUnavailable } from './errors';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } from './json-body';
 
 /**
@@ -26,9 +26,19 @@ import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } fro
 /** Under the bank's per-attempt timeout (10 s): Temporal that cannot take the signal by then gets a 503, not a hang. */
 export const SIGNAL_DEADLINE_MS = 4_000;
 
-/** One Temporal call of the receiver, bounded by the signal deadline (retries included: src/temporal/grpc-retry.ts). */
+/** What the answer may take past the signal deadline: writing the 503 (the bound the README states). */
+export const SIGNAL_DEADLINE_MARGIN_MS = 250;
+
+/**
+ * One Temporal call of the receiver, bounded by the signal deadline (retries included: src/temporal/grpc-retry.ts),
+ * and by a timer at the deadline plus a margin in case the client library does not keep it.
+ */
 export function withinSignalDeadline<T>(client: Pick<Client, 'withDeadline'>, call: () => Promise<T>): Promise<T> {
-  return client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, call);
+  return hardBound(
+    client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, call),
+    SIGNAL_DEADLINE_MS + SIGNAL_DEADLINE_MARGIN_MS,
+    'Temporal',
+  );
 }
 
 /** What a route's body turned out to be, or why not. */

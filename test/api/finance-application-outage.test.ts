@@ -10,7 +10,7 @@ import { createServer, connect, type Server as NetServer, type Socket } from 'no
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createActivities, createBankClient, type BankClientHandle } from '../../src/activities';
-import { createPublicApp } from '../../src/api/app';
+import { createInternalApp, createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
@@ -20,6 +20,7 @@ import {
 } from '../../src/client/finance-applications';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { checkTemporal } from '../../src/temporal/connection';
 import { connectTestTemporal, eventually, withWorker, type TemporalTestContext } from '../helpers/temporal';
 
 /** A TCP proxy to the dev server that can be cut (refusing and dropping connections) and restored on the same port. */
@@ -62,7 +63,9 @@ describe('finance-application receiver while Temporal is unreachable', () => {
   let proxy: Awaited<ReturnType<typeof cuttableProxy>>;
   let proxiedConnection: Connection;
   let server: Server;
+  let internalServer: Server;
   let apiUrl: string;
+  let internalUrl: string;
   let metrics: Metrics;
   const hashSecret = 'outage-test-hash-secret';
 
@@ -71,17 +74,19 @@ describe('finance-application receiver while Temporal is unreachable', () => {
     proxy = await cuttableProxy(t.address);
     proxiedConnection = Connection.lazy({ address: proxy.address() });
     metrics = createMetrics();
-    const app = createPublicApp({
+    const deps = {
       client: new Client({ connection: proxiedConnection, namespace: t.namespace }),
       taskQueue: t.taskQueue,
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
       merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
       metrics,
-      checkTemporal: () => Promise.resolve(),
-    });
-    server = await listen(app, 0, '127.0.0.1');
+      checkTemporal: () => checkTemporal(proxiedConnection, t.namespace),
+    };
+    server = await listen(createPublicApp(deps), 0, '127.0.0.1');
     apiUrl = `http://127.0.0.1:${boundPort(server)}`;
+    internalServer = await listen(createInternalApp(deps), 0, '127.0.0.1');
+    internalUrl = `http://127.0.0.1:${boundPort(internalServer)}`;
     sandbox = await startSandbox({
       clientId: 'outage-client',
       clientSecret: 'outage-secret',
@@ -97,6 +102,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
   });
   afterAll(async () => {
     await closeServer(server, 1_000);
+    await closeServer(internalServer, 1_000);
     await proxiedConnection?.close();
     await sandbox?.close();
     await bank?.close();
@@ -135,6 +141,22 @@ describe('finance-application receiver while Temporal is unreachable', () => {
         expect(direct.status).toBe(503);
         expect(direct.headers.get('retry-after')).toBeTruthy();
         expect(await direct.json()).toMatchObject({ error: 'unavailable' });
+        // Every receiver, and readiness, say 503 the same way while Temporal is unreachable.
+        for (const body of [
+          { consentId: 'c-outage', taskId: 't-1', taskStatus: 'FINISHED', bankCode: 'B1', bankName: 'B', accounts: [] },
+          { consentId: 'c-outage', accounts: [{ accountId: 'a-1' }] },
+        ]) {
+          const account = await fetch(`${apiUrl}/webhooks/accounts`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
+          expect([account.status, account.headers.get('retry-after') !== null]).toEqual([503, true]);
+          await account.arrayBuffer();
+        }
+        const ready = await fetch(`${internalUrl}/readyz`);
+        expect(ready.status).toBe(503);
+        expect(await ready.json()).toMatchObject({ status: 'not_ready' });
         // The bank's own delivery got a 503 too (and keeps retrying).
         await eventually(() =>
           sandbox.control.application(id)!.webhooks[0]?.attempts.some((a) => a.status === 503) ? true : undefined,

@@ -93,3 +93,18 @@ describe('loggablePath', () => {
     expect(loggablePath('/applications/order-1')).toBe('/applications/order-1');
   });
 });
+
+describe('hardBound', () => {
+  it('answers 503 with Retry-After when a call outlives its bound, and passes results and errors through', async () => {
+    const { hardBound, HttpError } = await import('../../src/api/errors');
+    const never = new Promise<never>(() => undefined);
+    await expect(hardBound(never, 10, 'Temporal')).rejects.toMatchObject({
+      status: 503,
+      retryAfterSeconds: 5,
+      message: 'Temporal did not answer within 10 ms; retry later',
+    });
+    await expect(hardBound(Promise.resolve('ok'), 1_000, 'x')).resolves.toBe('ok');
+    await expect(hardBound(Promise.reject(new Error('boom')), 1_000, 'x')).rejects.toThrow('boom');
+    expect(new HttpError(503, 'm')).toBeInstanceOf(Error);
+  });
+});

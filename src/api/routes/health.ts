@@ -1,5 +1,9 @@
 import { Router } from 'express';
 import type { AppDeps } from '../app';
+import { hardBound } from '../errors';
+
+/** /readyz answers within this, whatever Temporal does (its own check has a 2 s gRPC deadline). */
+export const READINESS_BOUND_MS = 2_000;
 
 /** Liveness: the process answers (both listeners; no dependency checked, so a Temporal outage restarts nothing). */
 export function livenessRoutes(): Router {
@@ -18,7 +22,7 @@ export function operatorRoutes(deps: AppDeps): Router {
   const router = Router();
   router.get('/readyz', async (_req, res) => {
     try {
-      await deps.checkTemporal();
+      await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
       res.json({ status: 'ready', temporal: 'ok' });
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message }, 'readiness check failed');
