@@ -7,7 +7,7 @@
  * - Every request built valid is accepted (202); every request built with at least one defect is refused (4xx)
  *   and signals nothing: the signals in each target workflow's history (every run) are exactly the accepted ones.
  * - The facade without the key answers 401 on every merchant path, and no generated request starts anything.
- * PROPERTY_RUNS (default 2000 per property) and PROPERTY_SEED reproduce or widen a run.
+ * PROPERTY_RUNS (default 1500 per property) and PROPERTY_SEED reproduce or widen a run.
  */
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
@@ -23,7 +23,7 @@ import {
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
-const RUNS = Number(process.env.PROPERTY_RUNS) || 2000;
+const RUNS = Number(process.env.PROPERTY_RUNS) || 1500;
 const SEED = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined;
 const FINANCE_LIMIT = 16 * 1024;
 const ACCOUNT_LIMIT = 256 * 1024;
@@ -363,7 +363,8 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
         wrongHash: wrongHashArb,
         malformed: fc.constantFrom(...MALFORMED_PERCENT),
         malformedIn: fc.constantFrom('ref', 'hash'),
-        id: fc.constantFrom(financeApplicationId, ` ${financeApplicationId} `, 'fa-someone-else'),
+        // Its own id (padded too: trimmed); another id is a valid webhook as well, tested elsewhere (and logged at warn).
+        id: fc.constantFrom(financeApplicationId, ` ${financeApplicationId} `, `\t${financeApplicationId}`),
         extras: extrasArb,
         badShape: fc.oneof(
           fc.constantFrom<unknown>(null, 42, 'text', true, [], [{ financeApplicationId }]),
