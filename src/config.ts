@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import {
+  DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS,
+  parsePayloadEncryptionKeys,
+  type PayloadEncryptionKey,
+} from './security/payload-codec';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
 
 /**
@@ -8,8 +13,8 @@ import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
  * Two shapes:
  * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
  *   development default, so `npm start` works with nothing configured;
- * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL and
- *   WEBHOOK_HASH_SECRET are required, and no development default is used.
+ * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL,
+ *   WEBHOOK_HASH_SECRET and PAYLOAD_ENCRYPTION_KEYS are required, and no development default is used.
  */
 
 const DEV_DEFAULTS = {
@@ -43,6 +48,49 @@ const wholeNumber = (min: number) =>
     .max(1_000_000, 'must be at most 1000000');
 const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
+const payloadKeys = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): PayloadEncryptionKey[] | undefined => {
+      if (value === undefined) return undefined;
+      try {
+        return parsePayloadEncryptionKeys(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+);
+/** Comma-separated origins (scheme://host[:port], nothing after it), as a browser sends them in `Origin`. */
+const origins = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): string[] | undefined => {
+      if (value === undefined) return undefined;
+      const list = value
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== '');
+      for (const origin of list) {
+        let parsed: URL | undefined;
+        try {
+          parsed = new URL(origin);
+        } catch {
+          parsed = undefined;
+        }
+        if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+          ctx.addIssue({ code: 'custom', message: `"${origin}" is not an origin: http(s)://host[:port], no path` });
+          return z.NEVER;
+        }
+      }
+      return list;
+    }),
+);
 
 /**
  * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB over 200 MiB:
@@ -121,6 +169,12 @@ const EnvSchema = z
       .default(''),
     /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
     TRANSACTIONS_CALLBACK_URL: optionalUrl,
+
+    // Customer data in Temporal: the first key encrypts, every key decrypts. Unset: the embedded default's
+    // development key (a real bank requires keys).
+    PAYLOAD_ENCRYPTION_KEYS: payloadKeys,
+    /** Browser origins allowed to call the codec endpoint (the Temporal Web UI); default: the embedded UI's. */
+    CODEC_CORS_ORIGINS: origins,
   })
   .superRefine((env, ctx) => {
     // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
@@ -170,6 +224,7 @@ const EnvSchema = z
       'BANK_CLIENT_SECRET',
       'PUBLIC_BASE_URL',
       'WEBHOOK_HASH_SECRET',
+      'PAYLOAD_ENCRYPTION_KEYS',
     ] as const) {
       if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
     }
@@ -220,6 +275,18 @@ export interface Config {
     securityHeader: string;
   };
   transactionsCallbackUrl?: string;
+  /** Payload encryption (src/security/payload-codec.ts, src/temporal/data-converter.ts). */
+  payloadEncryption: {
+    /** The first encrypts, every one decrypts. */
+    keys: PayloadEncryptionKey[];
+    /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the embedded default's public development key is used. */
+    developmentKey: boolean;
+  };
+  /** The codec endpoint (src/api/routes/codec.ts). */
+  codec: {
+    /** Origins of the Temporal Web UI allowed by CORS (CODEC_CORS_ORIGINS). */
+    corsOrigins: string[];
+  };
   /** The raw environment, for @temporalio/envconfig (TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
@@ -280,6 +347,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       securityHeader: e.WEBHOOK_SECURITY_HEADER,
     },
     transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+    payloadEncryption: {
+      keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
+      developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
+    },
+    codec: {
+      // The embedded dev server's Web UI, under either name a browser may use for it.
+      corsOrigins: e.CODEC_CORS_ORIGINS ?? [
+        `http://localhost:${e.TEMPORAL_UI_PORT}`,
+        `http://127.0.0.1:${e.TEMPORAL_UI_PORT}`,
+      ],
+    },
     env,
   };
 }

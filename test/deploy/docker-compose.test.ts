@@ -46,7 +46,11 @@ function environmentOf(
   return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, interpolate(String(v), env, required)]));
 }
 
-const HOST_ENV = { WEBHOOK_HASH_SECRET: 'h'.repeat(48), BANK_CLIENT_SECRET: 'sandbox-secret' };
+const HOST_ENV = {
+  WEBHOOK_HASH_SECRET: 'h'.repeat(48),
+  BANK_CLIENT_SECRET: 'sandbox-secret',
+  PAYLOAD_ENCRYPTION_KEYS: `key-1:${Buffer.alloc(32, 7).toString('base64')}`,
+};
 const appServices = ['worker', 'api'];
 
 describe('docker-compose.yml', () => {
@@ -76,7 +80,7 @@ describe('docker-compose.yml', () => {
       expect(config.bank.embedded).toBe(false);
       expect(config.temporal.address).toBeDefined();
     }
-    expect([...required].sort()).toEqual(['BANK_CLIENT_SECRET', 'WEBHOOK_HASH_SECRET']);
+    expect([...required].sort()).toEqual(['BANK_CLIENT_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'WEBHOOK_HASH_SECRET']);
     expect(() => environmentOf('worker', {})).toThrow(/compose would stop: BANK_CLIENT_SECRET/);
   });
 
