@@ -2,8 +2,10 @@ import { runEntry, StartupError } from './bootstrap';
 import { boundPort, closeServer, listen } from './api/http-server';
 import { createAppFromConfig } from './api/server';
 import { startSandbox } from './sandbox';
+import { createPayloadCodec } from './security/payload-codec';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
+import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker';
@@ -35,7 +37,10 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
     uiUrl = dev.uiUrl;
   }
   const target = { address, namespace: config.temporal.namespace, env: config.env };
-  const { client, connection } = await connectClient(target);
+  // One codec for the process: the client, the worker (and the codec endpoint, once mounted) share it.
+  const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
+  const dataConverter = createDataConverter(payloadCodec);
+  const { client, connection } = await connectClient(target, { dataConverter });
   onShutdown(() => connection.close());
   const nativeConnection = await connectWorker(target);
   onShutdown(() => nativeConnection.close());
@@ -71,7 +76,14 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping }) 
     bank = { authUrl: config.bank.authUrl!, baseUrl: config.bank.baseUrl! };
   }
 
-  const worker = await startWorker({ config, logger, connection: nativeConnection, bank, workflowBundle });
+  const worker = await startWorker({
+    config,
+    logger,
+    connection: nativeConnection,
+    bank,
+    dataConverter,
+    workflowBundle,
+  });
   onShutdown(() => worker.stop());
   worker.done.catch(async (err: unknown) => {
     logger.fatal({ err }, 'worker failed');

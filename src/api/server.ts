@@ -2,7 +2,9 @@ import type { Client, Connection } from '@temporalio/client';
 import { runEntry } from '../bootstrap';
 import type { Config } from '../config';
 import type { Logger } from '../logging';
+import { createPayloadCodec } from '../security/payload-codec';
 import { checkTemporal, connectClient } from '../temporal/connection';
+import { createDataConverter } from '../temporal/data-converter';
 import { StartupError } from '../bootstrap';
 import { createApp } from './app';
 import { boundPort, closeServer, listen } from './http-server';
@@ -31,11 +33,10 @@ if (require.main === module) {
     if (!config.temporal.address) {
       throw new StartupError('TEMPORAL_ADDRESS is required for `npm run api` (use `npm start` for the embedded stack)');
     }
-    const { client, connection } = await connectClient({
-      address: config.temporal.address,
-      namespace: config.temporal.namespace,
-      env: config.env,
-    });
+    const { client, connection } = await connectClient(
+      { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
+      { dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)) },
+    );
     onShutdown(() => connection.close());
     const app = createAppFromConfig({ config, client, connection, logger });
     const server = await listen(app, config.port);

@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
@@ -29,7 +30,15 @@ export class TemporalUnreachableError extends Error {
   }
 }
 
-export async function connectClient(target: TemporalTarget): Promise<{ client: Client; connection: Connection }> {
+/**
+ * The Temporal client of the API/receiver and of merchants' code (src/client.ts): `dataConverter` is
+ * createDataConverter(...) (src/temporal/data-converter.ts), the same as the workers', so payloads are encrypted
+ * before they leave the process and decrypted when they come back.
+ */
+export async function connectClient(
+  target: TemporalTarget,
+  options: { dataConverter: DataConverter },
+): Promise<{ client: Client; connection: Connection }> {
   const { connectionOptions, namespace } = connectConfig(target);
   try {
     const connection = await Connection.connect({
@@ -43,7 +52,14 @@ export async function connectClient(target: TemporalTarget): Promise<{ client: C
     });
     // Fail fast on a wrong namespace or credentials, not on the first merchant request.
     await connection.workflowService.describeNamespace({ namespace: namespace ?? target.namespace });
-    return { client: new Client({ connection, namespace: namespace ?? target.namespace }), connection };
+    return {
+      client: new Client({
+        connection,
+        namespace: namespace ?? target.namespace,
+        dataConverter: options.dataConverter,
+      }),
+      connection,
+    };
   } catch (err) {
     throw new TemporalUnreachableError(target.address, err);
   }

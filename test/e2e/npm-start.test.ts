@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { financeApplicationHandle, startFinanceApplication } from '../../src/client';
 import { startSandbox } from '../../src/sandbox';
-import { connectTestTemporal, eventually } from '../helpers/temporal';
+import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
@@ -117,6 +117,8 @@ describe('npm start (embedded default)', () => {
         app.output().includes(`Temporal Web UI           http://localhost:${uiPort}`) ? true : undefined,
       );
       expectPrebuiltBundle(app.output());
+      // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
+      expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server
@@ -145,6 +147,7 @@ describe('npm start (embedded default)', () => {
       'BANK_CLIENT_SECRET',
       'PUBLIC_BASE_URL',
       'WEBHOOK_HASH_SECRET',
+      'PAYLOAD_ENCRYPTION_KEYS',
     ]) {
       expect(app.output()).toContain(`- ${variable}: is required when BANK_BASE_URL is set`);
     }
@@ -163,6 +166,8 @@ describe('npm run worker (the production worker)', () => {
     BANK_CLIENT_SECRET: 'e2e-secret',
     PUBLIC_BASE_URL: 'http://127.0.0.1:9', // no receiver: the sandbox's webhooks fail, polling is enough here
     WEBHOOK_HASH_SECRET: secret,
+    // The suite's keys: the test's client (connectTestTemporal) encrypts and decrypts with the same ones.
+    PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
     LOG_LEVEL: 'info',
   });
 

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../../src/api/app';
@@ -14,9 +15,15 @@ import {
 } from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
 import { loadConfig, type WorkerTuning } from '../../src/config';
+import {
+  createPayloadCodec,
+  type AesGcmPayloadCodec,
+  type PayloadEncryptionKey,
+} from '../../src/security/payload-codec';
 import { checkTemporal } from '../../src/temporal/connection';
+import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
-import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
+import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
   /** Overrides of the sandbox options (fast lifecycle, immediate account webhooks by default). */
@@ -29,6 +36,8 @@ export interface TestStackOptions {
   startDeadlineMs?: number;
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
   worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
+  /** PAYLOAD_ENCRYPTION_KEYS of the stack's client, app and worker; the suite's (TEST_PAYLOAD_ENCRYPTION_KEYS) when absent. */
+  payloadEncryptionKeys?: PayloadEncryptionKey[];
 }
 
 export interface TestStack {
@@ -38,6 +47,9 @@ export interface TestStack {
   apiUrl: string;
   server: Server;
   metrics: Metrics;
+  /** The codec of the stack's data converter (for a codec endpoint over the same keys). */
+  payloadCodec: AesGcmPayloadCodec;
+  dataConverter: DataConverter;
   webhooks: { publicBaseUrl: string; hashSecret: string; securityHeader: string };
   bank: BankClientHandle;
   activities: Activities;
@@ -62,7 +74,11 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const t = await connectTestTemporal();
+  const payloadCodec = options.payloadEncryptionKeys
+    ? createPayloadCodec(options.payloadEncryptionKeys)
+    : testPayloadCodec;
+  const dataConverter = createDataConverter(payloadCodec);
+  const t = await connectTestTemporal({ dataConverter });
   const metrics = createMetrics();
   const hashSecret = options.hashSecret ?? 'test-webhook-hash-secret-0123456789abcdef';
   const securityHeader = options.securityHeader ?? 'Basic dGVzdDp3ZWJob29r=';
@@ -123,6 +139,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       namespace: t.namespace,
       taskQueue: t.taskQueue,
       activities,
+      dataConverter,
       workflowBundle: await workflowBundle(),
       tuning: options.worker?.tuning ?? defaults.worker,
       bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
@@ -144,6 +161,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     apiUrl,
     server,
     metrics,
+    payloadCodec,
+    dataConverter,
     webhooks,
     bank,
     activities,
