@@ -117,6 +117,7 @@ function httpErrorName(status: number): string {
   const names: Record<number, string> = {
     400: 'bad_request',
     401: 'unauthorized',
+    403: 'forbidden',
     404: 'not_found',
     409: 'conflict',
     413: 'payload_too_large',
