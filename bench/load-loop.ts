@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'undici';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
+import { testDataConverter } from '../test/helpers/temporal';
 import { runPool } from './stats';
 
 /** What receiver.bench.ts hands this process (JSON in LOAD_LOOP). */
@@ -33,7 +34,8 @@ async function main(): Promise<void> {
   let close: () => Promise<void>;
   if (setup.mode === 'signal') {
     const connection = await Connection.connect({ address: setup.address });
-    const client = new Client({ connection, namespace: setup.namespace });
+    // Encrypting like the API's client, so both paths pay for the payload codec.
+    const client = new Client({ connection, namespace: setup.namespace, dataConverter: testDataConverter });
     send = (i) => {
       const t = targets[i % targets.length]!;
       return client.workflow

@@ -50,6 +50,8 @@ export async function benchOpenApplications(): Promise<void> {
     BANK_CLIENT_SECRET: 'bench-secret',
     PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
     WEBHOOK_HASH_SECRET: 'bench-webhook-hash-secret-0123456789abcdef',
+    // One key for both processes (a real bank requires one): the API encrypts, the worker decrypts.
+    PAYLOAD_ENCRYPTION_KEYS: `bench:${Buffer.alloc(32, 1).toString('base64')}`,
     PORT: String(apiPort),
     INTERNAL_PORT: String(internalPort),
     MERCHANT_API_KEYS: `bench:${apiKey}`,

@@ -8,6 +8,7 @@ import { webhookHash } from '../src/security/webhook-hash';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { startTestStack } from '../test/helpers/stack';
+import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../test/helpers/temporal';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
 import { freePort } from './processes';
 import { summarize } from './stats';
@@ -238,6 +239,8 @@ async function startApiProcess(options: { temporalAddress: string; taskQueue: st
         PORT: String(port),
         INTERNAL_PORT: String(internalPort),
         WEBHOOK_HASH_SECRET: HASH_SECRET,
+        // The in-process stack's keys: its worker decrypts what this API's client encrypts.
+        PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       },
       // Log lines are written (their cost is the API's) and discarded; stderr is kept for a failed start.
       stdio: ['ignore', log ? openSync(log, 'w') : 'ignore', 'pipe'],

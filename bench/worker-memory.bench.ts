@@ -6,6 +6,7 @@ import { financeApplicationHandle, startFinanceApplication } from '../src/client
 import { startSandbox } from '../src/sandbox';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { TEST_PAYLOAD_ENCRYPTION_KEYS, testDataConverter } from '../test/helpers/temporal';
 import { rssMiB } from './processes';
 import { report, runPool } from './stats';
 
@@ -27,7 +28,11 @@ export async function benchWorkerMemory(): Promise<void> {
   // The workers run the production entry point: build it as `npm run worker` would.
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 
-  const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
+  // The bench's client encrypts with the keys the worker processes are given.
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: ephemeralDevServerOptions(),
+    client: { dataConverter: testDataConverter },
+  });
   // Statuses never move on their own: the applications wait, as most do for days.
   const sandbox = await startSandbox({ clientId: 'bench', clientSecret: 'bench-secret', lifecycle: { stepMs: DAY } });
   const { client } = env;
@@ -46,6 +51,7 @@ export async function benchWorkerMemory(): Promise<void> {
           BANK_CLIENT_SECRET: 'bench-secret',
           PUBLIC_BASE_URL: 'http://127.0.0.1:9',
           WEBHOOK_HASH_SECRET: 'bench-webhook-hash-secret-0123456789abcdef',
+          PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
           WORKER_MAX_CACHED_WORKFLOWS: String(cache),
           LOG_LEVEL: 'warn',
         },

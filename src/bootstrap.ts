@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
 import { createLogger, installTemporalLogging, type Logger } from './logging';
+import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
@@ -40,6 +41,13 @@ export function runEntry(
   }
   const logger = createLogger({ level: config.logLevel, name });
   installTemporalLogging(logger);
+  if (config.payloadEncryption.developmentKey) {
+    logger.warn(
+      { keyId: DEVELOPMENT_PAYLOAD_KEY_ID },
+      'PAYLOAD_ENCRYPTION_KEYS is unset: Temporal payloads are encrypted with the built-in development key, ' +
+        'which is public. Set PAYLOAD_ENCRYPTION_KEYS (keyId:<base64 of 32 bytes>) before handling real customer data.',
+    );
+  }
 
   const steps: (() => Promise<void> | void)[] = [];
   let stopping = false;

@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import {
+  DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS,
+  parsePayloadEncryptionKeys,
+  type PayloadEncryptionKey,
+} from './security/payload-codec';
 import { generateApiKey, parseMerchantApiKeys, type MerchantApiKey } from './security/api-keys';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
 import {
@@ -17,8 +22,8 @@ import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/cal
  * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
  *   development default, so `npm start` works with nothing configured;
  * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL,
- *   WEBHOOK_HASH_SECRET, MERCHANT_API_KEYS and WEBHOOK_SECURITY_HEADER (unless WEBHOOK_SECURITY_HEADER_WAIVED=true)
- *   are required, and no development default is used.
+ *   WEBHOOK_HASH_SECRET, PAYLOAD_ENCRYPTION_KEYS, MERCHANT_API_KEYS and WEBHOOK_SECURITY_HEADER (unless
+ *   WEBHOOK_SECURITY_HEADER_WAIVED=true) are required, and no development default is used.
  * No message ever echoes the value of a secret (MERCHANT_API_KEYS, WEBHOOK_HASH_SECRET*, BANK_CLIENT_SECRET).
  *
  * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
@@ -82,6 +87,49 @@ const wholeNumber = (min: number) =>
     .max(1_000_000, 'must be at most 1000000');
 const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
+const payloadKeys = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): PayloadEncryptionKey[] | undefined => {
+      if (value === undefined) return undefined;
+      try {
+        return parsePayloadEncryptionKeys(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+);
+/** Comma-separated origins (scheme://host[:port], nothing after it), as a browser sends them in `Origin`. */
+const origins = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): string[] | undefined => {
+      if (value === undefined) return undefined;
+      const list = value
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== '');
+      for (const origin of list) {
+        let parsed: URL | undefined;
+        try {
+          parsed = new URL(origin);
+        } catch {
+          parsed = undefined;
+        }
+        if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+          ctx.addIssue({ code: 'custom', message: `"${origin}" is not an origin: http(s)://host[:port], no path` });
+          return z.NEVER;
+        }
+      }
+      return list;
+    }),
+);
 
 /**
  * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB over 200 MiB:
@@ -190,6 +238,12 @@ const envSchema = (role: ConfigRole) =>
       // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
       CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
       CALLBACK_SIGNING_SECRETS: signingSecrets,
+
+      // Customer data in Temporal: the first key encrypts, every key decrypts. Unset: the embedded default's
+      // development key (a real bank requires keys).
+      PAYLOAD_ENCRYPTION_KEYS: payloadKeys,
+      /** Browser origins allowed to call the codec endpoint (the Temporal Web UI); default: the embedded UI's. */
+      CODEC_CORS_ORIGINS: origins,
     })
     .superRefine((env, ctx) => {
       callbackIssues(env, ctx);
@@ -266,6 +320,7 @@ const envSchema = (role: ConfigRole) =>
         'BANK_CLIENT_SECRET',
         'PUBLIC_BASE_URL',
         'WEBHOOK_HASH_SECRET',
+        'PAYLOAD_ENCRYPTION_KEYS',
         ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS'] as const)),
       ] as const) {
         if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
@@ -362,6 +417,18 @@ export interface Config {
   worker: WorkerTuning;
   webhooks: WebhookSettings;
   transactionsCallbackUrl?: string;
+  /** Payload encryption (src/security/payload-codec.ts, src/temporal/data-converter.ts). */
+  payloadEncryption: {
+    /** The first encrypts, every one decrypts. */
+    keys: PayloadEncryptionKey[];
+    /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the embedded default's public development key is used. */
+    developmentKey: boolean;
+  };
+  /** The codec endpoint (src/api/routes/codec.ts). */
+  codec: {
+    /** Origins of the Temporal Web UI allowed by CORS (CODEC_CORS_ORIGINS). */
+    corsOrigins: string[];
+  };
   /** Merchant callbacks (src/security/callback-url.ts, src/security/callback-signature.ts). */
   callbacks: {
     /** CALLBACK_ALLOWED_ORIGINS; unset: loopback origins on the embedded stack, nothing with a real bank. */
@@ -456,6 +523,17 @@ export function loadConfig(
       securityHeader: e.WEBHOOK_SECURITY_HEADER,
     },
     transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+    payloadEncryption: {
+      keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
+      developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
+    },
+    codec: {
+      // The embedded dev server's Web UI, under either name a browser may use for it.
+      corsOrigins: e.CODEC_CORS_ORIGINS ?? [
+        `http://localhost:${e.TEMPORAL_UI_PORT}`,
+        `http://127.0.0.1:${e.TEMPORAL_UI_PORT}`,
+      ],
+    },
     callbacks: {
       allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
       signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),

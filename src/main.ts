@@ -1,8 +1,10 @@
 import { runEntry, StartupError } from './bootstrap';
 import { generatedKeyNotice, startListeners } from './api/server';
 import { startSandbox } from './sandbox';
+import { createPayloadCodec } from './security/payload-codec';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
+import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker';
@@ -27,6 +29,8 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
       dataDir: config.temporal.devServer.dataDir,
       cwd: projectRoot(),
       namespace: config.temporal.namespace,
+      // The Web UI decodes payloads through the internal listener's codec endpoint.
+      uiCodecEndpoint: `http://localhost:${config.internalPort}/codec`,
       logger,
     });
     onShutdown(() => dev.stop());
@@ -34,14 +38,24 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     uiUrl = dev.uiUrl;
   }
   const target = { address, namespace: config.temporal.namespace, env: config.env };
+  // One codec for the process: the client, the worker and the codec endpoint share it.
+  const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
+  const dataConverter = createDataConverter(payloadCodec);
   // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
-  const { client, connection } = await connectClient(target, { logger, signal: stopSignal });
+  const { client, connection } = await connectClient(target, { dataConverter, wait: { logger, signal: stopSignal } });
   onShutdown(() => connection.close());
   const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
   onShutdown(() => nativeConnection.close());
 
   // The listeners first: the embedded sandbox needs the public one's address for the account Webhook Endpoint.
-  const { publicUrl, internalUrl } = await startListeners({ config, client, connection, logger, onShutdown });
+  const { publicUrl, internalUrl } = await startListeners({
+    config,
+    client,
+    connection,
+    logger,
+    onShutdown,
+    payloadCodec,
+  });
 
   let bank: BankEndpoints;
   let sandboxUrl: string | undefined;
@@ -68,7 +82,14 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     bank = { authUrl: config.bank.authUrl!, baseUrl: config.bank.baseUrl! };
   }
 
-  const worker = await startWorker({ config, logger, connection: nativeConnection, bank, workflowBundle });
+  const worker = await startWorker({
+    config,
+    logger,
+    connection: nativeConnection,
+    bank,
+    dataConverter,
+    workflowBundle,
+  });
   onShutdown(() => worker.stop());
   worker.done.catch(async (err: unknown) => {
     logger.fatal({ err }, 'worker failed');

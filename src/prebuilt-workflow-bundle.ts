@@ -21,6 +21,12 @@ export const WORKFLOW_BUNDLE_MANIFEST = 'workflow-bundle.json';
  * @temporalio/workflow (STYLE.md, 1; ESLint enforces it; the build refuses a bundle that reaches further).
  */
 export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
+/**
+ * The failure converter bundled into the workflow code (src/shared/failure-converter.ts compiled), relative to dist:
+ * failures raised in workflows get their message and stack encoded like the workers' and clients' (see
+ * src/temporal/data-converter.ts). Inside dist/shared, so the inputs hash covers it.
+ */
+export const FAILURE_CONVERTER_FILE = join('shared', 'failure-converter.js');
 
 export interface WorkflowBundleManifest {
   /** @temporalio/worker's version at bundling: Worker.create needs the very same one. */
@@ -85,8 +91,9 @@ function bundlerLogger(logger: Logger): SdkLogger {
 }
 
 /**
- * Bundles `distDir`/workflows/index.js into `distDir`/workflow-bundle.js and writes the manifest. Fails when the
- * bundle reaches a file of the project outside dist/workflows and dist/shared: the inputs hash would not see it.
+ * Bundles `distDir`/workflows/index.js, with `distDir`/shared/failure-converter.js as its failure converter, into
+ * `distDir`/workflow-bundle.js and writes the manifest. Fails when the bundle reaches a file of the project outside
+ * dist/workflows and dist/shared: the inputs hash would not see it.
  */
 export async function buildWorkflowBundle(options: { distDir: string; logger: Logger }): Promise<{
   codePath: string;
@@ -95,10 +102,13 @@ export async function buildWorkflowBundle(options: { distDir: string; logger: Lo
   const { distDir, logger } = options;
   const workflowsPath = join(distDir, 'workflows', 'index.js');
   if (!existsSync(workflowsPath)) throw new Error(`${workflowsPath} not found: compile first (tsc)`);
+  const failureConverterPath = join(distDir, FAILURE_CONVERTER_FILE);
+  if (!existsSync(failureConverterPath)) throw new Error(`${failureConverterPath} not found: compile first (tsc)`);
   const inputsBefore = workflowInputsHash(distDir);
   const resources = new Set<string>();
   const { code } = await bundleWorkflowCode({
     workflowsPath,
+    failureConverterPath,
     logger: bundlerLogger(logger),
     webpackConfigHook: (config) => ({
       ...config,

@@ -1,3 +1,4 @@
+import type { DataConverter } from '@temporalio/common';
 import {
   NativeConnection,
   Worker,
@@ -17,8 +18,10 @@ import {
 } from './activities';
 import type { Logger } from './logging';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
+import { createPayloadCodec } from './security/payload-codec';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { connectWorker } from './temporal/connection';
+import { createDataConverter } from './temporal/data-converter';
 
 /** How long a stopping worker lets running activities finish before they are cancelled. */
 export const SHUTDOWN_GRACE_TIME = '10s' as const;
@@ -29,6 +32,11 @@ export interface WorkerDeps {
   /** TASK_QUEUE; the bank reads are served on bankReadsTaskQueue(taskQueue). */
   taskQueue: string;
   activities: Activities;
+  /**
+   * createDataConverter(...): the payload codec and the failure converter, the same as every client's. Both
+   * workers use it; a prebuilt bundle must have been built with its failure converter (buildWorkflowBundle does).
+   */
+  dataConverter: DataConverter;
   /** A prebuilt bundle (bundleWorkflowCode) instead of bundling src/workflows at start. */
   workflowBundle?: WorkflowBundleOption;
   /** Sizing (config.worker); the SDK's defaults where absent. */
@@ -73,6 +81,7 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
   const common = {
     connection: deps.connection,
     namespace: deps.namespace,
+    dataConverter: deps.dataConverter,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
     ...activityTuning,
   };
@@ -169,6 +178,8 @@ export async function startWorker(options: {
   logger: Logger;
   connection: NativeConnection;
   bank: BankEndpoints;
+  /** The process's data converter (createDataConverter), the same as its clients'. */
+  dataConverter: DataConverter;
   /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
   workflowBundle?: WorkflowBundleOption;
 }): Promise<RunningWorker> {
@@ -206,6 +217,7 @@ export async function startWorker(options: {
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       activities,
+      dataConverter: options.dataConverter,
       workflowBundle: options.workflowBundle,
       tuning: config.worker,
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
@@ -264,6 +276,7 @@ if (require.main === module) {
         logger,
         connection,
         bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
+        dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
         workflowBundle,
       });
       onShutdown(() => running.stop());

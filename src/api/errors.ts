@@ -167,6 +167,7 @@ function httpErrorName(status: number): string {
   const names: Record<number, string> = {
     400: 'bad_request',
     401: 'unauthorized',
+    403: 'forbidden',
     404: 'not_found',
     405: 'method_not_allowed',
     409: 'conflict',

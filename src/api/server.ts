@@ -3,7 +3,13 @@ import { runEntry, StartupError } from '../bootstrap';
 import type { Config } from '../config';
 import type { Logger } from '../logging';
 import { checkTemporal, openClient } from '../temporal/connection';
+import type { PayloadCodec } from '@temporalio/common';
+import type { RequestHandler } from 'express';
 import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
+import { authenticate } from './authenticate';
+import { codecRoutes } from './routes/codec';
+import { createPayloadCodec } from '../security/payload-codec';
+import { createDataConverter } from '../temporal/data-converter';
 import { boundPort, closeServer, listen } from './http-server';
 import { createMetrics } from './metrics';
 
@@ -41,10 +47,19 @@ export async function startListeners(
     connection: Connection;
     logger: Logger;
     onShutdown: (step: () => Promise<void> | void) => void;
+    /** The process's payload codec: served at /codec on the internal listener for the Web UI and the CLI. */
+    payloadCodec: PayloadCodec;
   },
   options: InternalAppOptions = {},
 ): Promise<RunningListeners> {
   const deps = appDepsFromConfig(ctx);
+  const codec = codecRoutes({
+    codec: ctx.payloadCodec,
+    authenticate: codecAuthentication(ctx.config, deps),
+    corsOrigins: ctx.config.codec.corsOrigins,
+  });
+  const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : (options.extraRouters ?? []);
+  options = { ...options, extraRouters: [codec, ...extra] };
   const publicServer = await listen(createPublicApp(deps), ctx.config.port, undefined, 'PORT');
   ctx.onShutdown(() => closeServer(publicServer));
   const internalServer = await listen(
@@ -57,6 +72,24 @@ export async function startListeners(
   return {
     publicUrl: `http://localhost:${boundPort(publicServer)}`,
     internalUrl: `http://localhost:${boundPort(internalServer)}`,
+  };
+}
+
+/**
+ * Who may decode at /codec: a merchant or operator API key (`Authorization: Bearer`, as `temporal --codec-auth`
+ * sends it). The Temporal Web UI sends no Authorization header of its own (only its users' SSO token when run
+ * with TEMPORAL_CODEC_PASS_ACCESS_TOKEN), so on the embedded stack with the public development payload key, and
+ * only there, a browser on an allowed UI origin is let through: that key protects nothing anyway. With real keys,
+ * a UI reaches /codec through a proxy that authenticates its users and adds the bearer key (README "Security").
+ */
+export function codecAuthentication(config: Config, deps: AppDeps): RequestHandler {
+  const keyed = authenticate(deps);
+  if (!(config.bank.embedded && config.payloadEncryption.developmentKey)) return keyed;
+  const uiOrigins = new Set(config.codec.corsOrigins);
+  return (req, res, next) => {
+    const origin = req.headers.origin;
+    if (req.headers.authorization === undefined && origin !== undefined && uiOrigins.has(origin)) return next();
+    keyed(req, res, next);
   };
 }
 
@@ -89,9 +122,10 @@ if (require.main === module) {
       }
       // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait
       // is logged, and a namespace Temporal refuses stops the process.
+      const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
       const { client, connection, ready } = openClient(
         { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
-        { logger, signal: stopSignal },
+        { dataConverter: createDataConverter(payloadCodec), logger, signal: stopSignal },
       );
       onShutdown(() => connection.close());
       ready.catch(async (err: unknown) => {
@@ -99,7 +133,14 @@ if (require.main === module) {
         process.stderr.write(`api: ${(err as Error).message}\n`);
         await shutdown(1);
       });
-      const { publicUrl, internalUrl } = await startListeners({ config, client, connection, logger, onShutdown });
+      const { publicUrl, internalUrl } = await startListeners({
+        config,
+        client,
+        connection,
+        logger,
+        onShutdown,
+        payloadCodec,
+      });
       logger.info(
         { publicUrl, internalUrl, merchantKeys: config.merchantApiKeys.keys.map((k) => k.name) },
         `API listening: public (bank webhooks) ${publicUrl}, internal (merchant facade, /readyz, /metrics) ${internalUrl}`,

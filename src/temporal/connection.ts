@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
@@ -59,8 +60,19 @@ export interface OpenedClient {
   ready: Promise<void>;
 }
 
+/**
+ * How a client is made: `dataConverter` is createDataConverter(...) (src/temporal/data-converter.ts), the same
+ * as the workers', so payloads are encrypted before they leave the process and decrypted when they come back.
+ */
+export interface ClientOptions {
+  dataConverter: DataConverter;
+}
+
 /** A client on a connection that connects at its first call (nothing is awaited here). */
-function lazyClient(target: TemporalTarget): { client: Client; connection: Connection; namespace: string } {
+function lazyClient(
+  target: TemporalTarget,
+  options: ClientOptions,
+): { client: Client; connection: Connection; namespace: string } {
   const { connectionOptions, namespace: configured } = connectConfig(target);
   const namespace = configured ?? target.namespace;
   const connection = Connection.lazy({
@@ -73,7 +85,11 @@ function lazyClient(target: TemporalTarget): { client: Client; connection: Conne
     // The SDK's retries, but never an attempt after the caller's deadline (see grpc-retry.ts).
     interceptors: [makeDeadlineBoundRetryInterceptor()],
   });
-  return { client: new Client({ connection, namespace }), connection, namespace };
+  return {
+    client: new Client({ connection, namespace, dataConverter: options.dataConverter }),
+    connection,
+    namespace,
+  };
 }
 
 /** Waits until the namespace answers; a wrong namespace or refused credentials reject at once. */
@@ -94,8 +110,9 @@ function namespaceReady(
  * A client whose connection is opened lazily, for processes that serve before Temporal answers (the API:
  * `/readyz` says 503 and routes answer 503 until it does). Start in any order.
  */
-export function openClient(target: TemporalTarget, wait: Omit<WaitOptions, 'what'>): OpenedClient {
-  const lazy = lazyClient(target);
+export function openClient(target: TemporalTarget, options: ClientOptions & Omit<WaitOptions, 'what'>): OpenedClient {
+  const { dataConverter, ...wait } = options;
+  const lazy = lazyClient(target, { dataConverter });
   const ready = namespaceReady(target, lazy, wait);
   // Observed by the caller; never an unhandled rejection when it only uses `client`.
   ready.catch(() => undefined);
@@ -108,9 +125,10 @@ export function openClient(target: TemporalTarget, wait: Omit<WaitOptions, 'what
  */
 export async function connectClient(
   target: TemporalTarget,
-  wait?: Omit<WaitOptions, 'what'>,
+  options: ClientOptions & { wait?: Omit<WaitOptions, 'what'> },
 ): Promise<{ client: Client; connection: Connection }> {
-  const lazy = lazyClient(target);
+  const { wait } = options;
+  const lazy = lazyClient(target, options);
   try {
     if (wait) await namespaceReady(target, lazy, wait);
     else await checkTemporal(lazy.connection, lazy.namespace, 5_000);

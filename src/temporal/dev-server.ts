@@ -17,6 +17,11 @@ export interface DevServerOptions {
   namespace: string;
   logger: Logger;
   startTimeoutMs?: number;
+  /**
+   * The codec endpoint the Web UI calls to decode payloads (`--ui-codec-endpoint`): `<internal listener URL>/codec`
+   * (src/api/routes/codec.ts). Unset: the UI shows encrypted payloads as they are stored.
+   */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServer {
@@ -36,7 +41,7 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
 ];
 
 export function devServerArgs(
-  options: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'> & { dbFile?: string },
+  options: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace' | 'uiCodecEndpoint'> & { dbFile?: string },
 ): string[] {
   const args = [
     'server',
@@ -50,6 +55,7 @@ export function devServerArgs(
   ];
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   if (options.namespace !== 'default') args.push('--namespace', options.namespace);
+  if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
   for (const kv of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', kv);
   args.push('--log-level', 'warn');

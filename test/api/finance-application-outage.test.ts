@@ -75,7 +75,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
     proxiedConnection = Connection.lazy({ address: proxy.address() });
     metrics = createMetrics();
     const deps = {
-      client: new Client({ connection: proxiedConnection, namespace: t.namespace }),
+      client: new Client({ connection: proxiedConnection, namespace: t.namespace, dataConverter: t.dataConverter }),
       taskQueue: t.taskQueue,
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
       merchantApiKeys: [],

@@ -1,5 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../src/config';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
+import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../../src/security/payload-codec';
+
+const key32 = () => randomBytes(32).toString('base64');
+const PAYLOAD_KEYS = `2026-01:${key32()},2025-07:${key32()}`;
 
 const REAL_BANK = {
   BANK_BASE_URL: 'https://api.bank.example',
@@ -10,6 +15,7 @@ const REAL_BANK = {
   WEBHOOK_HASH_SECRET: 'x'.repeat(32),
   MERCHANT_API_KEYS: `shop:${'k'.repeat(24)}`,
   WEBHOOK_SECURITY_HEADER: 'Basic c2hvcDpob29r=',
+  PAYLOAD_ENCRYPTION_KEYS: PAYLOAD_KEYS,
 };
 
 function issuesOf(
@@ -58,6 +64,7 @@ describe('loadConfig', () => {
         'WEBHOOK_HASH_SECRET',
         'MERCHANT_API_KEYS',
         'WEBHOOK_SECURITY_HEADER',
+        'PAYLOAD_ENCRYPTION_KEYS',
       ].sort(),
     );
     expect(issues[0]!.message).toMatch(/required when BANK_BASE_URL is set/);
@@ -262,6 +269,61 @@ describe('loadConfig', () => {
       expect(loadConfig({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER_WAIVED: 'false' }).webhooks.securityHeader).toBe(
         REAL_BANK.WEBHOOK_SECURITY_HEADER,
       );
+    });
+  });
+
+  describe('payload encryption (PAYLOAD_ENCRYPTION_KEYS) and the codec endpoint (CODEC_CORS_ORIGINS)', () => {
+    it('uses the public development key in the embedded default, and says so in the config', () => {
+      const config = loadConfig({});
+      expect(config.payloadEncryption.developmentKey).toBe(true);
+      expect(config.payloadEncryption.keys.map((k) => k.id)).toEqual([DEVELOPMENT_PAYLOAD_KEY_ID]);
+      expect(config.codec.corsOrigins).toEqual(['http://localhost:8233', 'http://127.0.0.1:8233']);
+      expect(loadConfig({ TEMPORAL_UI_PORT: '9233' }).codec.corsOrigins).toEqual([
+        'http://localhost:9233',
+        'http://127.0.0.1:9233',
+      ]);
+    });
+
+    it('takes the configured keys in order (the first encrypts), in the embedded default too', () => {
+      for (const env of [REAL_BANK, { PAYLOAD_ENCRYPTION_KEYS: PAYLOAD_KEYS }]) {
+        const config = loadConfig(env);
+        expect(config.payloadEncryption.developmentKey).toBe(false);
+        expect(config.payloadEncryption.keys.map((k) => k.id)).toEqual(['2026-01', '2025-07']);
+        expect(config.payloadEncryption.keys.every((k) => k.key.length === 32)).toBe(true);
+      }
+    });
+
+    it('requires keys with a real bank, naming the variable', () => {
+      const { PAYLOAD_ENCRYPTION_KEYS: _unset, ...withoutKeys } = REAL_BANK;
+      expect(issuesOf(withoutKeys)).toEqual([
+        { variable: 'PAYLOAD_ENCRYPTION_KEYS', message: 'is required when BANK_BASE_URL is set' },
+      ]);
+    });
+
+    it.each([
+      ['not-a-list', /entry 1 must be keyId:<base64 of 32 bytes>/],
+      [`short:${randomBytes(24).toString('base64')}`, /key "short" must be 32 bytes after base64 decoding \(got 24\)/],
+      [`same:${key32()},same:${key32()}`, /key id "same" is listed twice/],
+      [`k1:${key32()},k2:***`, /key "k2" is not base64/],
+    ])('rejects PAYLOAD_ENCRYPTION_KEYS=%j with a message naming the variable and never the key', (value, message) => {
+      const issues = issuesOf({ PAYLOAD_ENCRYPTION_KEYS: value });
+      expect(issues).toHaveLength(1);
+      expect(issues[0]!.variable).toBe('PAYLOAD_ENCRYPTION_KEYS');
+      expect(issues[0]!.message).toMatch(message);
+      for (const part of value.split(/[,:]/).filter((p) => p.length >= 16))
+        expect(issues[0]!.message).not.toContain(part);
+    });
+
+    it('takes the Web UI origins for the codec endpoint, and rejects anything that is not an origin', () => {
+      expect(
+        loadConfig({ CODEC_CORS_ORIGINS: 'https://temporal-ui.internal.example, http://localhost:8080' }).codec
+          .corsOrigins,
+      ).toEqual(['https://temporal-ui.internal.example', 'http://localhost:8080']);
+      for (const bad of ['https://ui.example/', 'https://ui.example/path', 'ui.example', '*', 'ftp://ui.example']) {
+        const issues = issuesOf({ CODEC_CORS_ORIGINS: bad });
+        expect(issues.map((i) => i.variable)).toEqual(['CODEC_CORS_ORIGINS']);
+        expect(issues[0]!.message).toMatch(/is not an origin/);
+      }
     });
   });
 

@@ -50,6 +50,7 @@ const HOST_ENV = {
   WEBHOOK_HASH_SECRET: 'h'.repeat(48),
   BANK_CLIENT_SECRET: 'sandbox-secret',
   MERCHANT_API_KEYS: `shop:${'k'.repeat(32)}`,
+  PAYLOAD_ENCRYPTION_KEYS: `key-1:${Buffer.alloc(32, 7).toString('base64')}`,
 };
 const appServices = ['worker', 'api'];
 /** Each app service's process: the worker serves no HTTP (no merchant keys), the API both listeners. */
@@ -84,7 +85,12 @@ describe('docker-compose.yml', () => {
       expect(config.bank.embedded).toBe(false);
       expect(config.temporal.address).toBeDefined();
     }
-    expect([...required].sort()).toEqual(['BANK_CLIENT_SECRET', 'MERCHANT_API_KEYS', 'WEBHOOK_HASH_SECRET']);
+    expect([...required].sort()).toEqual([
+      'BANK_CLIENT_SECRET',
+      'MERCHANT_API_KEYS',
+      'PAYLOAD_ENCRYPTION_KEYS',
+      'WEBHOOK_HASH_SECRET',
+    ]);
     expect(() => environmentOf('worker', {})).toThrow(/compose would stop: BANK_CLIENT_SECRET/);
     // Only the API holds the merchant keys.
     expect(environmentOf('worker', HOST_ENV)).not.toHaveProperty('MERCHANT_API_KEYS');

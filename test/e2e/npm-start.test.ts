@@ -10,7 +10,7 @@ import { findTemporalCli } from '../../src/temporal/binaries';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
-import { connectTestTemporal, eventually } from '../helpers/temporal';
+import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
@@ -160,6 +160,8 @@ describe('npm start (embedded default)', () => {
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
       expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
+      // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
+      expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server
@@ -196,6 +198,7 @@ describe('npm start (embedded default)', () => {
       'WEBHOOK_HASH_SECRET',
       'MERCHANT_API_KEYS',
       'WEBHOOK_SECURITY_HEADER',
+      'PAYLOAD_ENCRYPTION_KEYS',
     ]) {
       expect(app.output()).toContain(`- ${variable}: is required when BANK_BASE_URL is set`);
     }
@@ -258,6 +261,8 @@ describe('npm run worker (the production worker)', () => {
     BANK_CLIENT_SECRET: 'e2e-secret',
     PUBLIC_BASE_URL: 'http://127.0.0.1:9', // no receiver: the sandbox's webhooks fail, polling is enough here
     WEBHOOK_HASH_SECRET: secret,
+    // The suite's keys: the test's client (connectTestTemporal) encrypts and decrypts with the same ones.
+    PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
     LOG_LEVEL: 'info',
   });
 

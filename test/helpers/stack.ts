@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
@@ -16,9 +17,15 @@ import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../sr
 import { loadConfig, type WebhookSettings, type WorkerTuning } from '../../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
 import type { MerchantApiKey } from '../../src/security/api-keys';
+import {
+  createPayloadCodec,
+  type AesGcmPayloadCodec,
+  type PayloadEncryptionKey,
+} from '../../src/security/payload-codec';
 import { checkTemporal } from '../../src/temporal/connection';
+import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
-import { bundleWorkflows, connectTestTemporal, type TemporalTestContext } from './temporal';
+import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
   /** Overrides of the sandbox options (fast lifecycle, immediate account webhooks by default). */
@@ -40,6 +47,8 @@ export interface TestStackOptions {
   callbacks?: { allowedOrigins?: string; signingSecrets?: string[] };
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
   worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
+  /** PAYLOAD_ENCRYPTION_KEYS of the stack's client, app and worker; the suite's (TEST_PAYLOAD_ENCRYPTION_KEYS) when absent. */
+  payloadEncryptionKeys?: PayloadEncryptionKey[];
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -58,6 +67,9 @@ export interface TestStack {
   /** fetch on the internal listener with `Authorization: Bearer <apiKey>` (headers given in `init` are kept). */
   facade(path: string, init?: RequestInit): Promise<Response>;
   metrics: Metrics;
+  /** The codec of the stack's data converter (for a codec endpoint over the same keys). */
+  payloadCodec: AesGcmPayloadCodec;
+  dataConverter: DataConverter;
   /** The receiver's and the activities' current webhook settings (live: see setWebhooks). */
   readonly webhooks: WebhookSettings;
   /** Changes the settings both sides read per call, as a restart with new variables would (a rotation). */
@@ -92,7 +104,11 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const t = await connectTestTemporal();
+  const payloadCodec = options.payloadEncryptionKeys
+    ? createPayloadCodec(options.payloadEncryptionKeys)
+    : testPayloadCodec;
+  const dataConverter = createDataConverter(payloadCodec);
+  const t = await connectTestTemporal({ dataConverter });
   const metrics = createMetrics();
   const hashSecret = options.hashSecret ?? 'test-webhook-hash-secret-0123456789abcdef';
   const securityHeader = options.securityHeader ?? 'Basic dGVzdDp3ZWJob29r=';
@@ -179,6 +195,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       namespace: t.namespace,
       taskQueue: t.taskQueue,
       activities,
+      dataConverter,
       workflowBundle: await workflowBundle(),
       tuning: options.worker?.tuning ?? defaults.worker,
       bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
@@ -207,6 +224,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return fetch(`${internalUrl}${path}`, { ...init, headers });
     },
     metrics,
+    payloadCodec,
+    dataConverter,
     get webhooks() {
       return webhooks;
     },

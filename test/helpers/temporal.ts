@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import {
   bundleWorkflowCode,
   NativeConnection,
@@ -9,10 +10,22 @@ import {
 } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
+import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
+import { createDataConverter, FAILURE_CONVERTER_PATH } from '../../src/temporal/data-converter';
 import { makeDeadlineBoundRetryInterceptor } from '../../src/temporal/grpc-retry';
+
+/**
+ * The suite's PAYLOAD_ENCRYPTION_KEYS: a ring after one rotation (test-2 encrypts, test-1 still decrypts), so every
+ * test runs encrypted, as production does. Test-only keys.
+ */
+export const TEST_PAYLOAD_ENCRYPTION_KEYS =
+  'test-2:FBb6SfMGa/0ME0RhvhQyiY2SCXhTC0nqH/jzC7xbADI=,test-1:L4YMfOecsrgy9Mp71B2HPe8NXJmiSVZmGZIxmSICOmM=';
+export const testPayloadCodec = createPayloadCodec(parsePayloadEncryptionKeys(TEST_PAYLOAD_ENCRYPTION_KEYS));
+/** The data converter of the suite's clients and workers (createDataConverter, as every entry point builds it). */
+export const testDataConverter: DataConverter = createDataConverter(testPayloadCodec);
 
 /** Connections to the suite's real dev server (started once by test/setup/global-setup.ts). */
 export interface TemporalTestContext {
@@ -21,12 +34,17 @@ export interface TemporalTestContext {
   client: Client;
   connection: Connection;
   nativeConnection: NativeConnection;
+  /** The client's data converter: give it to every Worker of the test (withWorker and startTestWorker do). */
+  dataConverter: DataConverter;
   /** A task queue of its own for each test file, so files running in parallel never steal each other's tasks. */
   taskQueue: string;
   close(): Promise<void>;
 }
 
-export async function connectTestTemporal(): Promise<TemporalTestContext> {
+export async function connectTestTemporal(
+  options: { dataConverter?: DataConverter } = {},
+): Promise<TemporalTestContext> {
+  const dataConverter = options.dataConverter ?? testDataConverter;
   const address = process.env.TEMPORAL_TEST_ADDRESS;
   if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests through jest (global setup)');
   const namespace = 'default';
@@ -38,7 +56,8 @@ export async function connectTestTemporal(): Promise<TemporalTestContext> {
     namespace,
     connection,
     nativeConnection,
-    client: new Client({ connection, namespace }),
+    dataConverter,
+    client: new Client({ connection, namespace, dataConverter }),
     taskQueue: `test-${randomUUID()}`,
     async close() {
       await connection.close();
@@ -56,6 +75,7 @@ export function createBankReadsWorker(options: WorkerOptions): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
+    dataConverter: options.dataConverter ?? testDataConverter,
     taskQueue: bankReadsTaskQueue(options.taskQueue),
     activities: Object.fromEntries(BANK_READ_ACTIVITIES.filter((n) => n in activities).map((n) => [n, activities[n]])),
   });
@@ -63,9 +83,10 @@ export function createBankReadsWorker(options: WorkerOptions): Promise<Worker> {
 
 /**
  * Runs `fn` while a worker polls (with its bank-reads companion when it has activities); both are shut down and
- * drained afterwards, whatever happens.
+ * drained afterwards, whatever happens. The suite's data converter unless `options` gives one.
  */
 export async function withWorker<T>(options: WorkerOptions, fn: (worker: Worker) => Promise<T>): Promise<T> {
+  options = { dataConverter: testDataConverter, ...options };
   const worker = await Worker.create(options);
   if (!options.activities) return worker.runUntil(fn(worker));
   const readsWorker = await createBankReadsWorker(options);
@@ -77,6 +98,7 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   const path = findTemporalTestServer();
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: path ? { type: 'existing-path', path } : { type: 'cached-download' } },
+    client: { dataConverter: testDataConverter },
   });
   // The workflows upsert the contract's search attributes; this server knows none until they are added.
   await env.connection.operatorService.addSearchAttributes({
@@ -122,8 +144,13 @@ export const quietBundlerLogger = {
   error: (message: string) => console.error(message),
 };
 
+/** Workflow code bundled with the production failure converter (as buildWorkflowBundle bundles it). */
 export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  return bundleWorkflowCode({
+    workflowsPath,
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+    logger: quietBundlerLogger,
+  });
 }
 
 /** A worker on the test file's task queue, running until stop() (for workflow-logic tests with typed fakes). */
@@ -133,6 +160,7 @@ export async function startTestWorker(
 ): Promise<{ worker: Worker; stop(): Promise<void> }> {
   const workerOptions: WorkerOptions = {
     connection: t.nativeConnection,
+    dataConverter: t.dataConverter,
     taskQueue: t.taskQueue,
     workflowBundle: await bundleWorkflows(options.workflowsPath),
     activities: options.activities,

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { testDataConverter } from '../helpers/temporal';
 
 /**
  * Every committed history of consentRefreshWorkflow and transactionEventsWorkflow (recorded from real runs on the
@@ -22,9 +23,13 @@ describe('replay of committed consent-refresh and transaction-events histories',
     expect(files.some((f) => f.startsWith('transaction-'))).toBe(true);
   });
 
-  it('replays every one without nondeterminism', async () => {
+  // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.
+  it('replays every one without nondeterminism, through the encrypting data converter', async () => {
     const histories = files.map((file) => ({ workflowId: file, history: load(file) }));
-    const results = Worker.runReplayHistories({ workflowsPath: require.resolve('../../src/workflows') }, histories);
+    const results = Worker.runReplayHistories(
+      { workflowsPath: require.resolve('../../src/workflows'), dataConverter: testDataConverter },
+      histories,
+    );
     const failures: string[] = [];
     let replayed = 0;
     for await (const result of results) {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker, type ReplayResult } from '@temporalio/worker';
+import { testDataConverter } from '../helpers/temporal';
 
 const HISTORIES = join(__dirname, '..', 'histories');
 const files = readdirSync(HISTORIES).filter((f) => /^finance-application-.*\.json$/.test(f));
@@ -31,14 +32,20 @@ describe('financeApplicationWorkflow replay', () => {
     );
   });
 
-  it('replays every committed history without nondeterminism', async () => {
+  // With the production data converter: these histories were recorded before payload encryption, and their plain
+  // payloads pass through the codec unchanged (a deploy of encryption keeps every open application running).
+  it('replays every committed history without nondeterminism, through the encrypting data converter', async () => {
     const histories = files.map((file) => ({
       workflowId: file,
       history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'))),
     }));
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories(
-      { workflowsPath: require.resolve('../../src/workflows'), bundlerOptions: { ignoreModules: [] } },
+      {
+        workflowsPath: require.resolve('../../src/workflows'),
+        dataConverter: testDataConverter,
+        bundlerOptions: { ignoreModules: [] },
+      },
       histories,
     )) {
       results.push(result);

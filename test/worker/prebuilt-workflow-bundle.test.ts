@@ -2,8 +2,12 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
+import ts from 'typescript';
 import { StartupError } from '../../src/bootstrap';
 import {
   buildWorkflowBundle,
@@ -36,11 +40,20 @@ function writeFiles(dir: string, files: Record<string, string>): void {
   }
 }
 
+/** The project's failure converter as tsc compiles it into dist/shared (the build bundles it). */
+const COMPILED_FAILURE_CONVERTER = ts.transpileModule(
+  readFileSync(join(root, 'src', 'shared', 'failure-converter.ts'), 'utf8'),
+  { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } },
+).outputText;
+
 const COMPILED_WORKFLOWS = {
   'workflows/index.js':
     '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' +
-    'exports.greetWorkflow = greetWorkflow;\nconst greeting_1 = require("../shared/greeting");\n' +
-    'async function greetWorkflow(input) { return (0, greeting_1.greet)(input.name); }\n',
+    'exports.greetWorkflow = greetWorkflow;\nexports.refuseWorkflow = refuseWorkflow;\n' +
+    'const workflow_1 = require("@temporalio/workflow");\nconst greeting_1 = require("../shared/greeting");\n' +
+    'async function greetWorkflow(input) { return (0, greeting_1.greet)(input.name); }\n' +
+    'async function refuseWorkflow(input) { throw workflow_1.ApplicationFailure.nonRetryable(`refused ${input.name}`, "Refused"); }\n',
+  'shared/failure-converter.js': COMPILED_FAILURE_CONVERTER,
   'shared/greeting.js':
     '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' +
     'exports.greet = greet;\nfunction greet(name) { return `hello ${name}`; }\n',
@@ -80,15 +93,38 @@ describe('the prebuilt workflow bundle', () => {
 
     const t = await connectTestTemporal();
     try {
-      const worker = await Worker.create({ connection: t.nativeConnection, taskQueue: t.taskQueue, workflowBundle });
-      const greeting = await worker.runUntil(
-        t.client.workflow.execute('greetWorkflow', {
+      const worker = await Worker.create({
+        connection: t.nativeConnection,
+        taskQueue: t.taskQueue,
+        dataConverter: t.dataConverter,
+        workflowBundle,
+      });
+      // The bundle's failure converter encodes a workflow's failure message; the codec then encrypts it.
+      const marker = `customer-${randomUUID()}`;
+      const workflowId = `refuse-${randomUUID()}`;
+      const [greeting, failed] = await worker.runUntil(async () => [
+        await t.client.workflow.execute('greetWorkflow', {
           taskQueue: t.taskQueue,
           workflowId: `greet-${randomUUID()}`,
           args: [{ name: 'bundle' }],
         }),
-      );
+        await t.client.workflow
+          .execute('refuseWorkflow', { taskQueue: t.taskQueue, workflowId, args: [{ name: marker }] })
+          .catch((err: unknown) => err),
+      ]);
       expect(greeting).toBe('hello bundle');
+      expect(failed).toBeInstanceOf(WorkflowFailedError);
+      expect((failed as WorkflowFailedError).cause).toBeInstanceOf(ApplicationFailure);
+      expect((failed as WorkflowFailedError).cause?.message).toBe(`refused ${marker}`);
+      const history = await t.client.workflow.getHandle(workflowId).fetchHistory();
+      const failedEvent = history.events?.find(
+        (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+      );
+      const failure = failedEvent?.workflowExecutionFailedEventAttributes?.failure;
+      expect(failure?.message).toBe('Encoded failure');
+      expect(failure?.stackTrace).toBeFalsy();
+      expect(Buffer.from(failure!.encodedAttributes!.metadata!.encoding!).toString()).toBe('binary/encrypted');
+      expect(Buffer.from(failure!.encodedAttributes!.data!).toString('latin1')).not.toContain(marker);
     } finally {
       await t.close();
     }
@@ -148,6 +184,7 @@ describe('the prebuilt workflow bundle', () => {
     copies.push(dir);
     writeFiles(dir, {
       'workflows/index.js': 'exports.w = async () => require("../config").value;\n',
+      'shared/failure-converter.js': COMPILED_FAILURE_CONVERTER,
       'config.js': 'exports.value = 1;\n',
     });
     await expect(buildWorkflowBundle({ distDir: dir, logger: silent })).rejects.toThrow(

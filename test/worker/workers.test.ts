@@ -5,7 +5,13 @@ import { loadConfig } from '../../src/config';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import { bankReadsProbeWorkflow } from '../fixtures/bank-reads-workflows';
-import { bundleWorkflows, connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
+import {
+  bundleWorkflows,
+  connectTestTemporal,
+  eventually,
+  testDataConverter,
+  type TemporalTestContext,
+} from '../helpers/temporal';
 
 /** The worker process's two Workers on the suite's real dev server, with typed fake activities. */
 const fakeActivities = {
@@ -48,6 +54,7 @@ describe('createWorker: the main and bank-reads workers of one process', () => {
       namespace: t.namespace,
       taskQueue: t.taskQueue,
       activities: fakeActivities,
+      dataConverter: t.dataConverter,
       workflowBundle: await bundleWorkflows(require.resolve('../fixtures/bank-reads-workflows')),
       tuning: config.worker,
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
@@ -118,6 +125,7 @@ describe('createWorker when the workflow code cannot load', () => {
           namespace: 'default',
           taskQueue: 'never-polled',
           activities: fakeActivities,
+          dataConverter: testDataConverter,
           workflowBundle: { code: 'this is not javascript (' },
         }),
       ).rejects.toThrow();

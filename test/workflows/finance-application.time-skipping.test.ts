@@ -13,7 +13,7 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../../src/shared/poll-policy';
 import { bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { financeApplicationWorkflow } from '../../src/workflows/finance-application';
-import { bundleWorkflows, createTimeSkippingEnv } from '../helpers/temporal';
+import { bundleWorkflows, createTimeSkippingEnv, testDataConverter } from '../helpers/temporal';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -82,12 +82,14 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     const taskQueue = `ts-${randomUUID()}`;
     const main = await Worker.create({
       connection: env.nativeConnection,
+      dataConverter: testDataConverter,
       taskQueue,
       workflowBundle: bundle,
       activities,
     });
     const readsWorker = await Worker.create({
       connection: env.nativeConnection,
+      dataConverter: testDataConverter,
       taskQueue: bankReadsTaskQueue(taskQueue),
       activities: {
         getApplicationStatus: activities.getApplicationStatus,

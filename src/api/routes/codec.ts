@@ -1,0 +1,107 @@
+import { Router, type RequestHandler } from 'express';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { z } from 'zod';
+import { PayloadEncryptionError } from '../../security/payload-codec';
+import { HttpError } from '../errors';
+import { hasJsonContentType, readJsonBody } from '../json-body';
+
+/**
+ * The codec endpoint (Temporal's remote codec protocol) for the Web UI and the CLI
+ * (`temporal --codec-endpoint <url>/codec --codec-auth 'Bearer <key>'`), on the internal listener:
+ * - `POST /codec/decode`, `POST /codec/encode`: body `{ "payloads": [ { "metadata": { k: base64 }, "data": base64 } ] }`
+ *   (proto3 JSON of Payloads), answered in the same shape; the `X-Namespace` header is accepted and ignored (one
+ *   key ring for every namespace).
+ * - CORS for the Web UI's origins (`corsOrigins`): the preflight is answered before authentication (browsers send
+ *   no credentials with it); every other request must pass `authenticate`.
+ * - A body that is not such JSON: 400/413/415 with a JSON body; a payload that cannot be decrypted (unknown key id,
+ *   altered data): 400 naming the key id. Never 500 for anything a caller sends.
+ *
+ * Mount at the root of the internal listener's app, before its 404 and error handlers:
+ * `app.use(codecRoutes({ codec, authenticate, corsOrigins: config.codec.corsOrigins }))`.
+ */
+export interface CodecRoutesDeps {
+  /** The process's payload codec (createPayloadCodec(config.payloadEncryption.keys)), the data converter's own. */
+  codec: PayloadCodec;
+  /** Authentication of operators (the internal listener's); runs for every /codec request but the CORS preflight. */
+  authenticate: RequestHandler;
+  /** Browser origins allowed to call (config.codec.corsOrigins): the Temporal Web UI. */
+  corsOrigins: readonly string[];
+  /** Largest accepted body; default 16 MiB (a history's payloads, base64). */
+  bodyLimitBytes?: number;
+}
+
+export const CODEC_ALLOWED_HEADERS = 'Authorization, Content-Type, X-Namespace';
+const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
+const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
+const CodecBodySchema = z.object({
+  payloads: z.array(
+    z.object({
+      metadata: z.record(z.string(), base64).nullish(),
+      data: base64.nullish(),
+    }),
+  ),
+});
+type JsonPayload = z.infer<typeof CodecBodySchema>['payloads'][number];
+
+const fromJson = ({ metadata, data }: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(data ?? '', 'base64'),
+});
+
+const base64Of = (bytes: Uint8Array): string =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+
+const toJson = ({ metadata, data }: Payload): { metadata: Record<string, string>; data: string } => ({
+  metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, base64Of(v)])),
+  data: base64Of(data ?? new Uint8Array()),
+});
+
+export function codecRoutes(deps: CodecRoutesDeps): Router {
+  const router = Router();
+  const allowed = new Set(deps.corsOrigins);
+  const limit = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+
+  const cors: RequestHandler = (req, res, next) => {
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      res.vary('Origin');
+      if (!allowed.has(origin)) {
+        req.resume();
+        return next(new HttpError(403, `Origin ${origin} may not call the codec endpoint (CODEC_CORS_ORIGINS)`));
+      }
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Access-Control-Allow-Credentials', 'true');
+    }
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', CODEC_ALLOWED_HEADERS);
+      res.setHeader('Access-Control-Max-Age', '600');
+      res.status(204).end();
+      return;
+    }
+    next();
+  };
+  router.use('/codec', cors, deps.authenticate);
+
+  const handle =
+    (operation: 'encode' | 'decode'): RequestHandler =>
+    async (req, res) => {
+      if (!hasJsonContentType(req, false)) {
+        req.resume();
+        throw new HttpError(415, 'Content-Type must be application/json');
+      }
+      const { payloads } = CodecBodySchema.parse(await readJsonBody(req, limit));
+      let result: Payload[];
+      try {
+        result = await deps.codec[operation](payloads.map(fromJson));
+      } catch (err) {
+        if (err instanceof PayloadEncryptionError) throw new HttpError(400, err.message);
+        throw err;
+      }
+      res.json({ payloads: result.map(toJson) });
+    };
+  router.post('/codec/decode', handle('decode'));
+  router.post('/codec/encode', handle('encode'));
+  return router;
+}
