@@ -10,4 +10,6 @@ export const consentRefreshWorkflowId = (consentId: string): string => `consent-
 export const transactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
 
 /** Merchant references and consent ids that may appear in a URL path segment and a workflow id. */
-export const REFERENCE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
+// Not `.` or `..` alone: URL clients normalise those path segments away, so a webhookUrl built from one would
+// never reach its route.
+export const REFERENCE_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}$/;
