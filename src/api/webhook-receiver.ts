@@ -12,11 +12,13 @@ import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } fro
  *   2. content type: `application/json` or `application/*+json`, any parameters, charset UTF-8 if one is named (415);
  *   3. size (413) and content encoding (identity, gzip, deflate, br; 415 otherwise), then JSON (400);
  *   4. shape, the route's zod schema (400, with the issues);
- * then exactly one Temporal call under one deadline (SIGNAL_DEADLINE_MS), and one rule for its outcome:
- *   - 202 `{ status: "accepted", kind, workflowId }` once Temporal accepted the signal;
- *   - 200 `{ status: "ignored", kind, reason }` when the target workflow is closed or was never started: the
- *     webhook is valid, nobody waits for it, and a 4xx would only make the bank retry (logged at warn, counted
- *     `no_target`). 404 is kept for paths that are no route at all;
+ * then the route's Temporal call(s) under one deadline (SIGNAL_DEADLINE_MS), and one rule for the outcome:
+ *   - 202 `{ status: "accepted", kind, workflowId }` once Temporal accepted the signal (counted `accepted`, or the
+ *     outcome the route names: `late` for an accountEvent handed off as a late bank report);
+ *   - 200 `{ status: "ignored", kind, reason }` when the target workflow is closed or was never started and the
+ *     webhook carries nothing to keep (a finance webhook of a finished application): nobody waits for it, and a 4xx
+ *     would only make the bank retry (logged at warn, counted `no_target`). The account route never ends here: it
+ *     hands what its refresh cannot take to the late workflow. 404 is kept for paths that are no route at all;
  *   - 503 with Retry-After when Temporal cannot take it within the deadline (the bank retries).
  * No request gets a 500 for what it carries: every check answers 4xx, and the error middleware maps the rest.
  * Hot path: one body read and JSON.parse, one zod check, one call, one counter; an accepted webhook is logged at
@@ -54,8 +56,11 @@ export interface WebhookReceiverSpec<E> {
   rejectAuth(req: Request): { outcome: string; message: string } | undefined;
   /** The route's zod schema(s) over the parsed JSON. */
   parse(body: unknown): ParsedWebhook<E>;
-  /** The one Temporal call; throws WorkflowNotFoundError when the target workflow is closed or unknown. */
-  deliver(event: E, req: Request): Promise<{ workflowId: string }>;
+  /**
+   * The Temporal call(s), under one signal deadline; throws WorkflowNotFoundError when the target workflow is closed
+   * or unknown. `outcome` labels the counter (default `accepted`).
+   */
+  deliver(event: E, req: Request): Promise<{ workflowId: string; outcome?: string }>;
   /** Ids for the log line of an ignored webhook (never secrets). */
   logIds(event: E, req: Request): Record<string, unknown>;
   /** Why an ignored webhook was ignored, as the bank sees it. */
@@ -95,8 +100,9 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
 
     const { kind, event } = parsed;
     let workflowId: string;
+    let outcome: string | undefined;
     try {
-      ({ workflowId } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
+      ({ workflowId, outcome } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) {
         count(kind, 'no_target');
@@ -110,7 +116,7 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
       count(kind, isTemporalUnavailable(err) ? 'unavailable' : 'error');
       throw err;
     }
-    count(kind, 'accepted');
+    count(kind, outcome ?? 'accepted');
     deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
     sendJson(res, 202, { status: 'accepted', kind, workflowId });
   };

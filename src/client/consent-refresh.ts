@@ -1,20 +1,33 @@
-import { WithStartWorkflowOperation, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import {
   attachRefreshUpdate,
   consentRefreshProgressQuery,
+  lateAccountEventsQuery,
   type ConsentRefreshInput,
   type ConsentRefreshProgress,
   type ConsentRefreshResult,
+  type LateAccountEventsState,
 } from '../shared/consent-refresh';
-import { consentRefreshWorkflowId } from '../shared/ids';
+import { consentRefreshWorkflowId, lateAccountEventsWorkflowId } from '../shared/ids';
+import { learnedBankCodes, mergeLateReports } from '../shared/late-reports';
 import { ConsentId } from '../shared/search-attributes';
 import type { consentRefreshWorkflow } from '../workflows/consent-refresh';
+import type { lateAccountEventsWorkflow } from '../workflows/late-account-events';
 
 export type {
   BankRefreshResult,
   ConsentRefreshInput,
   ConsentRefreshProgress,
   ConsentRefreshResult,
+  LateAccountEventsState,
+  LateBankReport,
+  LateBankReportEvent,
+  LateReportReason,
   RefreshedAccount,
   RefreshEndReason,
 } from '../shared/consent-refresh';
@@ -30,14 +43,26 @@ export interface StartConsentRefreshResult {
  * Starts a refresh of the consent, or attaches to the one running (update-with-start, USE_EXISTING): returns as
  * soon as PUT /refresh answered, with the same taskId for every caller of one run. Once a refresh has closed, the
  * next call starts a new run (ALLOW_DUPLICATE). Inputs of an attaching call are ignored: the running refresh's win.
+ * Unless the caller gives `knownBankCodes` itself, the banks learned from the consent's earlier refreshes are
+ * looked up (lookUpKnownBankCodes) and passed on: without `expectedBankCodes` the refresh waits for them.
  * Throws WorkflowUpdateFailedError (cause type RefreshNotStarted) when PUT /refresh failed for good.
  */
 export async function startConsentRefresh(
   client: Client,
   input: ConsentRefreshInput,
-  options: { taskQueue: string },
+  options: {
+    taskQueue: string;
+    /** Where the late reports this refresh hands off itself go (the receiver's TRANSACTIONS_CALLBACK_URL). */
+    lateReportsCallbackUrl?: string;
+  },
 ): Promise<StartConsentRefreshResult> {
   const workflowId = consentRefreshWorkflowId(input.consentId);
+  if (input.knownBankCodes === undefined) {
+    const known = await lookUpKnownBankCodes(client, input.consentId);
+    if (known !== undefined && known.length > 0) input = { ...input, knownBankCodes: known };
+  }
+  if (input.lateReportsCallbackUrl === undefined && options.lateReportsCallbackUrl !== undefined)
+    input = { ...input, lateReportsCallbackUrl: options.lateReportsCallbackUrl };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof consentRefreshWorkflow>(
     'consentRefreshWorkflow',
     {
@@ -50,7 +75,9 @@ export async function startConsentRefresh(
       staticSummary: `Consent refresh ${input.consentId}`,
       staticDetails: input.expectedBankCodes?.length
         ? `Expected banks: ${input.expectedBankCodes.join(', ')}`
-        : 'Expected banks: not given (ends after the quiet period)',
+        : input.knownBankCodes?.length
+          ? `Expected banks: not given; learned from earlier refreshes: ${input.knownBankCodes.join(', ')}`
+          : 'Expected banks: not given (ends after the quiet period)',
     },
   );
   const { taskId } = await client.workflow.executeUpdateWithStart(attachRefreshUpdate, {
@@ -65,12 +92,60 @@ export function consentRefreshHandle(client: Client, consentId: string): Workflo
   return client.workflow.getHandle<typeof consentRefreshWorkflow>(consentRefreshWorkflowId(consentId));
 }
 
-/** Progress of the consent's latest refresh: banks reported so far, missing ones, done. Throws WorkflowNotFoundError. */
-export async function getConsentRefreshProgress(client: Client, consentId: string): Promise<ConsentRefreshProgress> {
-  return consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery);
+/**
+ * Progress of the consent's latest refresh: banks reported so far, missing ones, done; amended by the late bank
+ * reports of its taskId (mergeLateReports: `late: true` banks, `lateReports`). Throws WorkflowNotFoundError.
+ */
+export async function getConsentRefreshProgress(
+  client: Client,
+  consentId: string,
+): Promise<ConsentRefreshProgress & { lateReports: number }> {
+  const [progress, late] = await Promise.all([
+    consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery),
+    getLateBankReports(client, consentId),
+  ]);
+  return mergeLateReports(progress, late.reports);
 }
 
-/** Waits for the consent's latest refresh to end and returns its result. */
-export async function awaitConsentRefreshResult(client: Client, consentId: string): Promise<ConsentRefreshResult> {
-  return consentRefreshHandle(client, consentId).result();
+/** Waits for the consent's latest refresh to end and returns its result, amended by the late reports so far. */
+export async function awaitConsentRefreshResult(
+  client: Client,
+  consentId: string,
+): Promise<ConsentRefreshResult & { lateReports: number }> {
+  const result = await consentRefreshHandle(client, consentId).result();
+  return mergeLateReports(result, (await getLateBankReports(client, consentId)).reports);
+}
+
+/** The consent's late-bank-reports workflow (latest run). */
+export function lateBankReportsHandle(
+  client: Client,
+  consentId: string,
+): WorkflowHandle<typeof lateAccountEventsWorkflow> {
+  return client.workflow.getHandle<typeof lateAccountEventsWorkflow>(lateAccountEventsWorkflowId(consentId));
+}
+
+/** The consent's kept late bank reports (none when no late report ever came, or none is retained). */
+export async function getLateBankReports(client: Client, consentId: string): Promise<LateAccountEventsState> {
+  try {
+    return await lateBankReportsHandle(client, consentId).query(lateAccountEventsQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { consentId, reports: [], received: 0, duplicates: 0 };
+    throw err;
+  }
+}
+
+/**
+ * The banks a new refresh of the consent waits for when the merchant names none (learnedBankCodes): from the
+ * latest refresh (on time and late answers, or the set it carried) and the late reports. `undefined` while a
+ * refresh runs: a start then attaches to it and its inputs are ignored anyway.
+ */
+export async function lookUpKnownBankCodes(client: Client, consentId: string): Promise<string[] | undefined> {
+  let previous: ConsentRefreshProgress | undefined;
+  try {
+    previous = await consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  if (previous !== undefined && !previous.done) return undefined;
+  return learnedBankCodes(previous, (await getLateBankReports(client, consentId)).reports);
 }

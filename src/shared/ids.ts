@@ -9,6 +9,9 @@ export const consentRefreshWorkflowId = (consentId: string): string => `consent-
 
 export const transactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
 
+/** The consent's late bank reports: accountEvents that came when their refresh could no longer take them. */
+export const lateAccountEventsWorkflowId = (consentId: string): string => `consent-late-reports:${consentId}`;
+
 /** Merchant references and consent ids that may appear in a URL path segment and a workflow id. */
 // Not `.` or `..` alone: URL clients normalise those path segments away, so a webhookUrl built from one would
 // never reach its route.

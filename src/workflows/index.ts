@@ -2,4 +2,5 @@
 export {};
 export * from './consent-refresh';
 export * from './transaction-events';
+export * from './late-account-events';
 export * from './finance-application';

@@ -7,8 +7,8 @@ import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { consentRefreshHandle, getConsentRefreshProgress } from '../../src/client/consent-refresh';
 import type { AccountEventBody } from '../../src/shared/bank-wire';
-import { transactionEventsStateQuery } from '../../src/shared/consent-refresh';
-import { transactionEventsWorkflowId } from '../../src/shared/ids';
+import { lateAccountEventsQuery, transactionEventsStateQuery } from '../../src/shared/consent-refresh';
+import { lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -99,6 +99,23 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect((await getConsentRefreshProgress(stack.t.client, consentId)).banks).toEqual([]);
   });
 
+  it("hands another task's accountEvent off while the refresh runs: the refresh never sees it", async () => {
+    const before = await signalsInHistory();
+    const other = { ...event(), taskId: `earlier-${taskId}` };
+    const res = await send(JSON.stringify(other), json(stack.webhooks.securityHeader));
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ workflowId: lateAccountEventsWorkflowId(consentId) });
+    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId));
+    const state = await eventually(async () => {
+      const s = await handle.query(lateAccountEventsQuery);
+      return s.reports.length === 1 ? s : undefined;
+    });
+    expect(state.reports[0]).toMatchObject({ taskId: other.taskId, reason: 'other-task' });
+    expect(await signalsInHistory()).toBe(before);
+    expect((await getConsentRefreshProgress(stack.t.client, consentId)).staleEvents).toBe(0);
+    await handle.terminate('test done');
+  });
+
   it('answers 202 once Temporal accepted the accountEvent signal', async () => {
     const accepted = await send(JSON.stringify(event()), json(stack.webhooks.securityHeader));
     expect(accepted.status).toBe(202);
@@ -109,12 +126,21 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect(await webhookCount('accountEvent', 'accepted')).toBeGreaterThanOrEqual(1);
   });
 
-  it('acknowledges (200, logged, counted) an accountEvent for a consent with no running refresh', async () => {
+  it('hands an accountEvent for a consent with no refresh off as a late bank report (202, counted late)', async () => {
     const orphan = { ...event(), consentId: `none-${randomUUID()}` };
+    const lateBefore = await webhookCount('accountEvent', 'late');
     const res = await send(JSON.stringify(orphan), json(stack.webhooks.securityHeader));
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'ignored' });
-    expect(await webhookCount('accountEvent', 'no_target')).toBe(1);
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ status: 'accepted', workflowId: lateAccountEventsWorkflowId(orphan.consentId) });
+    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(orphan.consentId));
+    const state = await eventually(async () => {
+      const s = await handle.query(lateAccountEventsQuery);
+      return s.reports.length === 1 ? s : undefined;
+    });
+    expect(state.reports[0]).toMatchObject({ taskId, bankCode: 'QUIET', reason: 'no-refresh', delivery: 'kept' });
+    expect(await webhookCount('accountEvent', 'late')).toBe(lateBefore + 1);
+    expect(await webhookCount('accountEvent', 'no_target')).toBe(0);
+    await handle.terminate('test done');
   });
 
   it('hands a transactionEvent off with signal-with-start (202)', async () => {
@@ -142,7 +168,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
         }),
       );
     const client = {
-      workflow: { getHandle: () => ({ signal: unavailable }), signalWithStart: unavailable },
+      workflow: { getHandle: () => ({ signal: unavailable, describe: unavailable }), signalWithStart: unavailable },
       withDeadline: <R>(_deadline: number, fn: () => Promise<R>) => fn(),
     } as unknown as Client;
     const metrics = createMetrics();

@@ -24,11 +24,19 @@ describe('receiver pipeline (both webhook routes)', () => {
   let outcome: 'accept' | 'not-found' = 'accept';
   const calls: { deadline: number; at: number }[] = [];
 
+  const metrics = createMetrics();
+
   beforeAll(async () => {
     const answer = () =>
       outcome === 'accept' ? Promise.resolve() : Promise.reject(new WorkflowNotFoundError('gone', 'wf', undefined));
+    // A running refresh whose PUT /refresh has not answered yet: the accountEvent is signalled to it.
+    const describe = () =>
+      outcome === 'accept'
+        ? Promise.resolve({ status: { name: 'RUNNING' }, typedSearchAttributes: { get: () => undefined } })
+        : Promise.reject(new WorkflowNotFoundError('gone', 'wf', undefined));
     const client = {
-      workflow: { getHandle: () => ({ signal: answer }), signalWithStart: answer },
+      // Signal-with-start always lands (it starts the workflow when none runs).
+      workflow: { getHandle: () => ({ signal: answer, describe }), signalWithStart: () => Promise.resolve() },
       withDeadline: <R>(deadline: number, fn: () => Promise<R>) => {
         calls.push({ deadline, at: Date.now() });
         return fn();
@@ -40,7 +48,7 @@ describe('receiver pipeline (both webhook routes)', () => {
       webhooks: { publicBaseUrl: '', hashSecret: HASH_SECRET, securityHeader: HEADER },
       merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
-      metrics: createMetrics(),
+      metrics,
       checkTemporal: () => Promise.resolve(),
     });
     server = await listen(app, 0, '127.0.0.1');
@@ -152,23 +160,30 @@ describe('receiver pipeline (both webhook routes)', () => {
     },
   );
 
-  it.each(Object.entries(routes))(
-    '%s: a closed or unknown workflow gets 200 ignored, in the same shape on both routes',
-    async (_name, route) => {
-      outcome = 'not-found';
-      try {
-        const res = await send(
-          route.path,
-          { ...route.auth, 'content-type': 'application/json' },
-          JSON.stringify(route.body),
-        );
-        expect(res.status).toBe(200);
-        expect(res.json).toEqual({ status: 'ignored', kind: expect.any(String), reason: expect.any(String) });
-      } finally {
-        outcome = 'accept';
-      }
-    },
-  );
+  it('a closed or unknown workflow: a finance webhook gets 200 ignored; account webhooks are never ignored', async () => {
+    outcome = 'not-found';
+    const post = (route: (typeof routes)[keyof typeof routes]) =>
+      send(route.path, { ...route.auth, 'content-type': 'application/json' }, JSON.stringify(route.body));
+    const late = async () =>
+      (await metrics.webhooks.get()).values.find((v) => v.labels.kind === 'accountEvent' && v.labels.outcome === 'late')
+        ?.value ?? 0;
+    try {
+      const finance = await post(routes.finance);
+      expect(finance.status).toBe(200);
+      expect(finance.json).toEqual({ status: 'ignored', kind: 'financeApplication', reason: expect.any(String) });
+      // An accountEvent without its refresh is a late bank report, handed off by signal-with-start.
+      const before = await late();
+      const account = await post(routes.account);
+      expect(account).toMatchObject({
+        status: 202,
+        json: { status: 'accepted', workflowId: 'consent-late-reports:c-1' },
+      });
+      expect(await late()).toBe(before + 1);
+      expect((await post(routes.transaction)).status).toBe(202);
+    } finally {
+      outcome = 'accept';
+    }
+  });
 
   it('gives every Temporal call of both routes the same signal deadline', async () => {
     calls.length = 0;

@@ -1,7 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 
 /**
  * The series new finance-application histories are recorded under (test/histories): none before the poll policy,
@@ -17,4 +19,25 @@ export function recordFinanceHistory(history: History, name: string): void {
     join(__dirname, '..', 'histories', `finance-application-${FINANCE_HISTORY_SERIES}-${name}.json`),
     historyToJSON(history),
   );
+}
+
+/**
+ * A history as JSON (enum names, string longs, base64 bytes), read back by test/replay/consent-replay.test.ts with
+ * History.fromObject. (The SDK's historyToJSON fails for these in this install: two copies of protobufjs 8.)
+ */
+export function consentHistoryFile(history: temporal.api.history.v1.IHistory): string {
+  const { History } = temporal.api.history.v1;
+  const json = History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
+  return JSON.stringify(json, null, 1) + '\n';
+}
+
+/**
+ * With RECORD_HISTORIES set, writes a consent-side workflow's history to test/histories/<name>.json (replayed by
+ * test/replay/consent-replay.test.ts). Refresh histories recorded under LEARNED_BANKS_PATCH are named
+ * `consent-refresh-v2-…`; the unprefixed ones were recorded before it and stay committed: runs in flight at a
+ * deploy replay the code path they were recorded under.
+ */
+export async function recordConsentHistory(name: string, handle: WorkflowHandle): Promise<void> {
+  if (!process.env.RECORD_HISTORIES) return;
+  writeFileSync(join(__dirname, '..', 'histories', `${name}.json`), consentHistoryFile(await handle.fetchHistory()));
 }

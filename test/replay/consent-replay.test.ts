@@ -5,9 +5,10 @@ import { Worker } from '@temporalio/worker';
 import { testDataConverter } from '../helpers/temporal';
 
 /**
- * Every committed history of consentRefreshWorkflow and transactionEventsWorkflow (recorded from real runs on the
- * stack: RECORD_HISTORIES=1 npx jest test/workflows/*integration*) replays against today's workflow code. A change
- * that would break running workflows fails here; guard such a change with patched().
+ * Every committed history of consentRefreshWorkflow, lateAccountEventsWorkflow and transactionEventsWorkflow
+ * (recorded from real runs: RECORD_HISTORIES=1 npx jest test/workflows/consent-refresh* test/workflows/*integration*)
+ * replays against today's workflow code. A change that would break running workflows fails here; guard such a
+ * change with patched(). Refresh histories from before LEARNED_BANKS_PATCH (unprefixed) and under it (`v2-`) both stay.
  */
 const dir = join(__dirname, '..', 'histories');
 const files = readdirSync(dir).filter((f) => /^(consent|transaction)-.*\.json$/.test(f));
@@ -18,9 +19,24 @@ function load(file: string): temporal.api.history.v1.IHistory {
 }
 
 describe('replay of committed consent-refresh and transaction-events histories', () => {
-  it('has histories of both workflows', () => {
-    expect(files.some((f) => f.startsWith('consent-'))).toBe(true);
+  it('has histories of every workflow, and of the refresh before and under LEARNED_BANKS_PATCH', () => {
     expect(files.some((f) => f.startsWith('transaction-'))).toBe(true);
+    expect(files.some((f) => f.startsWith('consent-late-reports-'))).toBe(true);
+    // Before the patch: the old fan-in, stale events only counted.
+    for (const name of ['five-banks', 'stale-event', 'timeout'])
+      expect(files).toContain(`consent-refresh-${name}.json`);
+    // Under it: learned banks, the quiet period restarted after an outage, events handed to the late workflow.
+    for (const name of [
+      'five-banks',
+      'stale-event',
+      'timeout',
+      'before-late-reports',
+      'learned-banks',
+      'learned-bank-missing',
+      'quiet-period-after-outage',
+      'early-event-of-another-task',
+    ])
+      expect(files).toContain(`consent-refresh-v2-${name}.json`);
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.

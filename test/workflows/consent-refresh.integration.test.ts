@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
-import { awaitConsentRefreshResult, consentRefreshHandle } from '../../src/client/consent-refresh';
+import { Webhook } from 'standardwebhooks';
+import {
+  awaitConsentRefreshResult,
+  consentRefreshHandle,
+  getLateBankReports,
+  lateBankReportsHandle,
+} from '../../src/client/consent-refresh';
 import type { AccountEventBody } from '../../src/shared/bank-wire';
-import type { ConsentRefreshProgress } from '../../src/shared/consent-refresh';
+import type { ConsentRefreshProgress, LateBankReportEvent } from '../../src/shared/consent-refresh';
 import type { ConsentBank, WebhookDelivery } from '../../src/sandbox';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { startMerchant } from '../activities/helpers/merchant-server';
+import { recordConsentHistory } from '../helpers/histories';
+import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
 /**
@@ -15,23 +19,6 @@ import { eventually } from '../helpers/temporal';
  * bank sandbox over HTTP → accountEvent webhooks → our receiver → signals. Expectations come from the sandbox's
  * ground truth (refreshTasks, accountWebhooksSent), never from timings.
  */
-
-/**
- * A history as JSON (enum names, string longs, base64 bytes), read back by test/replay/consent-replay.test.ts with
- * History.fromObject. (The SDK's historyToJSON fails in this install: two copies of protobufjs 8.)
- */
-function historyFile(history: temporal.api.history.v1.IHistory): string {
-  const { History } = temporal.api.history.v1;
-  const json = History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
-  return JSON.stringify(json, null, 1) + '\n';
-}
-
-/** RECORD_HISTORIES=1 writes these runs' histories to test/histories (replayed by test/replay/consent-replay.test.ts). */
-async function recordHistory(name: string, handle: WorkflowHandle): Promise<void> {
-  if (!process.env.RECORD_HISTORIES) return;
-  const history = await handle.fetchHistory();
-  writeFileSync(join(__dirname, '..', 'histories', `${name}.json`), historyFile(history));
-}
 
 const bank = (bankCode: string, extra: Partial<ConsentBank> = {}): ConsentBank => ({
   bankCode,
@@ -42,10 +29,16 @@ const bank = (bankCode: string, extra: Partial<ConsentBank> = {}): ConsentBank =
 
 describe('consent refresh end to end (dev server, sandbox, receiver, facade over HTTP)', () => {
   let stack: TestStack;
+  let merchant: Awaited<ReturnType<typeof startMerchant>>;
   beforeAll(async () => {
-    stack = await startTestStack();
+    merchant = await startMerchant();
+    // TRANSACTIONS_CALLBACK_URL: the consent-side merchant endpoint, where late bank reports go too.
+    stack = await startTestStack({ transactionsCallbackUrl: merchant.url });
   });
-  afterAll(async () => stack?.close());
+  afterAll(async () => {
+    await stack?.close();
+    await merchant?.close();
+  });
 
   const post = async (consentId: string, body: unknown) => {
     const res = await stack.facade(`/consents/${consentId}/refresh`, {
@@ -67,6 +60,14 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     stack.sandbox.control
       .accountWebhooksSent()
       .filter((d) => d.kind === 'accountEvent' && (d.body as { consentId?: string }).consentId === consentId);
+  const webhookCount = async (outcome: string) =>
+    (await stack.metrics.webhooks.get()).values.find(
+      (v) => v.labels.kind === 'accountEvent' && v.labels.outcome === outcome,
+    )?.value ?? 0;
+  const result = async (consentId: string) => {
+    await awaitConsentRefreshResult(stack.t.client, consentId);
+    return (await get(consentId)).body;
+  };
 
   it('five banks, random order, duplicates, one event before PUT /refresh answered: each bank once, as the bank sent it', async () => {
     const consentId = `five-${randomUUID()}`;
@@ -115,10 +116,10 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const refreshAnswered = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
     expect(firstSignal).toBeGreaterThan(-1);
     expect(firstSignal).toBeLessThan(refreshAnswered);
-    await recordHistory('consent-refresh-five-banks', handle);
+    await recordConsentHistory('consent-refresh-v2-five-banks', handle);
   });
 
-  it('an event with a stale taskId does not complete the refresh, and is counted', async () => {
+  it("an earlier task's event does not complete the refresh: it is handed off as a late bank report", async () => {
     const consentId = `stale-${randomUUID()}`;
     stack.sandbox.control.setConsent(consentId, {
       banks: [bank('AAAA', { delayMs: 50 }), bank('BBBB', { neverAnswers: true })],
@@ -136,15 +137,24 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     };
     const staleDelivery = await stack.sandbox.control.sendAccountEvent({ ...late });
     expect(staleDelivery.attempts.at(-1)?.status).toBe(202);
+    // The receiver saw the running refresh's RefreshTaskId: the refresh never got it, the late workflow did.
     const afterStale = (await get(consentId)).body;
-    expect(afterStale).toMatchObject({ done: false, staleEvents: 1, missing: ['BBBB'] });
+    expect(afterStale).toMatchObject({ done: false, staleEvents: 0, missing: ['BBBB'] });
+    const reports = await eventually(async () => {
+      const r = (await getLateBankReports(stack.t.client, consentId)).reports;
+      return r.length === 1 ? r : undefined;
+    });
+    expect(reports[0]).toMatchObject({ taskId: 'an-earlier-task', bankCode: 'BBBB', reason: 'other-task' });
 
     // The bank's real answer for BBBB, with the current taskId, completes it.
     await stack.sandbox.control.sendAccountEvent({ ...late, taskId: started.taskId });
     const result = await awaitConsentRefreshResult(stack.t.client, consentId);
-    expect(result).toMatchObject({ endedBy: 'all-reported', staleEvents: 1, duplicateEvents: 0, missing: [] });
+    expect(result).toMatchObject({ endedBy: 'all-reported', staleEvents: 0, duplicateEvents: 0, missing: [] });
+    // An earlier task's report does not amend this result.
+    expect(result.lateReports).toBe(0);
     expect(result.banks.find((b) => b.bankCode === 'BBBB')?.accounts).toEqual(late.accounts);
-    await recordHistory('consent-refresh-stale-event', consentRefreshHandle(stack.t.client, consentId));
+    await recordConsentHistory('consent-refresh-v2-stale-event', consentRefreshHandle(stack.t.client, consentId));
+    await lateBankReportsHandle(stack.t.client, consentId).terminate('test done');
   });
 
   it('one bank never answers: ends at the timeout with the others and that bank missing', async () => {
@@ -168,7 +178,145 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     ).toEqual(['AAAA', 'BBBB']);
     const { body } = await get(consentId);
     expect(body).toMatchObject({ done: true, missing: ['CCCC'] });
-    await recordHistory('consent-refresh-timeout', consentRefreshHandle(stack.t.client, consentId));
+    await recordConsentHistory('consent-refresh-v2-timeout', consentRefreshHandle(stack.t.client, consentId));
+  });
+
+  it('two banks answer after the refresh closed: the merchant gets them as late bank reports, the result shows them late, nothing is ignored', async () => {
+    const consentId = `late-${randomUUID()}`;
+    // BBBB and CCCC answer only when this test sends their events, after the close (the bank's retries, late).
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [
+        bank('AAAA', { delayMs: 50 }),
+        bank('BBBB', { neverAnswers: true }),
+        bank('CCCC', { neverAnswers: true }),
+      ],
+    });
+    const lateBefore = await webhookCount('late');
+    const ignoredBefore = await webhookCount('no_target');
+    const started = await post(consentId, { quietPeriod: '1s', timeout: '60s' });
+    expect(started.status).toBe(202);
+    const closed = await awaitConsentRefreshResult(stack.t.client, consentId);
+    expect(closed).toMatchObject({ endedBy: 'quiet-period', lateReports: 0 });
+    expect(closed.banks.map((b) => b.bankCode)).toEqual(['AAAA']);
+
+    // The bank's events for the same task, after the close, through the sandbox's webhook sender (real HTTP).
+    const { taskId } = started.body;
+    for (const code of ['BBBB', 'CCCC']) {
+      const delivery = await stack.sandbox.control.sendAccountEvent({
+        consentId,
+        taskId,
+        taskStatus: code === 'CCCC' ? 'FAILED' : 'FINISHED',
+        bankCode: code,
+        bankName: `${code} Bank`,
+        accounts: [{ accountId: `${code}-acc-1`, eventType: 'UPDATED' }],
+      });
+      expect(delivery.outcome).toBe('delivered');
+    }
+    // Ground truth: every attempt of every accountEvent of this consent was answered 202, none 200 ignored.
+    const statuses = eventsOf(consentId).flatMap((d) => d.attempts.map((a) => a.status));
+    expect(statuses.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(statuses)).toEqual(new Set([202]));
+    expect(await webhookCount('late')).toBe(lateBefore + 2);
+    expect(await webhookCount('no_target')).toBe(ignoredBefore);
+
+    // The merchant's endpoint receives each as a signed consent.late-bank-report.
+    const ours = () =>
+      merchant.received
+        .map((r) => ({ headers: r.headers, event: JSON.parse(r.body) as LateBankReportEvent, body: r.body }))
+        .filter((r) => r.event.type === 'consent.late-bank-report' && r.event.consentId === consentId);
+    const received = await eventually(() => (ours().length === 2 ? ours() : undefined));
+    expect(received.map((r) => [r.event.bankCode, r.event.taskStatus, r.event.succeeded]).sort()).toEqual([
+      ['BBBB', 'FINISHED', true],
+      ['CCCC', 'FAILED', false],
+    ]);
+    for (const r of received) {
+      expect(r.event).toMatchObject({
+        taskId,
+        bankName: `${r.event.bankCode} Bank`,
+        accounts: [{ accountId: `${r.event.bankCode}-acc-1`, eventType: 'UPDATED' }],
+        reason: 'refresh-closed',
+        at: expect.any(String),
+      });
+      expect(r.headers['webhook-id']).toBe(`consent-late-reports:${consentId}:${taskId}:${r.event.bankCode}`);
+      expect(new Webhook(TEST_CALLBACK_SIGNING_SECRET).verify(r.body, r.headers as Record<string, string>)).toEqual(
+        r.event,
+      );
+    }
+
+    // GET /consents/:id/refresh: the last refresh's result amended by its late reports.
+    const amended = await eventually(async () => {
+      const body = (await get(consentId)).body;
+      return body.lateReports === 2 ? body : undefined;
+    });
+    expect(amended).toMatchObject({ done: true, taskId, endedBy: 'quiet-period', missing: [], lateReports: 2 });
+    expect(amended.banks.map((b) => [b.bankCode, b.late ?? false])).toEqual([
+      ['AAAA', false],
+      ['BBBB', true],
+      ['CCCC', true],
+    ]);
+    expect(amended.banks.find((b) => b.bankCode === 'CCCC')).toMatchObject({
+      succeeded: false,
+      at: expect.any(String),
+    });
+    await recordConsentHistory(
+      'consent-refresh-v2-before-late-reports',
+      consentRefreshHandle(stack.t.client, consentId),
+    );
+    await recordConsentHistory('consent-late-reports-delivered', lateBankReportsHandle(stack.t.client, consentId));
+    await lateBankReportsHandle(stack.t.client, consentId).terminate('test done');
+  });
+
+  it('a second refresh, no expectedBankCodes: waits for the three banks the first one saw, not the quiet period after the first', async () => {
+    const consentId = `learned-${randomUUID()}`;
+    const fast = { delayMs: 50 };
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [bank('AAAA', fast), bank('BBBB', fast), bank('CCCC', fast)],
+    });
+    const first = await post(consentId, { quietPeriod: '1s', timeout: '60s' });
+    expect(first.status).toBe(202);
+    const firstResult = await result(consentId);
+    expect(firstResult.banks.map((b) => b.bankCode).sort()).toEqual(['AAAA', 'BBBB', 'CCCC']);
+
+    // This time CCCC answers long after the quiet period that follows AAAA and BBBB.
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [bank('AAAA', fast), bank('BBBB', fast), bank('CCCC', { delayMs: 4_000 })],
+    });
+    const second = await post(consentId, { quietPeriod: '1s', timeout: '60s' });
+    expect(second.status).toBe(202);
+    expect(second.body.taskId).not.toBe(first.body.taskId);
+    const secondResult = await result(consentId);
+    expect(secondResult).toMatchObject({
+      taskId: second.body.taskId,
+      endedBy: 'quiet-period',
+      missing: [],
+      knownBankCodes: ['AAAA', 'BBBB', 'CCCC'],
+      lateReports: 0,
+    });
+    // CCCC reported to the refresh itself, on time: not a late report.
+    expect(secondResult.banks.map((b) => [b.bankCode, b.late ?? false]).sort()).toEqual([
+      ['AAAA', false],
+      ['BBBB', false],
+      ['CCCC', false],
+    ]);
+    const [, task] = tasksOf(consentId);
+    expect(task!.banks.find((b) => b.bankCode === 'CCCC')?.delayMs).toBeGreaterThan(1_000);
+    expect((await getLateBankReports(stack.t.client, consentId)).reports).toEqual([]);
+    await recordConsentHistory('consent-refresh-v2-learned-banks', consentRefreshHandle(stack.t.client, consentId));
+  });
+
+  it('the merchant overrides the learned banks with expectedBankCodes', async () => {
+    const consentId = `override-${randomUUID()}`;
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [bank('AAAA', { delayMs: 50 }), bank('BBBB', { delayMs: 50 })],
+    });
+    await post(consentId, { quietPeriod: '1s', timeout: '60s' });
+    expect((await result(consentId)).banks).toHaveLength(2);
+
+    // BBBB is gone from the consent; the merchant knows, and says so.
+    stack.sandbox.control.setConsent(consentId, { banks: [bank('AAAA', { delayMs: 50 })] });
+    await post(consentId, { expectedBankCodes: ['AAAA'], timeout: '60s' });
+    const overridden = await result(consentId);
+    expect(overridden).toMatchObject({ endedBy: 'all-reported', missing: [], expectedBankCodes: ['AAAA'] });
   });
 
   it('two concurrent requests for one consent: one PUT /refresh at the bank, the same taskId; a later one is a new run', async () => {

@@ -9,8 +9,10 @@ import {
   startConsentRefresh,
 } from '../../src/client/consent-refresh';
 import type { AccountEventBody } from '../../src/shared/bank-wire';
-import { accountEventSignal, REFRESH_NOT_STARTED } from '../../src/shared/consent-refresh';
+import { accountEventSignal, lateAccountEventsQuery, REFRESH_NOT_STARTED } from '../../src/shared/consent-refresh';
+import { lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { ConsentId, RefreshTaskId } from '../../src/shared/search-attributes';
+import { recordConsentHistory } from '../helpers/histories';
 import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
 
 /**
@@ -43,12 +45,11 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
   let t: TemporalTestContext;
   let worker: Awaited<ReturnType<typeof startTestWorker>> | undefined;
 
+  // Every workflow: a refresh starts the consent's lateAccountEventsWorkflow for the events it cannot take.
+  const startWorker = () => startTestWorker(t, { workflowsPath: require.resolve('../../src/workflows'), activities });
   beforeAll(async () => {
     t = await connectTestTemporal();
-    worker = await startTestWorker(t, {
-      workflowsPath: require.resolve('../../src/workflows/consent-refresh'),
-      activities,
-    });
+    worker = await startWorker();
   });
   afterAll(async () => {
     await worker?.stop();
@@ -58,8 +59,15 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
 
   const start = (consentId: string, extra: Record<string, unknown> = {}) =>
     startConsentRefresh(t.client, { consentId, timeout: '60s', ...extra }, { taskQueue: t.taskQueue });
+  const lateReports = async (consentId: string) =>
+    (await t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId)).query(lateAccountEventsQuery)).reports;
+  const terminateLate = (consentId: string) =>
+    t.client.workflow
+      .getHandle(lateAccountEventsWorkflowId(consentId))
+      .terminate('test done')
+      .catch(() => undefined);
 
-  it('keeps an event that came before PUT /refresh answered, ignores duplicates, counts stale ones, records a failed bank', async () => {
+  it('keeps an event that came before PUT /refresh answered, ignores duplicates, hands stale ones off, records a failed bank', async () => {
     const consentId = `c-${randomUUID()}`;
     const taskId = `task-${randomUUID()}`;
     let answer!: (value: { taskId: string }) => void;
@@ -88,7 +96,15 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
       missing: [],
       staleEvents: 1,
       duplicateEvents: 1,
+      handedOffEvents: 1,
+      lateReports: 0,
     });
+    // The earlier task's event (it came while PUT /refresh was open, so the receiver could not tell) is a late report.
+    expect((await lateReports(consentId)).map((r) => [r.taskId, r.bankCode, r.reason])).toEqual([
+      ['an-earlier-task', 'BBB', 'other-task'],
+    ]);
+    await recordConsentHistory('consent-refresh-v2-early-event-of-another-task', handle);
+    await terminateLate(consentId);
     expect(result.banks.map((b) => [b.bankCode, b.taskStatus, b.succeeded])).toEqual([
       ['AAA', 'FINISHED', true],
       ['BBB', 'FAILED', false],
@@ -159,7 +175,70 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     expect((await getConsentRefreshProgress(t.client, consentId)).staleEvents).toBe(1);
     await handle.signal(accountEventSignal, bankEvent(consentId, 'task-2', 'AAA'));
     const result = await awaitConsentRefreshResult(t.client, consentId);
-    expect(result).toMatchObject({ taskId: 'task-2', staleEvents: 1, endedBy: 'all-reported' });
+    expect(result).toMatchObject({ taskId: 'task-2', staleEvents: 1, handedOffEvents: 1, endedBy: 'all-reported' });
+    // Learned from the first run, but the merchant's expectedBankCodes override it.
+    expect(result.knownBankCodes).toEqual(['AAA']);
+    expect((await lateReports(consentId)).map((r) => [r.taskId, r.bankCode])).toEqual([['task-1', 'AAA']]);
+    await terminateLate(consentId);
+  });
+
+  it('without expected banks, does not let the quiet period end it while a learned bank is missing', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockResolvedValue({ taskId: 'task-k' });
+    await start(consentId, { knownBankCodes: ['AAA', 'BBB'], quietPeriod: '300ms', timeout: '3s' });
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-k', 'AAA'));
+
+    // A quiet period of 300 ms after AAA would have ended it; BBB, learned, keeps it open until the timeout.
+    const result = await handle.result();
+    expect(result).toMatchObject({ endedBy: 'timeout', missing: ['BBB'], knownBankCodes: ['AAA', 'BBB'] });
+    expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA']);
+    await recordConsentHistory('consent-refresh-v2-learned-bank-missing', handle);
+  });
+
+  it('with every learned bank in, ends by the quiet period after the last one', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockResolvedValue({ taskId: 'task-k2' });
+    await start(consentId, { knownBankCodes: ['AAA', 'BBB'], quietPeriod: '300ms', timeout: '60s' });
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-k2', 'BBB'));
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-k2', 'AAA'));
+    const result = await handle.result();
+    expect(result).toMatchObject({ endedBy: 'quiet-period', missing: [] });
+    expect(result.banks.map((b) => b.bankCode)).toEqual(['BBB', 'AAA']);
+  });
+
+  it('restarts the quiet period when its timer fired during an outage, so a bank answering after it is taken', async () => {
+    const consentId = `c-${randomUUID()}`;
+    startRefresh.mockResolvedValue({ taskId: 'task-o' });
+    await start(consentId, { quietPeriod: '2s', timeout: '5m' });
+    const handle = consentRefreshHandle(t.client, consentId);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-o', 'AAA'));
+    const quietTimers = async () =>
+      ((await handle.fetchHistory()).events ?? []).filter(
+        (e) => Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 99) <= 2,
+      );
+    await eventually(async () => ((await quietTimers()).length === 1 ? true : undefined));
+
+    // The workers go down; the quiet-period timer fires meanwhile; they come back well after it was due.
+    await worker?.stop();
+    worker = undefined;
+    const fired = await eventually(async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      return events.find((e) => e.timerFiredEventAttributes);
+    });
+    const firedAt = Number(fired.eventTime!.seconds) * 1000;
+    await eventually(() => (Date.now() > firedAt + 4_000 ? true : undefined), 20_000);
+    worker = await startWorker();
+
+    // It did not close: a second quiet period started. The bank's retry lands now.
+    await eventually(async () => ((await quietTimers()).length === 2 ? true : undefined));
+    expect((await getConsentRefreshProgress(t.client, consentId)).done).toBe(false);
+    await handle.signal(accountEventSignal, bankEvent(consentId, 'task-o', 'BBB'));
+    const result = await handle.result();
+    expect(result).toMatchObject({ endedBy: 'quiet-period', missing: [] });
+    expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA', 'BBB']);
+    await recordConsentHistory('consent-refresh-v2-quiet-period-after-outage', handle);
   });
 
   it('fails the refresh (and every attached caller) with RefreshNotStarted when the bank refuses PUT /refresh', async () => {

@@ -1,13 +1,20 @@
 import { Router } from 'express';
+import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
+import type { AccountEventBody } from '../../shared/bank-wire';
 import {
   accountEventSignal,
+  lateAccountEventSignal,
+  lateAccountEventsWorkflowType,
   transactionEventSignal,
+  type LateAccountEventSignalInput,
+  type LateReportReason,
   type TransactionEventSignalInput,
 } from '../../shared/consent-refresh';
-import { consentRefreshWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
-import { ConsentId } from '../../shared/search-attributes';
+import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
+import { ConsentId, RefreshTaskId } from '../../shared/search-attributes';
+import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
 import { parsedWith, webhookReceiver, type ParsedWebhook } from '../webhook-receiver';
@@ -56,10 +63,77 @@ function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
 }
 
 /**
+ * Where an accountEvent goes: to the consent's refresh when it is running and its task is this event's (or not
+ * known yet: PUT /refresh has not answered, the event is kept and matched there); otherwise it is a late bank report
+ * and goes to the consent's lateAccountEventsWorkflow by signal-with-start. One describe() per accountEvent (one
+ * per bank per refresh: rare) reads the running refresh's RefreshTaskId. A refresh that closes between the describe
+ * and the signal answers WorkflowNotFoundError: the event is then late too. Anything the refresh still cannot
+ * take (an early event of another task) it hands to the late workflow itself.
+ */
+async function deliverAccountEvent(
+  deps: AppDeps,
+  event: AccountEventBody,
+): Promise<{ workflowId: string; outcome?: string }> {
+  const refreshWorkflowId = consentRefreshWorkflowId(event.consentId);
+  const refresh = deps.client.workflow.getHandle(refreshWorkflowId);
+  let reason: LateReportReason | 'signalled';
+  try {
+    const description = await refresh.describe();
+    const runningTaskId = description.typedSearchAttributes.get(RefreshTaskId);
+    if (description.status.name !== 'RUNNING') reason = 'refresh-closed';
+    else if (runningTaskId !== undefined && runningTaskId !== event.taskId) reason = 'other-task';
+    else reason = await signalRefresh(refresh, event);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    reason = 'no-refresh';
+  }
+  if (reason === 'signalled') return { workflowId: refreshWorkflowId };
+  return { workflowId: await handOffLateReport(deps, { event, reason }), outcome: 'late' };
+}
+
+/** The refresh's own event: signalled; 'refresh-closed' when it closed since the describe. */
+async function signalRefresh(
+  refresh: WorkflowHandle,
+  event: AccountEventBody,
+): Promise<'signalled' | 'refresh-closed'> {
+  try {
+    await refresh.signal(accountEventSignal, event);
+    return 'signalled';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'refresh-closed';
+    throw err;
+  }
+}
+
+/** Signal-with-start of the consent's late-bank-reports workflow (durable: it keeps and delivers the report). */
+async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalInput): Promise<string> {
+  const { consentId } = report.event;
+  const workflowId = lateAccountEventsWorkflowId(consentId);
+  await deps.client.workflow.signalWithStart<typeof lateAccountEventsWorkflow, [LateAccountEventSignalInput]>(
+    lateAccountEventsWorkflowType,
+    {
+      workflowId,
+      taskQueue: deps.taskQueue,
+      args: [{ consentId, callbackUrl: deps.transactionsCallbackUrl }],
+      signal: lateAccountEventSignal,
+      signalArgs: [report],
+      typedSearchAttributes: [{ key: ConsentId, value: consentId }],
+      staticSummary: `Late bank reports of consent ${consentId}`,
+    },
+  );
+  deps.logger.info(
+    { consentId, taskId: report.event.taskId, bankCode: report.event.bankCode, reason: report.reason, workflowId },
+    'accountEvent handed off as a late bank report',
+  );
+  return workflowId;
+}
+
+/**
  * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (bank-interface 6.2), through the
  * receiver pipeline (src/api/webhook-receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
  * in constant time (an empty setting expects none: the embedded stack, or WEBHOOK_SECURITY_HEADER_WAIVED=true).
- * - accountEvent → signal to the consent's refresh workflow; no running refresh → 200 `ignored`.
+ * - accountEvent → signal to the consent's running refresh of its task, else a late bank report (deliverAccountEvent):
+ *   202 either way, counted `accepted` or `late`; never `ignored`.
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
 export function accountWebhookRoutes(deps: AppDeps): Router {
@@ -79,11 +153,7 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
       },
       parse: parseAccountWebhook,
       async deliver(webhook) {
-        if (webhook.kind === 'accountEvent') {
-          const workflowId = consentRefreshWorkflowId(webhook.event.consentId);
-          await deps.client.workflow.getHandle(workflowId).signal(accountEventSignal, webhook.event);
-          return { workflowId };
-        }
+        if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, webhook.event);
         const event = webhook.event;
         const workflowId = transactionEventsWorkflowId(event.consentId);
         await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
@@ -113,7 +183,8 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
               accounts: webhook.event.accounts.length,
               workflowId: transactionEventsWorkflowId(webhook.event.consentId),
             },
-      ignoredReason: 'no running refresh for this consent',
+      // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
+      ignoredReason: 'no workflow for this consent',
     }),
   );
 

@@ -44,7 +44,9 @@ const consentIdOf = (raw: string | string[] | undefined): string => {
  * Merchant facade for consent refreshes (DESIGN.md contract), a thin layer over src/client/consent-refresh.ts:
  * - `POST /consents/:consentId/refresh` `{ expectedBankCodes?, timeout?, quietPeriod? }` → 202 `{ consentId,
  *   workflowId, taskId }`: starts a refresh or attaches to the running one (same taskId).
- * - `GET /consents/:consentId/refresh` → progress of the latest refresh; 404 if none was ever started.
+ *   Without expectedBankCodes, the refresh waits for the banks learned from the consent's earlier refreshes.
+ * - `GET /consents/:consentId/refresh` → progress of the latest refresh, amended by its late bank reports
+ *   (`late: true` banks, `lateReports`); 404 if none was ever started.
  */
 export function consentRefreshRoutes(deps: AppDeps): Router {
   const router = Router();
@@ -58,7 +60,11 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const body = StartRefreshBody.parse(req.body ?? {});
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
-        startConsentRefresh(deps.client, { consentId, ...body }, { taskQueue: deps.taskQueue }),
+        startConsentRefresh(
+          deps.client,
+          { consentId, ...body },
+          { taskQueue: deps.taskQueue, lateReportsCallbackUrl: deps.transactionsCallbackUrl },
+        ),
       );
       deps.logger.info(
         { merchant: merchantOf(res), consentId, taskId: started.taskId, workflowId: started.workflowId },
