@@ -344,6 +344,7 @@ describe('start in any order', () => {
       INTERNAL_PORT: String(internalPort),
       MERCHANT_API_KEYS: `order-shop:${key}`,
       WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
+      PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       LOG_LEVEL: 'info',
     };
     const worker = run(env, 'dist/worker.js');
