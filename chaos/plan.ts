@@ -49,7 +49,7 @@ export const RATES = {
   /** Mean time between worker kills (ms). */
   workerKillEveryMs: 20_000,
   /** Bank API fault injections per application or refresh (each fails 1–4 calls): about 5 % of the calls. */
-  apiFaultsPerItem: 0.2,
+  apiFaultsPerItem: 0.08,
 } as const;
 
 export interface ApplicationPlan {

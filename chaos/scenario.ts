@@ -10,6 +10,7 @@ import { SIGNAL_DEADLINE_MS } from '../src/api/webhook-receiver';
 import { getFinanceApplication } from '../src/client/finance-applications';
 import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
 import { webhookHash } from '../src/security/webhook-hash';
+import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { DuplicateFinanceApplicationId, RefreshTaskId } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
 import { RECONNECT_CHANNEL_ARGS } from '../src/temporal/connection';
@@ -627,6 +628,16 @@ async function waitForBankDeliveries(stack: Stack, boundMs: number): Promise<voi
   }
 }
 
+/** A GET of the facade that must answer 200 or 404 once everything settled (a few tries for a passing 503). */
+async function readFacade(facade: Facade, api: number, path: string) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await facade.request(api + attempt - 1, 'GET', path);
+    if (res.status === 200 || res.status === 404) return res;
+    if (attempt === 5) throw new Error(`GET ${path} answered ${res.status ?? 'nothing'}: ${JSON.stringify(res.body)}`);
+    await sleep(1_000);
+  }
+}
+
 async function compareAll(
   stack: Stack,
   facade: Facade,
@@ -645,14 +656,14 @@ async function compareAll(
   for (const app of plan.applications) {
     const ref = app.merchantReference;
     const our: OurApplication = { merchantReference: ref, answeredId: answered.get(ref) };
-    const res = await facade.request(app.api, 'GET', `/applications/${ref}`);
+    const res = await readFacade(facade, app.api, `/applications/${ref}`);
     if (res.status === 200) {
       const body = res.body as NonNullable<OurApplication['state']>;
       // The facade does not show duplicates; the workflow state does (typed client, query or result).
       const state = await getFinanceApplication(client, ref).catch(() => undefined);
       our.state = { ...body, duplicateApplicationIds: state?.duplicateApplicationIds };
-    } else if (res.status !== 404) {
-      throw new Error(`GET /applications/${ref} answered ${res.status ?? 'nothing'}: ${JSON.stringify(res.body)}`);
+      const described = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).describe();
+      our.closedAt = described.closeTime?.toISOString();
     }
     ours.push(our);
   }
@@ -661,7 +672,7 @@ async function compareAll(
   for (const consent of plan.consents) {
     const latest = runs.filter((r) => r.consentId === consent.consentId).pop();
     if (!latest?.taskId) continue;
-    const res = await facade.request(consent.api, 'GET', `/consents/${consent.consentId}/refresh`);
+    const res = await readFacade(facade, consent.api, `/consents/${consent.consentId}/refresh`);
     if (res.status === 200 && (res.body as RefreshView).taskId === latest.taskId) latest.view = res.body as RefreshView;
   }
   const recordedTaskIds = new Set<string>();

@@ -2,7 +2,7 @@
  * The chaos run's seeded fault plan (chaos/plan.ts): the same seed gives the same plan, and the plan has the
  * rates, spacing and shapes the chaos run promises. Pure: no server.
  */
-import { describePlan, DEFAULT_SIZES, makeFaultPlan, REFRESH_TIMING, type TimedFault } from '../../chaos/plan';
+import { describePlan, DEFAULT_SIZES, makeFaultPlan, RATES, REFRESH_TIMING, type TimedFault } from '../../chaos/plan';
 import { seededRng } from '../../chaos/prng';
 import { FINANCE_APPLICATION_STATUS_ORDER, TERMINAL_FINANCE_APPLICATION_STATUSES } from '../../src/shared/bank-wire';
 
@@ -113,7 +113,9 @@ describe('fault plan', () => {
     for (const seed of SEEDS) {
       const plan = makeFaultPlan(seed);
       const d = describePlan(plan);
-      expect(d.apiFaults).toBe(Math.round((DEFAULT_SIZES.applications + DEFAULT_SIZES.refreshes) * 0.2));
+      expect(d.apiFaults).toBe(
+        Math.round((DEFAULT_SIZES.applications + DEFAULT_SIZES.refreshes) * RATES.apiFaultsPerItem),
+      );
       ambiguous += d.ambiguousCreates;
     }
     expect(ambiguous).toBeGreaterThan(0);
