@@ -229,11 +229,15 @@ function compareHistory(
 }
 
 /**
- * The start of an attempt answered 200 `ignored` while the workflow was still open (more than a second before it
- * closed, so a webhook racing the close is not counted), or undefined.
+ * How long before a workflow's close an attempt answered 200 `ignored` may have started and still have raced the
+ * close: the receiver's signal deadline (4 s, its retries included) and a margin. Earlier ones were refused while
+ * the workflow ran.
  */
+export const CLOSE_RACE_MS = 4_500;
+
+/** The start of an attempt answered 200 `ignored` while the workflow was still open, or undefined. */
 function ignoredWhileOpen(d: WebhookDelivery, closedAt: string | undefined): string | undefined {
-  const close = closedAt === undefined ? Infinity : Date.parse(closedAt) - 1_000;
+  const close = closedAt === undefined ? Infinity : Date.parse(closedAt) - CLOSE_RACE_MS;
   return d.attempts.find((a) => a.status === 200 && Date.parse(a.at) < close)?.at;
 }
 
