@@ -9,6 +9,7 @@ export default tseslint.config(
     ignores: [
       'dist/**',
       'dist-bench/**',
+      'dist-chaos/**',
       'node_modules/**',
       'coverage/**',
       '.temporal/**',
@@ -78,7 +79,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',
