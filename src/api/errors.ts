@@ -31,6 +31,9 @@ export function isTemporalUnavailable(err: unknown): boolean {
   // The client wraps gRPC errors (ServiceError, WorkflowUpdateFailedError…) with the gRPC error as `cause`.
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e) && UNAVAILABLE_CODES.has(e.code)) return true;
+    // NOT_FOUND "Namespace … is not found": a server that has just restarted answers this for a few seconds before
+    // its namespace registry is loaded (a wrong namespace stops start-up instead, see wait-for-temporal.ts).
+    if (isGrpcServiceError(e) && e.code === 5 && /namespace .* not found/i.test(e.details ?? e.message)) return true;
   }
   return false;
 }

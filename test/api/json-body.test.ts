@@ -108,3 +108,17 @@ describe('hardBound', () => {
     expect(new HttpError(503, 'm')).toBeInstanceOf(Error);
   });
 });
+
+describe('isTemporalUnavailable', () => {
+  it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', async () => {
+    const { isTemporalUnavailable } = await import('../../src/api/errors');
+    const grpc = (code: number, details: string) =>
+      Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+    const restarted = new Error('Update-with-Start could not be executed', {
+      cause: grpc(5, 'Namespace default is not found.'),
+    });
+    expect(isTemporalUnavailable(restarted)).toBe(true);
+    expect(isTemporalUnavailable(grpc(5, 'workflow execution not found'))).toBe(false);
+    expect(isTemporalUnavailable(grpc(14, 'connection refused'))).toBe(true);
+  });
+});
