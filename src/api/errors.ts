@@ -33,7 +33,8 @@ export function isTemporalUnavailable(err: unknown): boolean {
     if (isGrpcServiceError(e) && UNAVAILABLE_CODES.has(e.code)) return true;
     // NOT_FOUND "Namespace … is not found": a server that has just restarted answers this for a few seconds before
     // its namespace registry is loaded (a wrong namespace stops start-up instead, see wait-for-temporal.ts).
-    if (isGrpcServiceError(e) && e.code === 5 && /namespace .* not found/i.test(e.details ?? e.message)) return true;
+    if (isGrpcServiceError(e) && Number(e.code) === 5 && /namespace .* not found/i.test(e.details ?? e.message))
+      return true;
   }
   return false;
 }
