@@ -47,7 +47,8 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
   const { client, connection } = await connectClient(target, {
     dataConverter,
     tracing: processTracing(),
-    wait: { logger, signal: stopSignal } });
+    wait: { logger, signal: stopSignal },
+  });
   onShutdown(() => connection.close());
   const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
   onShutdown(() => nativeConnection.close());

@@ -216,7 +216,8 @@ export function prebuiltWorkflowBundle(logger: Logger, distDir?: string): Workfl
 
 /** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
 if (require.main === module) {
-  const format = process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
+  const format =
+    process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'build', format });
   buildWorkflowBundle({ distDir: __dirname, logger }).then(
     ({ codePath, manifest }) => {

@@ -16,7 +16,12 @@ import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { createDataConverter, FAILURE_CONVERTER_PATH } from '../../src/temporal/data-converter';
 import { makeDeadlineBoundRetryInterceptor } from '../../src/temporal/grpc-retry';
-import { NO_TRACING_SINKS, WORKFLOW_TRACING_INTERCEPTOR_MODULE } from '../../src/telemetry/tracing';
+import {
+  NO_TRACING_SINKS,
+  tracingClientInterceptors,
+  WORKFLOW_TRACING_INTERCEPTOR_MODULE,
+  type Tracing,
+} from '../../src/telemetry/tracing';
 
 /**
  * The suite's PAYLOAD_ENCRYPTION_KEYS: a ring after one rotation (test-2 encrypts, test-1 still decrypts), so every
@@ -43,7 +48,7 @@ export interface TemporalTestContext {
 }
 
 export async function connectTestTemporal(
-  options: { dataConverter?: DataConverter } = {},
+  options: { dataConverter?: DataConverter; tracing?: Tracing } = {},
 ): Promise<TemporalTestContext> {
   const dataConverter = options.dataConverter ?? testDataConverter;
   const address = process.env.TEMPORAL_TEST_ADDRESS;
@@ -58,7 +63,13 @@ export async function connectTestTemporal(
     connection,
     nativeConnection,
     dataConverter,
-    client: new Client({ connection, namespace, dataConverter }),
+    // The app's client interceptors (src/temporal/connection.ts): none unless the test opted in to tracing.
+    client: new Client({
+      connection,
+      namespace,
+      dataConverter,
+      interceptors: tracingClientInterceptors(options.tracing),
+    }),
     taskQueue: `test-${randomUUID()}`,
     async close() {
       await connection.close();
