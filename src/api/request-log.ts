@@ -44,5 +44,5 @@ export function requestLog(logger: Logger, listener: 'public' | 'internal'): Req
     },
     customSuccessMessage: (req, res) => `${req.method} ${pathOf(req.url)} ${res.statusCode}`,
     customErrorMessage: (req, res) => `${req.method} ${pathOf(req.url)} ${res.statusCode}`,
-  }) as unknown as RequestHandler;
+  });
 }

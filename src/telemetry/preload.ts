@@ -1,11 +1,11 @@
 import { loadTracingConfig } from '../config';
-import type { Tracing } from './tracing';
+import { startTracing, type Tracing } from './tracing';
 
 /**
  * Imported first by every entry point (src/main.ts, src/worker.ts, src/api/server.ts): the instrumentations hook
  * `require`, so they must be registered before express and http are loaded by the entry's other imports. The one
- * process-wide state of this project, because OpenTelemetry's provider is process-wide itself. With tracing off
- * nothing of the OpenTelemetry SDK is even loaded. Invalid OTEL_* variables leave tracing off here; loadConfig then
+ * process-wide state of this project, because OpenTelemetry's provider is process-wide itself.
+ * With tracing off no provider or instrumentation is registered. Invalid OTEL_* variables leave tracing off here; loadConfig then
  * stops start-up naming them.
  */
 let tracing: Tracing | undefined;
@@ -19,7 +19,6 @@ export function processTracing(): Tracing | undefined {
     if (config) {
       const entry = require.main?.filename.match(/([^/\\]+)\.[jt]s$/)?.[1];
       const serviceName = entry === 'worker' ? 'paylater-worker' : entry === 'server' ? 'paylater-api' : 'paylater';
-      const { startTracing } = require('./tracing') as typeof import('./tracing');
       tracing = startTracing({ config, serviceName });
     }
   }

@@ -1,4 +1,6 @@
 import { trace, type Attributes } from '@opentelemetry/api';
+import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -95,15 +97,9 @@ export function startTracing(options: {
 
 function otlpExporter(config: TracingConfig | undefined) {
   if (!config) throw new Error('startTracing: an OTLP configuration or a span processor is required');
-  // Loaded on demand: a process without tracing never loads the exporters.
-  if (config.protocol === 'http/json') {
-    const { OTLPTraceExporter } =
-      require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter({ url: config.url });
-  }
-  const { OTLPTraceExporter } =
-    require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter({ url: config.url });
+  return config.protocol === 'http/json'
+    ? new JsonTraceExporter({ url: config.url })
+    : new ProtobufTraceExporter({ url: config.url });
 }
 
 /** The Temporal client's interceptors: the trace context goes into every start, update and signal's headers. */
@@ -134,6 +130,6 @@ export function workerTracingOptions(tracing: Tracing | undefined): {
         outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
       }),
     ],
-    sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } as never,
+    sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
   };
 }

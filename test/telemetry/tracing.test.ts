@@ -5,6 +5,7 @@
  * each file in a worker of its own) and shut down after it.
  */
 import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { startTracing, traceableUrl, type Tracing } from '../../src/telemetry/tracing';
@@ -28,18 +29,17 @@ beforeAll(async () => {
   httpPatches = tracing.instrumentations
     .flatMap((i) => [(i as unknown as { init(): Definition | Definition[] | undefined }).init() ?? []].flat())
     .filter((d) => d.name === 'http');
-  for (const d of httpPatches) d.patch?.(require(d.name));
+  for (const d of httpPatches) d.patch?.(http);
   stack = await startTestStack({ tracing });
 });
 afterAll(async () => {
   await stack?.close();
-  for (const d of httpPatches) d.unpatch?.(require(d.name));
+  for (const d of httpPatches) d.unpatch?.(http);
   await tracing?.shutdown();
 });
 
 const spansOf = (traceId: string): ReadableSpan[] =>
   exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-const names = (spans: ReadableSpan[]): string[] => spans.map((s) => s.name);
 const attr = (span: ReadableSpan, ...keys: string[]): unknown => keys.map((k) => span.attributes[k]).find(Boolean);
 
 /**
