@@ -5,7 +5,8 @@
  * each file in a worker of its own) and shut down after it.
  */
 import { randomUUID } from 'node:crypto';
-import * as http from 'node:http';
+// The module object itself (a namespace import's copy cannot be patched).
+import http from 'node:http';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { startTracing, traceableUrl, type Tracing } from '../../src/telemetry/tracing';
