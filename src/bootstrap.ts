@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
 import { createLogger, installTemporalLogging, type Logger } from './logging';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
+import { processTracing } from './telemetry/preload';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
@@ -39,7 +40,7 @@ export function runEntry(
     process.stderr.write(`${name}: ${(err as Error).message}\n`);
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
   }
-  const logger = createLogger({ level: config.logLevel, name });
+  const logger = createLogger({ level: config.logLevel, name, format: config.logFormat });
   installTemporalLogging(logger);
   if (config.payloadEncryption.developmentKey) {
     logger.warn(
@@ -50,6 +51,15 @@ export function runEntry(
   }
 
   const steps: (() => Promise<void> | void)[] = [];
+  const tracing = processTracing();
+  if (tracing && config.tracing) {
+    // Registered first, so it runs last: the spans of the shutdown itself are flushed too.
+    steps.push(() => tracing.shutdown());
+    logger.info(
+      { endpoint: config.tracing.url, protocol: config.tracing.protocol, serviceName: config.tracing.serviceName },
+      'tracing on: spans exported over OTLP',
+    );
+  }
   let stopping = false;
   let resolveStopping!: () => void;
   const stoppingPromise = new Promise<void>((r) => (resolveStopping = r));

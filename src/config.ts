@@ -154,10 +154,84 @@ export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
  */
 export type ConfigRole = 'all' | 'api' | 'worker';
 
+/**
+ * Tracing and log format (src/telemetry/tracing.ts, src/logging.ts): part of the one schema below, and parsed alone by
+ * the tracing preload, which must start before express, http and undici are loaded (so before loadConfig runs).
+ * Tracing is on when an OTLP endpoint is set; OTEL_SDK_DISABLED=true turns it off all the same.
+ */
+export const OBSERVABILITY_ENV = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['http/protobuf', 'http/json'], {
+        error: 'must be http/protobuf or http/json (grpc is not supported by this service)',
+      })
+      .default('http/protobuf'),
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['http/protobuf', 'http/json'], {
+        error: 'must be http/protobuf or http/json (grpc is not supported by this service)',
+      })
+      .optional(),
+  ),
+  OTEL_SERVICE_NAME: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .max(255, 'must be at most 255 characters')
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .optional(),
+  ),
+  OTEL_SDK_DISABLED: z.preprocess(emptyToUndefined, z.enum(['true', 'false']).default('false')),
+  /** Unset: pretty when stdout is a terminal, JSON otherwise. */
+  LOG_FORMAT: z.preprocess(
+    emptyToUndefined,
+    z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).optional(),
+  ),
+};
+
+/** OTLP trace export; undefined when tracing is off. */
+export interface TracingConfig {
+  /** Where spans are posted (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces). */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  /** OTEL_SERVICE_NAME; undefined: the entry point's name. */
+  serviceName?: string;
+}
+
+type ObservabilityEnv = z.infer<z.ZodObject<typeof OBSERVABILITY_ENV>>;
+
+function tracingFromEnv(e: ObservabilityEnv): TracingConfig | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const url =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces` : undefined);
+  if (!url) return undefined;
+  return {
+    url,
+    protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL,
+    serviceName: e.OTEL_SERVICE_NAME,
+  };
+}
+
+/**
+ * The tracing settings alone, for the preload that runs before loadConfig: undefined when tracing is off or the
+ * variables are invalid (loadConfig then stops start-up naming them).
+ */
+export function loadTracingConfig(env: Record<string, string | undefined>): TracingConfig | undefined {
+  const parsed = z.object(OBSERVABILITY_ENV).safeParse(env);
+  return parsed.success ? tracingFromEnv(parsed.data) : undefined;
+}
+
 const envSchema = (role: ConfigRole) =>
   z
     .object({
       NODE_ENV: optionalString,
+      ...OBSERVABILITY_ENV,
       LOG_LEVEL: z.preprocess(
         emptyToUndefined,
         z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
@@ -390,6 +464,10 @@ export interface WorkerTuning {
 export interface Config {
   nodeEnv: string;
   logLevel: Env['LOG_LEVEL'];
+  /** LOG_FORMAT; undefined: pretty on a terminal, JSON otherwise. */
+  logFormat?: 'json' | 'pretty';
+  /** OTLP tracing (OTEL_*); undefined: off. */
+  tracing?: TracingConfig;
   /** The public listener's port (PORT): the bank's webhooks and /healthz. */
   port: number;
   /** The internal listener's port (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
@@ -489,6 +567,8 @@ export function loadConfig(
   return {
     nodeEnv: e.NODE_ENV ?? 'development',
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    tracing: tracingFromEnv(e),
     port: e.PORT,
     internalPort: e.INTERNAL_PORT,
     merchantApiKeys,

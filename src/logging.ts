@@ -1,6 +1,8 @@
 import pino, { type Logger as PinoLogger } from 'pino';
 import { Runtime, type LogLevel, type LogMetadata, type Logger as TemporalLogger } from '@temporalio/worker';
+import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { loggablePath, REDACT_PATHS } from './security/redaction';
+import { activeTraceIds } from './telemetry/trace-ids';
 
 export type Logger = PinoLogger;
 
@@ -15,17 +17,31 @@ const SERIALIZERS = {
   path: (value: unknown) => (typeof value === 'string' ? loggablePath(value) : value),
 };
 
+export type LogFormat = 'json' | 'pretty';
+
+/** LOG_FORMAT when set; otherwise pretty for a person at a terminal, JSON for everything else (collectors). */
+export function resolveLogFormat(format: LogFormat | undefined, isTTY = process.stdout.isTTY === true): LogFormat {
+  return format ?? (isTTY ? 'pretty' : 'json');
+}
+
 export function createLogger(
-  options: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
+  options: { level?: string; name?: string; format?: LogFormat; destination?: pino.DestinationStream } = {},
 ): Logger {
+  const pretty = !options.destination && resolveLogFormat(options.format) === 'pretty';
   return pino(
     {
       level: options.level ?? 'info',
       name: options.name,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: SERIALIZERS,
+      // Inside a span (an HTTP request, an activity): the ids that find the line's trace.
+      mixin: () => activeTraceIds() ?? {},
+      // pino-pretty in a worker thread, only for a terminal: production stays on synchronous JSON.
+      ...(pretty
+        ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } }
+        : {}),
     },
-    options.destination,
+    pretty ? undefined : options.destination,
   );
 }
 
@@ -60,6 +76,25 @@ export class PinoTemporalLogger implements TemporalLogger {
   error(message: string, meta?: LogMetadata): void {
     this.log('ERROR', message, meta);
   }
+}
+
+/**
+ * The bank client's logger (src/activities/bank/logger.ts: Temporal's `(message, meta)` shape, not pino's
+ * `(obj, message)`). Inside an activity it logs through the activity's logger, so the line carries the workflow
+ * and activity ids, the bank's ids the activity was given (src/activities/log-attributes.ts) and the trace ids;
+ * elsewhere (token refreshes shared by many activities still run inside the one that started them) through
+ * `logger`, meta as fields.
+ */
+export function bankClientLogger(logger: Logger): Pick<TemporalLogger, 'debug' | 'info' | 'warn' | 'error'> {
+  const fallback = new PinoTemporalLogger(logger);
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (message: string, meta?: LogMetadata): void => {
+      const activity = activityContext.getStore();
+      if (activity) activity.log[level](message, { component: 'bank-client', ...meta });
+      else fallback[level](message, meta);
+    };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 let installed = false;

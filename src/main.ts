@@ -1,3 +1,5 @@
+// First: tracing's instrumentations must be registered before http and express are loaded.
+import { processTracing } from './telemetry/preload';
 import { runEntry, StartupError } from './bootstrap';
 import { generatedKeyNotice, startListeners } from './api/server';
 import { startSandbox } from './sandbox';
@@ -42,7 +44,11 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
   const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
   const dataConverter = createDataConverter(payloadCodec);
   // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
-  const { client, connection } = await connectClient(target, { dataConverter, wait: { logger, signal: stopSignal } });
+  const { client, connection } = await connectClient(target, {
+    dataConverter,
+    tracing: processTracing(),
+    wait: { logger, signal: stopSignal },
+  });
   onShutdown(() => connection.close());
   const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
   onShutdown(() => nativeConnection.close());
@@ -89,6 +95,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     bank,
     dataConverter,
     workflowBundle,
+    tracing: processTracing(),
   });
   onShutdown(() => worker.stop());
   worker.done.catch(async (err: unknown) => {

@@ -5,6 +5,7 @@ import { bundleWorkflowCode, type Logger as SdkLogger, type WorkflowBundlePath }
 import type { Compiler } from 'webpack';
 import { StartupError } from './bootstrap';
 import { createLogger, type Logger } from './logging';
+import { WORKFLOW_TRACING_INTERCEPTOR_MODULE } from './telemetry/tracing';
 
 /**
  * The prebuilt workflow bundle (samples-typescript `production`): `npm run build` compiles src into dist, then
@@ -109,6 +110,8 @@ export async function buildWorkflowBundle(options: { distDir: string; logger: Lo
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     failureConverterPath,
+    // Always bundled (tracing is decided at start, the bundle at build): the worker gives them a sink either way.
+    workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
     logger: bundlerLogger(logger),
     webpackConfigHook: (config) => ({
       ...config,
@@ -213,7 +216,9 @@ export function prebuiltWorkflowBundle(logger: Logger, distDir?: string): Workfl
 
 /** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
 if (require.main === module) {
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'build' });
+  const format =
+    process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'build', format });
   buildWorkflowBundle({ distDir: __dirname, logger }).then(
     ({ codePath, manifest }) => {
       logger.info(

@@ -1,3 +1,5 @@
+// First: tracing's instrumentations must be registered before http and express are loaded.
+import { processTracing } from './telemetry/preload';
 import type { DataConverter } from '@temporalio/common';
 import {
   NativeConnection,
@@ -15,8 +17,11 @@ import {
   ReadPacer,
   WebhookEvidence,
   type Activities,
+  type BankClientHandle,
 } from './activities';
-import type { Logger } from './logging';
+import { bankClientLogger, type Logger } from './logging';
+import { activityLogIds } from './activities/log-attributes';
+import { workerTracingOptions, type Tracing } from './telemetry/tracing';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { createPayloadCodec } from './security/payload-codec';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
@@ -43,6 +48,8 @@ export interface WorkerDeps {
   tuning?: WorkerTuning;
   /** Ceiling on bank status reads per second across ALL workers (config.bank.maxReadsPerSecond); unset: none. */
   bankMaxReadsPerSecond?: number;
+  /** The process's tracing (src/telemetry): activity spans and the workflow spans' sink; undefined: off. */
+  tracing?: Tracing;
 }
 
 /** The Workers of one worker process, run and stopped as one. */
@@ -78,8 +85,12 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
           activityTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxActivityTaskPollers },
         }
       : {};
+  const tracing = workerTracingOptions(deps.tracing);
   const common = {
     connection: deps.connection,
+    // The bank's ids on every activity log line; with tracing, the activity spans and their trace ids.
+    interceptors: { activity: [activityLogIds, ...tracing.activityInterceptors] },
+    sinks: tracing.sinks,
     namespace: deps.namespace,
     dataConverter: deps.dataConverter,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
@@ -169,6 +180,20 @@ export interface RunningWorker {
 }
 
 /**
+ * The worker's bank client. Its logger speaks Temporal's `(message, meta)` (src/activities/bank/logger.ts): a pino
+ * logger handed over as such would take meta for a format argument and drop the status and the cause.
+ */
+export function createWorkerBankClient(config: Config, bank: BankEndpoints, logger: Logger): BankClientHandle {
+  return createBankClient({
+    authUrl: bank.authUrl,
+    baseUrl: bank.baseUrl,
+    clientId: config.bank.clientId,
+    clientSecret: config.bank.clientSecret,
+    logger: bankClientLogger(logger.child({ component: 'bank-client' })),
+  });
+}
+
+/**
  * Composition root of a worker process: bank client, callback dispatcher (with the callback allow-list's DNS
  * guard), the callback allow-list and signing secrets, the process's one WebhookEvidence,
  * activities, the two workers with the configured sizing; then runs them.
@@ -182,15 +207,11 @@ export async function startWorker(options: {
   dataConverter: DataConverter;
   /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
   workflowBundle?: WorkflowBundleOption;
+  /** The process's tracing (processTracing()); undefined: off. */
+  tracing?: Tracing;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
-  const bank = createBankClient({
-    authUrl: options.bank.authUrl,
-    baseUrl: options.bank.baseUrl,
-    clientId: config.bank.clientId,
-    clientSecret: config.bank.clientSecret,
-    logger: logger.child({ component: 'bank-client' }),
-  });
+  const bank = createWorkerBankClient(config, options.bank, logger);
   const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
   if (config.callbacks.developmentSecret) {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
@@ -221,6 +242,7 @@ export async function startWorker(options: {
       workflowBundle: options.workflowBundle,
       tuning: config.worker,
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+      tracing: options.tracing,
     });
   } catch (err) {
     await closeClients();
@@ -278,6 +300,7 @@ if (require.main === module) {
         bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
         dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
         workflowBundle,
+        tracing: processTracing(),
       });
       onShutdown(() => running.stop());
       running.done.catch(async (err: unknown) => {

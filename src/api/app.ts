@@ -7,6 +7,7 @@ import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey } from '../security/api-keys';
 import { authenticate } from './authenticate';
 import { errorHandler, HttpError } from './errors';
+import { requestLog } from './request-log';
 import type { Metrics } from './metrics';
 import { livenessRoutes, operatorRoutes } from './routes/health';
 import { financeApplicationWebhookRoutes } from './routes/finance-application-webhooks';
@@ -52,11 +53,12 @@ export interface InternalAppOptions {
 
 type Listener = 'public' | 'internal';
 
-/** What both listeners share, before their routes: Express settings and the request metric. */
-function baseApp(deps: Pick<AppDeps, 'metrics'>, listener: Listener): Express {
+/** What both listeners share, before their routes: Express settings, the request log (with its id) and the metric. */
+function baseApp(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  app.use(requestLog(deps.logger, listener));
   app.use((req, res, next) => {
     const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
     res.on('finish', () => {

@@ -1,3 +1,5 @@
+// First: tracing's instrumentations must be registered before http and express are loaded.
+import { processTracing } from '../telemetry/preload';
 import type { Client, Connection } from '@temporalio/client';
 import { runEntry, StartupError } from '../bootstrap';
 import type { Config } from '../config';
@@ -125,7 +127,7 @@ if (require.main === module) {
       const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
       const { client, connection, ready } = openClient(
         { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
-        { dataConverter: createDataConverter(payloadCodec), logger, signal: stopSignal },
+        { dataConverter: createDataConverter(payloadCodec), tracing: processTracing(), logger, signal: stopSignal },
       );
       onShutdown(() => connection.close());
       ready.catch(async (err: unknown) => {

@@ -3,6 +3,7 @@ import type { DataConverter } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
+import { tracingClientInterceptors, type Tracing } from '../telemetry/tracing';
 import { isPermanentTemporalError, untilReachable, type WaitOptions } from './wait-for-temporal';
 
 export interface TemporalTarget {
@@ -66,6 +67,8 @@ export interface OpenedClient {
  */
 export interface ClientOptions {
   dataConverter: DataConverter;
+  /** The process's tracing (processTracing()): trace context in every start, update and signal; undefined: off. */
+  tracing?: Tracing;
 }
 
 /** A client on a connection that connects at its first call (nothing is awaited here). */
@@ -86,7 +89,12 @@ function lazyClient(
     interceptors: [makeDeadlineBoundRetryInterceptor()],
   });
   return {
-    client: new Client({ connection, namespace, dataConverter: options.dataConverter }),
+    client: new Client({
+      connection,
+      namespace,
+      dataConverter: options.dataConverter,
+      interceptors: tracingClientInterceptors(options.tracing),
+    }),
     connection,
     namespace,
   };
@@ -111,8 +119,8 @@ function namespaceReady(
  * `/readyz` says 503 and routes answer 503 until it does). Start in any order.
  */
 export function openClient(target: TemporalTarget, options: ClientOptions & Omit<WaitOptions, 'what'>): OpenedClient {
-  const { dataConverter, ...wait } = options;
-  const lazy = lazyClient(target, { dataConverter });
+  const { dataConverter, tracing, ...wait } = options;
+  const lazy = lazyClient(target, { dataConverter, tracing });
   const ready = namespaceReady(target, lazy, wait);
   // Observed by the caller; never an unhandled rejection when it only uses `client`.
   ready.catch(() => undefined);

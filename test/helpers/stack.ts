@@ -25,6 +25,7 @@ import {
 import { checkTemporal } from '../../src/temporal/connection';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
+import type { Tracing } from '../../src/telemetry/tracing';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
@@ -49,6 +50,11 @@ export interface TestStackOptions {
   worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
   /** PAYLOAD_ENCRYPTION_KEYS of the stack's client, app and worker; the suite's (TEST_PAYLOAD_ENCRYPTION_KEYS) when absent. */
   payloadEncryptionKeys?: PayloadEncryptionKey[];
+  /**
+   * Tracing for the stack's client and worker (startTracing with a test span processor, registered by the test file
+   * that wants it): spans of the facade, the receiver, the sandbox and the bank client over the same provider.
+   */
+  tracing?: Tracing;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -108,7 +114,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     ? createPayloadCodec(options.payloadEncryptionKeys)
     : testPayloadCodec;
   const dataConverter = createDataConverter(payloadCodec);
-  const t = await connectTestTemporal({ dataConverter });
+  const t = await connectTestTemporal({ dataConverter, tracing: options.tracing });
   const metrics = createMetrics();
   const hashSecret = options.hashSecret ?? 'test-webhook-hash-secret-0123456789abcdef';
   const securityHeader = options.securityHeader ?? 'Basic dGVzdDp3ZWJob29r=';
@@ -199,6 +205,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       workflowBundle: await workflowBundle(),
       tuning: options.worker?.tuning ?? defaults.worker,
       bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
+      tracing: options.tracing,
     });
     running = worker.run();
   };

@@ -16,6 +16,12 @@ import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { createDataConverter, FAILURE_CONVERTER_PATH } from '../../src/temporal/data-converter';
 import { makeDeadlineBoundRetryInterceptor } from '../../src/temporal/grpc-retry';
+import {
+  NO_TRACING_SINKS,
+  tracingClientInterceptors,
+  WORKFLOW_TRACING_INTERCEPTOR_MODULE,
+  type Tracing,
+} from '../../src/telemetry/tracing';
 
 /**
  * The suite's PAYLOAD_ENCRYPTION_KEYS: a ring after one rotation (test-2 encrypts, test-1 still decrypts), so every
@@ -42,7 +48,7 @@ export interface TemporalTestContext {
 }
 
 export async function connectTestTemporal(
-  options: { dataConverter?: DataConverter } = {},
+  options: { dataConverter?: DataConverter; tracing?: Tracing } = {},
 ): Promise<TemporalTestContext> {
   const dataConverter = options.dataConverter ?? testDataConverter;
   const address = process.env.TEMPORAL_TEST_ADDRESS;
@@ -57,7 +63,13 @@ export async function connectTestTemporal(
     connection,
     nativeConnection,
     dataConverter,
-    client: new Client({ connection, namespace, dataConverter }),
+    // The app's client interceptors (src/temporal/connection.ts): none unless the test opted in to tracing.
+    client: new Client({
+      connection,
+      namespace,
+      dataConverter,
+      interceptors: tracingClientInterceptors(options.tracing),
+    }),
     taskQueue: `test-${randomUUID()}`,
     async close() {
       await connection.close();
@@ -86,7 +98,7 @@ export function createBankReadsWorker(options: WorkerOptions): Promise<Worker> {
  * drained afterwards, whatever happens. The suite's data converter unless `options` gives one.
  */
 export async function withWorker<T>(options: WorkerOptions, fn: (worker: Worker) => Promise<T>): Promise<T> {
-  options = { dataConverter: testDataConverter, ...options };
+  options = { dataConverter: testDataConverter, sinks: NO_TRACING_SINKS, ...options };
   const worker = await Worker.create(options);
   if (!options.activities) return worker.runUntil(fn(worker));
   const readsWorker = await createBankReadsWorker(options);
@@ -149,6 +161,8 @@ export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWi
   return bundleWorkflowCode({
     workflowsPath,
     failureConverterPath: FAILURE_CONVERTER_PATH,
+    // As the prebuilt bundle (src/prebuilt-workflow-bundle.ts): the tracing interceptors are always bundled.
+    workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
     logger: quietBundlerLogger,
   });
 }
@@ -164,6 +178,7 @@ export async function startTestWorker(
     taskQueue: t.taskQueue,
     workflowBundle: await bundleWorkflows(options.workflowsPath),
     activities: options.activities,
+    sinks: NO_TRACING_SINKS,
   };
   const worker = await Worker.create(workerOptions);
   const readsWorker = await createBankReadsWorker(workerOptions);

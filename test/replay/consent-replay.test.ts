@@ -1,3 +1,4 @@
+import { NO_TRACING_SINKS, WORKFLOW_TRACING_INTERCEPTOR_MODULE } from '../../src/telemetry/tracing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
@@ -43,7 +44,13 @@ describe('replay of committed consent-refresh and transaction-events histories',
   it('replays every one without nondeterminism, through the encrypting data converter', async () => {
     const histories = files.map((file) => ({ workflowId: file, history: load(file) }));
     const results = Worker.runReplayHistories(
-      { workflowsPath: require.resolve('../../src/workflows'), dataConverter: testDataConverter },
+      {
+        workflowsPath: require.resolve('../../src/workflows'),
+        dataConverter: testDataConverter,
+        // As production bundles them: histories recorded before tracing must replay with its interceptors.
+        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE] },
+        sinks: NO_TRACING_SINKS,
+      },
       histories,
     );
     const failures: string[] = [];

@@ -3,6 +3,7 @@
  * whole stack with RECORD_HISTORIES=1, see test/api/finance-application*.test.ts) replays against today's
  * workflow code. A change that would break running workflows fails here; guard it with patched().
  */
+import { NO_TRACING_SINKS, WORKFLOW_TRACING_INTERCEPTOR_MODULE } from '../../src/telemetry/tracing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
@@ -45,6 +46,9 @@ describe('financeApplicationWorkflow replay', () => {
         workflowsPath: require.resolve('../../src/workflows'),
         dataConverter: testDataConverter,
         bundlerOptions: { ignoreModules: [] },
+        // As production bundles them: histories recorded before tracing must replay with its interceptors.
+        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE] },
+        sinks: NO_TRACING_SINKS,
       },
       histories,
     )) {

@@ -1,3 +1,4 @@
+import { NO_TRACING_SINKS } from '../../src/telemetry/tracing';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +99,7 @@ describe('the prebuilt workflow bundle', () => {
         taskQueue: t.taskQueue,
         dataConverter: t.dataConverter,
         workflowBundle,
+        sinks: NO_TRACING_SINKS,
       });
       // The bundle's failure converter encodes a workflow's failure message; the codec then encrypts it.
       const marker = `customer-${randomUUID()}`;

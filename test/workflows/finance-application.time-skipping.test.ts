@@ -1,3 +1,4 @@
+import { NO_TRACING_SINKS } from '../../src/telemetry/tracing';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -86,6 +87,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
       taskQueue,
       workflowBundle: bundle,
       activities,
+      sinks: NO_TRACING_SINKS,
     });
     const readsWorker = await Worker.create({
       connection: env.nativeConnection,

@@ -1,0 +1,202 @@
+/**
+ * Log lines an operator relies on: the bank client's metadata (status, cause) on the worker's logger, request ids on
+ * both listeners (validated, echoed), quiet successful webhooks, the format choice, trace ids inside a span, and the
+ * bank's ids on every activity line.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import type { Client } from '@temporalio/client';
+import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
+import { boundPort, closeServer, listen } from '../../src/api/http-server';
+import { createMetrics } from '../../src/api/metrics';
+import { requestIdFrom } from '../../src/api/request-log';
+import { activityIds } from '../../src/activities/log-attributes';
+import { loadConfig } from '../../src/config';
+import { createLogger, resolveLogFormat } from '../../src/logging';
+import { webhookHash } from '../../src/security/webhook-hash';
+import { createWorkerBankClient } from '../../src/worker';
+
+function capture(): { lines: Record<string, unknown>[]; sink: Writable } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, sink };
+}
+
+const serve = async (handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> => {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+};
+
+describe("the worker's bank client logs with its metadata", () => {
+  it('"Bank token request refused" carries the status and the error; "failed" carries the cause', async () => {
+    const { lines, sink } = capture();
+    const logger = createLogger({ level: 'debug', destination: sink });
+    const bank = await serve((_req, res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('down'));
+    const refused = createWorkerBankClient(loadConfig({}), { authUrl: bank.url, baseUrl: bank.url }, logger);
+    const unreachable = createWorkerBankClient(
+      loadConfig({}),
+      { authUrl: 'http://127.0.0.1:1', baseUrl: 'http://127.0.0.1:1' },
+      logger,
+    );
+    try {
+      await expect(refused.tokens.getToken()).rejects.toThrow();
+      await expect(unreachable.tokens.getToken()).rejects.toThrow();
+    } finally {
+      await refused.close();
+      await unreachable.close();
+      bank.server.close();
+    }
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ msg: 'Bank token request refused', status: 503, component: 'bank-client' }),
+        expect.objectContaining({
+          msg: 'Bank token request failed',
+          component: 'bank-client',
+          error: expect.any(String),
+        }),
+      ]),
+    );
+    // The SDK-shaped meta is fields of the line, never text pasted into the message.
+    expect(lines.every((l) => typeof l.msg === 'string' && !String(l.msg).includes('{'))).toBe(true);
+  });
+});
+
+describe('request log on both listeners', () => {
+  const { lines, sink } = capture();
+  const HASH_SECRET = 'request-log-test-hash-secret-0123456789';
+  let servers: Server[] = [];
+  let publicUrl: string;
+  let internalUrl: string;
+
+  beforeAll(async () => {
+    const client = {
+      workflow: { getHandle: () => ({ signal: () => Promise.resolve() }) },
+      withDeadline: <R>(_deadline: number, fn: () => Promise<R>) => fn(),
+    } as unknown as Client;
+    const deps: AppDeps = {
+      client,
+      taskQueue: 'unused',
+      webhooks: { publicBaseUrl: 'http://unused', hashSecret: HASH_SECRET, securityHeader: 'Basic eDp5' },
+      merchantApiKeys: [{ name: 'shop', key: 'request-log-test-key-0123456789abcdef' }],
+      logger: createLogger({ level: 'debug', destination: sink }),
+      metrics: createMetrics(),
+      checkTemporal: () => Promise.resolve(),
+    };
+    servers = [
+      await listen(createPublicApp(deps), 0, '127.0.0.1'),
+      await listen(createInternalApp(deps), 0, '127.0.0.1'),
+    ];
+    publicUrl = `http://127.0.0.1:${boundPort(servers[0]!)}`;
+    internalUrl = `http://127.0.0.1:${boundPort(servers[1]!)}`;
+  });
+  afterAll(async () => {
+    for (const server of servers) await closeServer(server, 100);
+  });
+
+  const requestLines = (id: string) => lines.filter((l) => (l.req as { id?: string } | undefined)?.id === id);
+
+  it("keeps a valid X-Request-Id, echoes it, and logs it on the request's line (both listeners)", async () => {
+    for (const url of [`${publicUrl}/healthz`, `${internalUrl}/applications`]) {
+      const id = `req-${Math.random().toString(36).slice(2)}`;
+      const res = await fetch(url, { headers: { 'x-request-id': id } });
+      expect(res.headers.get('x-request-id')).toBe(id);
+      expect(requestLines(id)).toHaveLength(1);
+    }
+  });
+
+  it('replaces an unsafe or overlong X-Request-Id with a generated one', async () => {
+    for (const bad of ['a'.repeat(129), 'with space', 'quote"', '']) {
+      const res = await fetch(`${publicUrl}/healthz`, { headers: { 'x-request-id': bad } });
+      const echoed = res.headers.get('x-request-id');
+      expect(echoed).toMatch(/^[0-9a-f-]{36}$/);
+      expect(echoed).not.toBe(bad);
+    }
+    expect(requestIdFrom(undefined)).toMatch(/^[0-9a-f-]{36}$/);
+    expect(requestIdFrom(['a', 'b'])).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('logs a successful webhook at debug, a refused one at warn, and never the hash (path or query) nor headers', async () => {
+    const ref = 'order-2002';
+    const hash = webhookHash(HASH_SECRET, ref);
+    const body = JSON.stringify({ financeApplicationId: 'fa-1' });
+    const ok = await fetch(`${publicUrl}/webhooks/finance-applications/${ref}/${hash}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'hook-ok' },
+      body,
+    });
+    expect(ok.status).toBe(202);
+    const bad = await fetch(`${publicUrl}/webhooks/finance-applications/${ref}?hash=${hash}x`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'hook-bad' },
+      body,
+    });
+    expect(bad.status).toBe(401);
+    expect(requestLines('hook-ok')).toEqual([
+      expect.objectContaining({
+        level: 20,
+        req: { id: 'hook-ok', method: 'POST', path: `/webhooks/finance-applications/${ref}/:hash` },
+        res: { statusCode: 202 },
+      }),
+    ]);
+    expect(requestLines('hook-bad')).toEqual([
+      expect.objectContaining({
+        level: 40,
+        req: { id: 'hook-bad', method: 'POST', path: `/webhooks/finance-applications/${ref}` },
+      }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(hash);
+  });
+});
+
+describe('format and ids', () => {
+  it('is pretty on a terminal, JSON otherwise, and LOG_FORMAT overrides', () => {
+    expect(resolveLogFormat(undefined, true)).toBe('pretty');
+    expect(resolveLogFormat(undefined, false)).toBe('json');
+    expect(resolveLogFormat('json', true)).toBe('json');
+    expect(resolveLogFormat('pretty', false)).toBe('pretty');
+    expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT: must be json or pretty/);
+  });
+
+  it("takes the application's and the refresh's ids from an activity's input, nothing else", () => {
+    expect(
+      activityIds({ merchantReference: 'r1', financeApplicationId: 'fa-1', application: { name: 'Jane' } }),
+    ).toEqual({ merchantReference: 'r1', financeApplicationId: 'fa-1' });
+    expect(activityIds({ consentId: 'c1', taskId: 't1' })).toEqual({ consentId: 'c1', taskId: 't1' });
+    expect(activityIds(undefined)).toEqual({});
+  });
+});
+
+describe('tracing configuration', () => {
+  it('is off without an endpoint, on with one, and names bad values', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      serviceName: undefined,
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/v1/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'paylater-eu',
+      }).tracing,
+    ).toEqual({ url: 'https://traces.example/v1/traces', protocol: 'http/json', serviceName: 'paylater-eu' });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing,
+    ).toBeUndefined();
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL: must be/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT: must be an absolute http\(s\) URL/,
+    );
+  });
+});
