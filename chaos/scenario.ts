@@ -9,7 +9,9 @@ import { DEFAULT_START_DEADLINE_MS } from '../src/api/errors';
 import { SIGNAL_DEADLINE_MS } from '../src/api/webhook-receiver';
 import { getFinanceApplication } from '../src/client/finance-applications';
 import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
+import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
 import { webhookHash } from '../src/security/webhook-hash';
+import { createDataConverter } from '../src/temporal/data-converter';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { DuplicateFinanceApplicationId, RefreshTaskId } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
@@ -103,7 +105,7 @@ class Stack {
     root: string,
     runDir: string,
     readonly ports: Ports,
-    secrets: { hash: string; apiKey: string; header: string; signing: string },
+    secrets: { hash: string; apiKey: string; header: string; signing: string; payloadKeys: string },
     merchant: MerchantEndpoint,
     sizes: ChaosSizes,
   ) {
@@ -160,6 +162,7 @@ class Stack {
       MERCHANT_API_KEYS: `chaos:${secrets.apiKey}`,
       CALLBACK_ALLOWED_ORIGINS: merchant.origin,
       CALLBACK_SIGNING_SECRETS: secrets.signing,
+      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
       TRANSACTIONS_CALLBACK_URL: merchant.transactionsUrl,
       LOG_LEVEL: 'info',
     };
@@ -303,6 +306,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     apiKey: randomBytes(24).toString('base64url'),
     header: `Chaos ${randomBytes(18).toString('hex')}`,
     signing: `whsec_${randomBytes(32).toString('base64')}`,
+    payloadKeys: `chaos-1:${randomBytes(32).toString('base64')}`,
   };
   const merchant = await startMerchantEndpoint();
   const stack = new Stack(projectRoot(), o.runDir, ports, secrets, merchant, o.sizes);
@@ -404,7 +408,11 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
 
     // ---- compare ----------------------------------------------------------------------------------------------
     const connection = await Connection.connect({ address: stack.temporalAddress });
-    const client = new Client({ connection });
+    // The harness reads workflow state as a merchant's code would: through the same encrypting data converter.
+    const client = new Client({
+      connection,
+      dataConverter: createDataConverter(createPayloadCodec(parsePayloadEncryptionKeys(secrets.payloadKeys))),
+    });
     let truth!: Awaited<ReturnType<typeof compareAll>>;
     try {
       const until = Date.now() + 30_000;
