@@ -22,6 +22,7 @@ import { createPayloadCodec } from './security/payload-codec';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
+import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
 
 /** How long a stopping worker lets running activities finish before they are cancelled. */
 export const SHUTDOWN_GRACE_TIME = '10s' as const;
@@ -162,6 +163,8 @@ export interface BankEndpoints {
 
 export interface RunningWorker {
   workers: PaylaterWorkers;
+  /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker-metrics.ts). */
+  metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
   /** Drains the workers, then closes the bank client's pools. */
@@ -182,14 +185,25 @@ export async function startWorker(options: {
   dataConverter: DataConverter;
   /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
   workflowBundle?: WorkflowBundleOption;
+  /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
+  runtimeMetricsUrl?: string;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
+  const metrics = createWorkerMetrics();
+  // Up before the workers: /healthz answers and /readyz says "starting" while the workflow bundle loads.
+  const metricsServer = await startWorkerMetricsServer({
+    port: config.workerMetricsPort,
+    registry: metrics.registry,
+    runtimeMetricsUrl: options.runtimeMetricsUrl,
+    logger: logger.child({ component: 'worker-metrics' }),
+  });
   const bank = createBankClient({
     authUrl: options.bank.authUrl,
     baseUrl: options.bank.baseUrl,
     clientId: config.bank.clientId,
     clientSecret: config.bank.clientSecret,
     logger: logger.child({ component: 'bank-client' }),
+    onTokenRequest: (outcome) => metrics.tokenRequests.inc({ outcome }),
   });
   const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
   if (config.callbacks.developmentSecret) {
@@ -205,10 +219,12 @@ export async function startWorker(options: {
     webhookEvidence: new WebhookEvidence(),
     // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
     readPacer: new ReadPacer(config.bank.maxReadsPerSecond),
+    metrics,
   });
   const closeClients = async () => {
     await bank.close();
     await callbackDispatcher.close();
+    await metricsServer.close();
   };
   let workers: PaylaterWorkers;
   try {
@@ -226,6 +242,7 @@ export async function startWorker(options: {
     await closeClients();
     throw err;
   }
+  metricsServer.setWorkers(workers);
   const done = workers.run().finally(closeClients);
   logger.info(
     {
@@ -237,11 +254,13 @@ export async function startWorker(options: {
       callbackAllowedOrigins: config.callbacks.allowList.origins,
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      workerMetricsPort: metricsServer.port,
     },
     'workers running',
   );
   return {
     workers,
+    metricsServer,
     done,
     async stop() {
       workers.shutdown();
@@ -254,7 +273,7 @@ export async function startWorker(options: {
 if (require.main === module) {
   runEntry(
     'worker',
-    async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
+    async ({ config, logger, onShutdown, shutdown, stopSignal, runtimeMetricsUrl }) => {
       if (!config.temporal.address) {
         throw new StartupError(
           'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
@@ -278,6 +297,7 @@ if (require.main === module) {
         bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
         dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
         workflowBundle,
+        runtimeMetricsUrl,
       });
       onShutdown(() => running.stop());
       running.done.catch(async (err: unknown) => {

@@ -31,6 +31,7 @@ import {
 } from '../shared/consent-refresh';
 import { ConsentId, RefreshTaskId } from '../shared/search-attributes';
 import { BANK_ACTIVITY_OPTIONS } from './activity-options';
+import { workflowMetrics } from './metrics';
 
 const { startRefresh } = proxyActivities<Activities>(BANK_ACTIVITY_OPTIONS);
 
@@ -148,6 +149,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     done = true;
     setCurrentDetails(`**Refresh not started**: ${startFailure}`);
     log.warn('Refresh not started', { consentId, error: startFailure });
+    workflowMetrics.refreshFinished('not-started', 0);
     await condition(allHandlersFinished); // attach updates answer with the failure before the run closes
     if (ours) throw err;
     throw ApplicationFailure.create({
@@ -188,6 +190,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
 
   done = true;
   const result: ConsentRefreshResult = { ...progress(), taskId, done: true, endedBy };
+  workflowMetrics.refreshFinished(result.endedBy, result.missing.length);
   setCurrentDetails(details(result, `Done (${endedBy})`));
   log.info('Refresh finished', {
     consentId,

@@ -25,6 +25,7 @@ import {
 import { checkTemporal } from '../../src/temporal/connection';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
+import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
@@ -67,6 +68,8 @@ export interface TestStack {
   /** fetch on the internal listener with `Authorization: Bearer <apiKey>` (headers given in `init` are kept). */
   facade(path: string, init?: RequestInit): Promise<Response>;
   metrics: Metrics;
+  /** The worker's prom-client metrics (token requests, merchant callbacks), as startWorker wires them. */
+  workerMetrics: WorkerMetrics;
   /** The codec of the stack's data converter (for a codec endpoint over the same keys). */
   payloadCodec: AesGcmPayloadCodec;
   dataConverter: DataConverter;
@@ -163,11 +166,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       ...options.sandbox?.accountWebhook,
     },
   });
+  const workerMetrics = createWorkerMetrics({ defaultMetrics: false });
   const bank = createBankClient({
     authUrl: sandbox.url,
     baseUrl: sandbox.url,
     clientId: 'test-client',
     clientSecret: 'test-secret',
+    onTokenRequest: (outcome) => workerMetrics.tokenRequests.inc({ outcome }),
   });
   const callbackDispatcher = createCallbackDispatcher({ allowList: callbackAllowList });
   const defaults = loadConfig({});
@@ -183,6 +188,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     callbacks: { allowList: callbackAllowList, signingSecrets },
     callbackDispatcher,
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
+    metrics: workerMetrics,
   });
 
   const apiKey = merchantApiKeys[0]?.key ?? '';
@@ -224,6 +230,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return fetch(`${internalUrl}${path}`, { ...init, headers });
     },
     metrics,
+    workerMetrics,
     payloadCodec,
     dataConverter,
     get webhooks() {
