@@ -132,7 +132,7 @@ function seriesIn(expr: string): string[] {
   const names: string[] = [];
   for (const m of stripped.matchAll(/[A-Za-z_:][A-Za-z0-9_:]*/g)) {
     const word = m[0];
-    const next = stripped.slice(m.index! + word.length).trimStart();
+    const next = stripped.slice(m.index + word.length).trimStart();
     if (next.startsWith('(') || PROMQL_WORDS.has(word.toLowerCase())) continue;
     names.push(word);
   }
