@@ -167,6 +167,17 @@ describe('npm start (embedded default)', () => {
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
       expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
+      // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
+      // through the Runtime's exporter, the worker's business metrics, and health.
+      const metricsPort = /Worker metrics, health +http:\/\/localhost:(\d+)\/metrics/.exec(app.output())?.[1];
+      expect(metricsPort).toMatch(/^\d+$/);
+      const scrape = await eventually(async () => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        return text.includes('paylater_finance_applications_started_total') ? text : undefined;
+      });
+      expect(scrape).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
+      expect(scrape).toMatch(/^paylater_bank_token_requests_total\{outcome="ok"\} [1-9]/m);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
       // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
       expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
@@ -351,6 +362,8 @@ describe('start in any order', () => {
       INTERNAL_PORT: String(internalPort),
       MERCHANT_API_KEYS: `order-shop:${key}`,
       WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
+      // Required with a real bank since payload encryption (issue 9): without it both processes exit at once.
+      PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       LOG_LEVEL: 'info',
     };
     const worker = run(env, 'dist/worker.js');
