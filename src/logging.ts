@@ -1,5 +1,11 @@
 import pino, { type Logger as PinoLogger } from 'pino';
-import { Runtime, type LogLevel, type LogMetadata, type Logger as TemporalLogger } from '@temporalio/worker';
+import {
+  Runtime,
+  type LogLevel,
+  type LogMetadata,
+  type Logger as TemporalLogger,
+  type MetricsExporterConfig,
+} from '@temporalio/worker';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { loggablePath, REDACT_PATHS } from './security/redaction';
 import { activeTraceIds } from './telemetry/trace-ids';
@@ -103,11 +109,15 @@ let installed = false;
  * Routes the Temporal runtime's logs (SDK and, forwarded, the Rust core's) into pino. Runtime.install may
  * run once per process and before any connection or worker, so entry points call this first.
  */
-export function installTemporalLogging(logger: Logger): void {
+export function installTemporalLogging(logger: Logger, options: { metrics?: MetricsExporterConfig } = {}): void {
   if (installed) return;
   installed = true;
   Runtime.install({
     logger: new PinoTemporalLogger(logger.child({ component: 'temporal' })),
-    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+    telemetryOptions: {
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      // The worker's Prometheus exporter (src/worker-metrics.ts); installed here since the Runtime is installed once.
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    },
   });
 }

@@ -16,7 +16,7 @@ import { startWorker, type BankEndpoints } from './worker';
  * (Web UI, SQLite state under data/), the bank sandbox, the worker and the Express app. TEMPORAL_ADDRESS
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
-runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal }) => {
+runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
   // First: a missing or stale bundle stops start-up before any server is started.
   const workflowBundle = prebuiltWorkflowBundle(logger);
   let address = config.temporal.address;
@@ -96,6 +96,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     dataConverter,
     workflowBundle,
     tracing: processTracing(),
+    runtimeMetricsUrl,
   });
   onShutdown(() => worker.stop());
   worker.done.catch(async (err: unknown) => {
@@ -116,6 +117,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     sandboxUrl
       ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
       : `  Bank                      ${bank.baseUrl}`,
+    `  Worker metrics, health    http://localhost:${worker.metricsServer.port}/metrics   (/healthz, /readyz)`,
     `  Task queue                ${config.temporal.taskQueue}`,
     // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
     ...(config.callbacks.developmentSecret

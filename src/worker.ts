@@ -27,6 +27,7 @@ import { createPayloadCodec } from './security/payload-codec';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
+import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
 
 /** How long a stopping worker lets running activities finish before they are cancelled. */
 export const SHUTDOWN_GRACE_TIME = '10s' as const;
@@ -173,6 +174,8 @@ export interface BankEndpoints {
 
 export interface RunningWorker {
   workers: PaylaterWorkers;
+  /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker-metrics.ts). */
+  metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
   /** Drains the workers, then closes the bank client's pools. */
@@ -183,13 +186,19 @@ export interface RunningWorker {
  * The worker's bank client. Its logger speaks Temporal's `(message, meta)` (src/activities/bank/logger.ts): a pino
  * logger handed over as such would take meta for a format argument and drop the status and the cause.
  */
-export function createWorkerBankClient(config: Config, bank: BankEndpoints, logger: Logger): BankClientHandle {
+export function createWorkerBankClient(
+  config: Config,
+  bank: BankEndpoints,
+  logger: Logger,
+  onTokenRequest?: Parameters<typeof createBankClient>[0]['onTokenRequest'],
+): BankClientHandle {
   return createBankClient({
     authUrl: bank.authUrl,
     baseUrl: bank.baseUrl,
     clientId: config.bank.clientId,
     clientSecret: config.bank.clientSecret,
     logger: bankClientLogger(logger.child({ component: 'bank-client' })),
+    onTokenRequest,
   });
 }
 
@@ -209,9 +218,21 @@ export async function startWorker(options: {
   workflowBundle?: WorkflowBundleOption;
   /** The process's tracing (processTracing()); undefined: off. */
   tracing?: Tracing;
+  /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
+  runtimeMetricsUrl?: string;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
-  const bank = createWorkerBankClient(config, options.bank, logger);
+  const metrics = createWorkerMetrics();
+  // Up before the workers: /healthz answers and /readyz says "starting" while the workflow bundle loads.
+  const metricsServer = await startWorkerMetricsServer({
+    port: config.workerMetricsPort,
+    registry: metrics.registry,
+    runtimeMetricsUrl: options.runtimeMetricsUrl,
+    logger: logger.child({ component: 'worker-metrics' }),
+  });
+  const bank = createWorkerBankClient(config, options.bank, logger, (outcome) =>
+    metrics.tokenRequests.inc({ outcome }),
+  );
   const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
   if (config.callbacks.developmentSecret) {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
@@ -226,10 +247,12 @@ export async function startWorker(options: {
     webhookEvidence: new WebhookEvidence(),
     // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
     readPacer: new ReadPacer(config.bank.maxReadsPerSecond),
+    metrics,
   });
   const closeClients = async () => {
     await bank.close();
     await callbackDispatcher.close();
+    await metricsServer.close();
   };
   let workers: PaylaterWorkers;
   try {
@@ -248,6 +271,7 @@ export async function startWorker(options: {
     await closeClients();
     throw err;
   }
+  metricsServer.setWorkers(workers);
   const done = workers.run().finally(closeClients);
   logger.info(
     {
@@ -259,11 +283,13 @@ export async function startWorker(options: {
       callbackAllowedOrigins: config.callbacks.allowList.origins,
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      workerMetricsPort: metricsServer.port,
     },
     'workers running',
   );
   return {
     workers,
+    metricsServer,
     done,
     async stop() {
       workers.shutdown();
@@ -276,7 +302,7 @@ export async function startWorker(options: {
 if (require.main === module) {
   runEntry(
     'worker',
-    async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
+    async ({ config, logger, onShutdown, shutdown, stopSignal, runtimeMetricsUrl }) => {
       if (!config.temporal.address) {
         throw new StartupError(
           'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
@@ -301,6 +327,7 @@ if (require.main === module) {
         dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
         workflowBundle,
         tracing: processTracing(),
+        runtimeMetricsUrl,
       });
       onShutdown(() => running.stop());
       running.done.catch(async (err: unknown) => {

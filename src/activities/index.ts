@@ -7,12 +7,14 @@ import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
 import { pollDelayMs } from '../shared/poll-policy';
 import { POLL_STATUS_UNCHANGED } from '../shared/failure-types';
-import { postMerchantCallback } from './merchant-callback';
+import { CALLBACK_UNAVAILABLE, postMerchantCallback } from './merchant-callback';
 import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
 import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
+import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../shared/failure-types';
+import type { WorkerMetrics } from '../worker-metrics';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -22,7 +24,7 @@ export {
   type BankPoolOptions,
   type CreateBankClientOptions,
 } from './bank/create-bank-client';
-export { ClientCredentialsTokenProvider, type TokenProvider } from './bank/token-provider';
+export { ClientCredentialsTokenProvider, type TokenProvider, type TokenRequestOutcome } from './bank/token-provider';
 export type { BankLogger } from './bank/logger';
 export { createCallbackDispatcher, CALLBACK_UNAVAILABLE } from './merchant-callback';
 export { toApplicationFailure } from './failures';
@@ -54,6 +56,8 @@ export interface ActivityDeps {
   webhookEvidence?: WebhookEvidence;
   /** Spaces this process's status reads (BANK_MAX_READS_PER_SECOND); unpaced when absent. */
   readPacer?: ReadPacer;
+  /** The worker process's prom-client metrics (createWorkerMetrics); nothing is counted when absent. */
+  metrics?: Pick<WorkerMetrics, 'merchantCallbacks'>;
 }
 
 /**
@@ -186,8 +190,10 @@ export function createActivities(deps: ActivityDeps): Activities {
           },
         );
         log.info('Merchant notified', { target, idempotencyKey, status: result.status });
+        deps.metrics?.merchantCallbacks.inc({ event: callbackEvent(event.type), outcome: 'delivered' });
         return result;
       } catch (err) {
+        deps.metrics?.merchantCallbacks.inc({ event: callbackEvent(event.type), outcome: callbackOutcome(err) });
         log.warn('Merchant notification failed', { target, idempotencyKey, ...failureAttributes(err) });
         throw err;
       }
@@ -209,6 +215,25 @@ function failureAttributes(err: unknown): Record<string, unknown> {
     return { failureType: err.type, nonRetryable: err.nonRetryable, status, error: err.message };
   }
   return { error: err instanceof Error ? err.message : String(err) };
+}
+
+/** Label value of a callback's event type: our own bounded set. */
+function callbackEvent(type: unknown): string {
+  return typeof type === 'string' && /^[A-Za-z.-]{1,64}$/.test(type) ? type : 'other';
+}
+
+/** Label value of a failed callback attempt: its failure type, as a bounded set. */
+function callbackOutcome(err: unknown): string {
+  if (isCancellationError(err)) return 'cancelled';
+  const type = err instanceof ApplicationFailure ? err.type : undefined;
+  if (type === CALLBACK_UNAVAILABLE) return 'unavailable';
+  if (type === CALLBACK_REJECTED) return 'rejected';
+  if (type === CALLBACK_NOT_ALLOWED) return 'not_allowed';
+  return 'error';
+}
+
+function isCancellationError(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'CancelledFailure');
 }
 
 /** Callback URLs may carry credentials or tokens in their path or query: log the origin only. */

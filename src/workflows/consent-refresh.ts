@@ -43,6 +43,7 @@ import { ConsentId, RefreshTaskId } from '../shared/search-attributes';
 import { BANK_ACTIVITY_OPTIONS } from './activity-options';
 import { nextFanInStep, onQuietPeriodTimer } from './consent-refresh-state';
 import type { lateAccountEventsWorkflow } from './late-account-events';
+import { workflowMetrics } from './metrics';
 
 const { startRefresh } = proxyActivities<Activities>(BANK_ACTIVITY_OPTIONS);
 
@@ -200,6 +201,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
       handOff.push(...early.splice(0).map((event) => ({ event, reason: 'other-task' as const })));
       await handOffPending();
     }
+    workflowMetrics.refreshFinished('not-started', 0);
     await condition(allHandlersFinished); // attach updates answer with the failure before the run closes
     if (ours) throw err;
     throw ApplicationFailure.create({
@@ -250,6 +252,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     } while (handOff.length > 0);
   }
   const result: ConsentRefreshResult = { ...progress(), taskId, done: true, endedBy: endedBy! };
+  workflowMetrics.refreshFinished(result.endedBy, result.missing.length);
   setCurrentDetails(details(result, `Done (${endedBy})`));
   log.info('Refresh finished', {
     consentId,

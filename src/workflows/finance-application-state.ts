@@ -93,9 +93,13 @@ export class FinanceApplication {
 
   // --- Webhooks (signal handler side, then the loop).
 
-  /** The signal handler: only records. */
-  receiveWebhook(financeApplicationId: string): void {
+  /** Workflow time of the first webhook still waiting to be acted on (not carried across continue-as-new). */
+  private webhooksPendingSince: number | undefined;
+
+  /** The signal handler: only records (`at`: workflow time, for the webhook-to-recorded delay). */
+  receiveWebhook(financeApplicationId: string, at?: number): void {
     this.state.webhooksReceived += 1;
+    if (this.webhookIds.length === 0) this.webhooksPendingSince = at;
     this.webhookIds.push(financeApplicationId);
   }
 
@@ -107,14 +111,16 @@ export class FinanceApplication {
    * Every webhook received so far, answered by one read (a burst coalesces). Returns how many were this
    * application's; the others (another financeApplicationId) are counted as mismatched and ignored.
    */
-  takeWebhooks(): { ours: number; mismatched: number; others: string[] } {
+  takeWebhooks(): { ours: number; mismatched: number; others: string[]; since?: number } {
     const ids = this.webhookIds.splice(0);
+    const since = this.webhooksPendingSince;
+    this.webhooksPendingSince = undefined;
     const ours = ids.filter((id) => id === this.state.financeApplicationId).length;
     const mismatched = ids.length - ours;
     this.state.mismatchedWebhooks += mismatched;
     if (ours > 0) this.state.webhooksLive = true;
     const others = [...new Set(ids.filter((id) => id !== this.state.financeApplicationId))];
-    return { ours, mismatched, others };
+    return { ours, mismatched, others, since };
   }
 
   /**

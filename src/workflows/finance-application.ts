@@ -44,6 +44,8 @@ import {
   POLL_ACTIVITY_OPTIONS,
 } from './activity-options';
 import { FinanceApplication, resolveSettings } from './finance-application-state';
+import { workflowMetrics } from './metrics';
+import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
 
 /**
  * Versioning (README "Running workflows"): runs that passed this point before the poll policy existed keep
@@ -117,7 +119,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 
   // Handlers first, before any await, so an update or signal delivered with the start finds them.
   setHandler(financeApplicationStatusChangedSignal, ({ financeApplicationId }) =>
-    app.receiveWebhook(financeApplicationId),
+    app.receiveWebhook(financeApplicationId, now()),
   );
   setHandler(financeApplicationStateQuery, () => state);
   setHandler(
@@ -155,6 +157,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     const refusal = await callbackRefusal(input.callbackUrl);
     if (refusal) {
       createFailure = refusal;
+      workflowMetrics.applicationFinished('callback_refused', 'none');
       await condition(allHandlersFinished);
       throw refusal;
     }
@@ -183,6 +186,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   notifierStop = 'drain';
   await notifierDone;
   await condition(allHandlersFinished);
+  workflowMetrics.applicationFinished(state.outcome ?? 'none', statusLabel(state.status));
   log.info('Finance application finished', { ...logIds(), outcome: state.outcome, status: state.status });
   return state;
 
@@ -220,11 +224,11 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         return await continueAsNewWith();
       }
       if (app.hasWebhooks()) {
-        const { ours, mismatched, others } = app.takeWebhooks();
+        const { ours, mismatched, others, since } = app.takeWebhooks();
         if (reportDuplicates) duplicatesFound(app.duplicatesSeen(others));
         else if (mismatched > 0)
           log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
-        if (ours > 0) await readStatus('webhook');
+        if (ours > 0) await readStatus('webhook', since);
         continue;
       }
       // A poll started before webhooks proved live (or, in older runs, before the last change) has old
@@ -261,18 +265,20 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       const wait = Math.min(nextPollAt, deadlineAt) - now();
       const woke = wait > 0 ? await condition(() => app.hasWebhooks(), wait) : app.hasWebhooks();
       let source: StatusSource;
+      let announcedAt: number | undefined;
       if (woke) {
-        const { ours, mismatched } = app.takeWebhooks();
+        const { ours, mismatched, since } = app.takeWebhooks();
         if (mismatched > 0)
           log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
         if (ours === 0) continue;
         source = 'webhook';
+        announcedAt = since;
       } else if (now() >= nextPollAt) {
         source = 'poll';
       } else {
         continue; // the deadline timer fired: the loop's top ends the workflow
       }
-      await legacyReadStatus(source);
+      await legacyReadStatus(source, announcedAt);
       nextPollAt = now() + app.legacyPollIntervalMs();
     }
     return undefined;
@@ -343,6 +349,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         application: input.application,
       });
       const change = app.created(created, new Date());
+      workflowMetrics.applicationStarted();
       upsertSearchAttributes([{ key: FinanceApplicationId, value: created.financeApplicationId }]);
       log.info('Finance application created', logIds());
       if (change) changed(change);
@@ -356,6 +363,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         nonRetryable: true,
         details: [{ merchantReference, bankFailureType: type }],
       });
+      workflowMetrics.applicationFinished(rejected ? 'create_rejected' : 'create_failed', 'none');
       log.error('Finance application not created', { merchantReference, bankFailureType: type });
       throw createFailure;
     }
@@ -389,8 +397,11 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     });
   }
 
-  /** One read on the bank-reads queue (after a webhook). Never fatal: the poll or the next webhook reads again. */
-  async function readStatus(source: StatusSource): Promise<void> {
+  /**
+   * One read on the bank-reads queue (after a webhook). Never fatal: the poll or the next webhook reads again.
+   * `announcedAt`: workflow time of the first webhook that asked for it (the delay metric).
+   */
+  async function readStatus(source: StatusSource, announcedAt?: number): Promise<void> {
     try {
       const read: StatusRead = await reads(`Read status (${source})`).getApplicationStatus({
         financeApplicationId: state.financeApplicationId!,
@@ -398,7 +409,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         source: source === 'webhook' ? 'webhook' : 'poll',
       });
       const change = app.read(read.status, source, new Date(), read.webhooksKnown);
-      if (change) changed(change);
+      if (change) changed(change, announcedAt);
     } catch (err) {
       if (isCancellation(err)) throw err;
       readFailed(err, source);
@@ -406,14 +417,14 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   }
 
   /** The read of runs from before the poll policy (main task queue, as their histories have it). */
-  async function legacyReadStatus(source: StatusSource): Promise<void> {
+  async function legacyReadStatus(source: StatusSource, announcedAt?: number): Promise<void> {
     try {
       const read = await bank(`Read status (${source})`).getApplicationStatus({
         financeApplicationId: state.financeApplicationId!,
         merchantReference,
       });
       const change = app.read(read.status, source, new Date());
-      if (change) changed(change);
+      if (change) changed(change, announcedAt);
     } catch (err) {
       if (isCancellation(err)) throw err;
       readFailed(err, source);
@@ -439,8 +450,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     describe();
   }
 
-  /** A recorded change: the search attribute, a log line and the Web UI's details follow it. */
-  function changed(change: StatusChange): void {
+  /** A recorded change: the search attribute, a log line, the Web UI's details and the metrics follow it. */
+  function changed(change: StatusChange, announcedAt?: number): void {
+    workflowMetrics.statusChanged(change.source);
+    // Found by polling with no webhook of ours waiting to be read: the bank did not announce it (yet).
+    if (change.source === 'poll' && !app.hasWebhooks()) workflowMetrics.unannouncedChange(state.webhooksLive);
+    if (announcedAt !== undefined) workflowMetrics.webhookDelay((now() - announcedAt) / 1000);
     upsertSearchAttributes([{ key: FinanceApplicationStatus, value: change.status }]);
     log.info('Finance application status changed', { ...logIds(), status: change.status, source: change.source });
     describe();
@@ -513,6 +528,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     app.duplicateReportDone(delivered);
   }
 
+  /** The final status as a label: bounded to the statuses the settings know (the bank's set is not shown). */
+  function statusLabel(status: string | undefined): string {
+    if (status === undefined) return 'none';
+    return status in settings.statusOrder || settings.terminalStatuses.includes(status) ? status : OTHER_STATUS;
+  }
+
   function logIds(): Record<string, unknown> {
     return { merchantReference, financeApplicationId: state.financeApplicationId };
   }
@@ -535,7 +556,7 @@ interface Poll {
 /** Duplicate applications found (the SDK's workflow metric: replay-safe, exported with the worker's metrics). */
 const duplicateCounter = () =>
   metricMeter.createCounter(
-    'paylater_finance_application_duplicates_detected',
+    WorkflowMetric.duplicatesDetected,
     '{application}',
     'Other applications the bank created for one merchant reference (a retried ambiguous create)',
   );

@@ -81,6 +81,9 @@ describe('loadConfig', () => {
     ['WEBHOOK_SECURITY_HEADER_WAIVED', 'yes', /true or false/],
     ['INTERNAL_PORT', 'abc', /port/],
     ['INTERNAL_PORT', '3000', /must differ from PORT \(3000\)/],
+    ['WORKER_METRICS_PORT', 'abc', /port/],
+    ['WORKER_METRICS_PORT', '70000', /0-65535/],
+    ['WORKER_METRICS_PORT', '3001', /must differ from PORT and INTERNAL_PORT/],
     ['MERCHANT_API_KEYS', ',', /lists no key/],
     ['LOG_LEVEL', 'loud', /.+/],
     ['BANK_MAX_READS_PER_SECOND', 'fast', /number of reads per second/],
@@ -173,6 +176,14 @@ describe('loadConfig', () => {
   describe('listeners and merchant API keys', () => {
     it('takes both ports', () => {
       expect(loadConfig({ PORT: '8080', INTERNAL_PORT: '8081' })).toMatchObject({ port: 8080, internalPort: 8081 });
+    });
+
+    it('serves the worker metrics on 9464 by default, WORKER_METRICS_PORT otherwise (0: a free port)', () => {
+      expect(loadConfig({}).workerMetricsPort).toBe(9464);
+      expect(loadConfig({ WORKER_METRICS_PORT: '9100' }).workerMetricsPort).toBe(9100);
+      expect(loadConfig({ WORKER_METRICS_PORT: '0' }).workerMetricsPort).toBe(0);
+      // A worker process alone binds neither PORT nor INTERNAL_PORT.
+      expect(loadConfig({ WORKER_METRICS_PORT: '3000' }, { role: 'worker' }).workerMetricsPort).toBe(3000);
     });
 
     it('generates a development key on the embedded stack when MERCHANT_API_KEYS is unset, a new one each run', () => {

@@ -50,7 +50,14 @@ function run(
   let output = '';
   const child = spawn(process.execPath, [entry], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
+    // WORKER_METRICS_PORT 0: a free port, so runs beside another stack (or another test) never collide on 9464.
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      LOG_LEVEL: 'warn',
+      WORKER_METRICS_PORT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
@@ -160,6 +167,17 @@ describe('npm start (embedded default)', () => {
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
       expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
+      // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
+      // through the Runtime's exporter, the worker's business metrics, and health.
+      const metricsPort = /Worker metrics, health +http:\/\/localhost:(\d+)\/metrics/.exec(app.output())?.[1];
+      expect(metricsPort).toMatch(/^\d+$/);
+      const scrape = await eventually(async () => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        return text.includes('paylater_finance_applications_started_total') ? text : undefined;
+      });
+      expect(scrape).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
+      expect(scrape).toMatch(/^paylater_bank_token_requests_total\{outcome="ok"\} [1-9]/m);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
       // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
       expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 

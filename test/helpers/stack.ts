@@ -26,6 +26,7 @@ import { checkTemporal } from '../../src/temporal/connection';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import type { Tracing } from '../../src/telemetry/tracing';
+import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
@@ -73,6 +74,8 @@ export interface TestStack {
   /** fetch on the internal listener with `Authorization: Bearer <apiKey>` (headers given in `init` are kept). */
   facade(path: string, init?: RequestInit): Promise<Response>;
   metrics: Metrics;
+  /** The worker's prom-client metrics (token requests, merchant callbacks), as startWorker wires them. */
+  workerMetrics: WorkerMetrics;
   /** The codec of the stack's data converter (for a codec endpoint over the same keys). */
   payloadCodec: AesGcmPayloadCodec;
   dataConverter: DataConverter;
@@ -169,11 +172,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       ...options.sandbox?.accountWebhook,
     },
   });
+  const workerMetrics = createWorkerMetrics({ defaultMetrics: false });
   const bank = createBankClient({
     authUrl: sandbox.url,
     baseUrl: sandbox.url,
     clientId: 'test-client',
     clientSecret: 'test-secret',
+    onTokenRequest: (outcome) => workerMetrics.tokenRequests.inc({ outcome }),
   });
   const callbackDispatcher = createCallbackDispatcher({ allowList: callbackAllowList });
   const defaults = loadConfig({});
@@ -189,6 +194,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     callbacks: { allowList: callbackAllowList, signingSecrets },
     callbackDispatcher,
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
+    metrics: workerMetrics,
   });
 
   const apiKey = merchantApiKeys[0]?.key ?? '';
@@ -231,6 +237,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return fetch(`${internalUrl}${path}`, { ...init, headers });
     },
     metrics,
+    workerMetrics,
     payloadCodec,
     dataConverter,
     get webhooks() {

@@ -1,7 +1,7 @@
 import { Pool } from 'undici';
 import { BankClient, DEFAULT_CALL_TIMEOUT_MS } from './bank-client';
 import type { BankLogger } from './logger';
-import { ClientCredentialsTokenProvider, type TokenProvider } from './token-provider';
+import { ClientCredentialsTokenProvider, type TokenProvider, type TokenRequestOutcome } from './token-provider';
 
 export interface BankPoolOptions {
   /** Sockets per origin. */
@@ -31,6 +31,8 @@ export interface CreateBankClientOptions {
   tokenRefreshMarginMs?: number;
   now?: () => number;
   logger?: BankLogger;
+  /** Told of every token request's outcome (metrics). */
+  onTokenRequest?: (outcome: TokenRequestOutcome) => void;
 }
 
 export interface BankClientHandle {
@@ -84,6 +86,7 @@ export function createBankClient(options: CreateBankClientOptions): BankClientHa
     requestTimeoutMs: options.tokenTimeoutMs,
     now: options.now,
     logger: options.logger,
+    onTokenRequest: options.onTokenRequest,
   });
   const client = new BankClient({
     baseUrl: options.baseUrl,

@@ -36,7 +36,12 @@ export interface ClientCredentialsTokenProviderOptions {
   /** Injectable clock (ms since epoch) so tests can expire tokens without waiting. */
   now?: () => number;
   logger?: BankLogger;
+  /** Told of every token request's outcome (the worker's paylater_bank_token_requests_total). */
+  onTokenRequest?: (outcome: TokenRequestOutcome) => void;
 }
+
+/** How a token request ended: a token, a non-2xx answer, an unreadable answer, or no answer (network, timeout). */
+export type TokenRequestOutcome = 'ok' | 'refused' | 'invalid_response' | 'failed';
 
 export const DEFAULT_REFRESH_MARGIN_MS = 60_000;
 export const DEFAULT_TOKEN_TIMEOUT_MS = 8_000;
@@ -87,6 +92,17 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
   }
 
   private async fetchToken(): Promise<CachedToken> {
+    let outcome: TokenRequestOutcome = 'failed';
+    try {
+      const token = await this.requestToken((o) => (outcome = o));
+      outcome = 'ok';
+      return token;
+    } finally {
+      this.options.onTokenRequest?.(outcome);
+    }
+  }
+
+  private async requestToken(setOutcome: (outcome: TokenRequestOutcome) => void): Promise<CachedToken> {
     const { clientId, clientSecret, dispatcher } = this.options;
     const timeoutMs = this.options.requestTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS;
     const { signal, deadline } = withDeadline(undefined, timeoutMs);
@@ -118,6 +134,7 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
     }
 
     if (status < 200 || status > 299) {
+      setOutcome('refused');
       const failure = this.errorFor(status, text, retryAfter);
       this.logger.warn('Bank token request refused', { status, error: failure.message });
       throw failure;
@@ -125,6 +142,7 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
 
     const parsed = tokenResponseSchema.safeParse(safeJson(text));
     if (!parsed.success) {
+      setOutcome('invalid_response');
       const failure = new BankInvalidResponseError('token', status, describeIssues(parsed.error));
       this.logger.warn('Bank token response invalid', { status, error: failure.message });
       throw failure;

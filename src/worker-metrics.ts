@@ -1,0 +1,255 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Logger } from './logging';
+import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from './shared/metric-names';
+import type { PaylaterWorkers } from './worker';
+
+/**
+ * The worker process's own listener on WORKER_METRICS_PORT (default 9464):
+ * - `/metrics`: the SDK's series (prefixed `temporal_`) and the workflows' business metrics (`metricMeter`), both
+ *   exported by the Temporal Runtime's Prometheus exporter, followed by this process's prom-client registry
+ *   (activities: token requests, merchant callbacks; Node process metrics);
+ * - `/healthz` (live) and `/readyz` (both Workers RUNNING, their task slots and last task received).
+ *
+ * Why a node:http server in front of the Runtime's exporter: the exporter (Rust core) serves only `/metrics` and
+ * nothing else, so it cannot carry the health routes nor prom-client's registry. It binds a loopback port of its
+ * own (picked free at start, see freeLoopbackPort) and this server fetches it at each scrape and appends the
+ * registry: one port, one scrape job, one set of series per worker process.
+ */
+
+/** Runtime telemetry for a worker process: Prometheus on `bindAddress`, counters with `_total`, durations in seconds. */
+export function temporalMetricsOptions(bindAddress: string): MetricsExporterConfig {
+  return {
+    metricPrefix: 'temporal_',
+    prometheus: {
+      bindAddress,
+      countersTotalSuffix: true,
+      useSecondsForDurations: true,
+      histogramBucketOverrides: { [WorkflowMetric.webhookDelay]: WEBHOOK_DELAY_BUCKETS_SECONDS },
+    },
+  };
+}
+
+/**
+ * SDK series this project relies on (alerts, dashboard): names as exported with temporalMetricsOptions (histograms
+ * also as _bucket/_sum/_count). test/worker/worker-metrics.test.ts checks each appears on a running worker.
+ */
+export const TEMPORAL_SDK_METRICS = [
+  'temporal_activity_schedule_to_start_latency',
+  'temporal_activity_execution_latency',
+  'temporal_activity_execution_failed_total',
+  'temporal_workflow_task_schedule_to_start_latency',
+  'temporal_workflow_task_execution_latency',
+  'temporal_workflow_completed_total',
+  'temporal_workflow_failed_total',
+  'temporal_sticky_cache_size',
+  'temporal_worker_task_slots_available',
+  'temporal_worker_task_slots_used',
+  'temporal_num_pollers',
+  'temporal_request_failure_total',
+  'temporal_long_request_failure_total',
+] as const;
+
+/** prom-client metrics of a worker process (activities and the bank client); one registry, no global one. */
+export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    /** Bank OAuth2 token requests by outcome (ok, refused, invalid_response, failed): a cache that works asks rarely. */
+    tokenRequests: new Counter({
+      name: 'paylater_bank_token_requests_total',
+      help: 'Bank token requests made by the client-credentials token provider, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    /** Every merchant callback attempt, by event type and outcome (delivered, unavailable, rejected, not_allowed, error). */
+    merchantCallbacks: new Counter({
+      name: 'paylater_merchant_callbacks_total',
+      help: 'Merchant callback attempts, by event type and outcome',
+      labelNames: ['event', 'outcome'] as const,
+      registers: [registry],
+    }),
+  };
+}
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
+
+/** A free loopback port for the Runtime's exporter (the Runtime cannot tell which port it bound). */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** One Worker's health: its state, task slots in use of the configured ones, and when it last received a task. */
+export interface WorkerHealth {
+  taskQueue: string;
+  state: State;
+  workflowPoller?: string;
+  activityPoller: string;
+  slots: {
+    workflowTasks?: { used: number; max?: number };
+    activities: { used: number; max?: number };
+  };
+  cachedWorkflows?: number;
+  /** Last time a poll returned a task (ISO); undefined: none since start. Empty long polls are not seen by the SDK. */
+  lastTaskReceivedAt?: string;
+}
+
+/**
+ * Watches a worker pair for /readyz: the SDK reports no "last successful poll", so each Worker's in-flight
+ * counters are followed and a rise means a poll just returned a task.
+ */
+export class WorkerHealthWatch {
+  private readonly lastTask = new Map<Worker, number>();
+
+  constructor(
+    readonly workers: PaylaterWorkers,
+    private readonly now: () => number = Date.now,
+  ) {
+    for (const worker of [workers.workers.main, workers.workers.bankReads]) {
+      for (const inFlight of [worker.numInFlightActivations$, worker.numInFlightActivities$]) {
+        let previous = 0;
+        inFlight.subscribe((n) => {
+          if (n > previous) this.lastTask.set(worker, this.now());
+          previous = n;
+        });
+      }
+    }
+  }
+
+  report(): { status: 'ready' | 'not_ready'; state: State; workers: { main: WorkerHealth; bankReads: WorkerHealth } } {
+    const state = this.workers.getState();
+    const { main, bankReads } = this.workers.workers;
+    return {
+      status: state === 'RUNNING' ? 'ready' : 'not_ready',
+      state,
+      workers: { main: this.health(main, true), bankReads: this.health(bankReads, false) },
+    };
+  }
+
+  private health(worker: Worker, workflows: boolean): WorkerHealth {
+    const status = worker.getStatus();
+    const options = worker.options;
+    const last = this.lastTask.get(worker);
+    return {
+      taskQueue: options.taskQueue,
+      state: status.runState,
+      ...(workflows ? { workflowPoller: status.workflowPollerState } : {}),
+      activityPoller: status.activityPollerState,
+      slots: {
+        ...(workflows
+          ? {
+              workflowTasks: {
+                used: status.numInFlightWorkflowActivations,
+                max: slotMax(options.tuner, 'workflowTaskSlotSupplier'),
+              },
+            }
+          : {}),
+        activities: { used: status.numInFlightActivities, max: slotMax(options.tuner, 'activityTaskSlotSupplier') },
+      },
+      ...(workflows ? { cachedWorkflows: status.numCachedWorkflows } : {}),
+      ...(last !== undefined ? { lastTaskReceivedAt: new Date(last).toISOString() } : {}),
+    };
+  }
+}
+
+/** The configured slots of a fixed-size supplier (what maxConcurrent…Executions compile to); undefined otherwise. */
+function slotMax(tuner: unknown, supplier: string): number | undefined {
+  const s = (tuner as Record<string, { type?: string; numSlots?: number } | undefined> | undefined)?.[supplier];
+  return s?.type === 'fixed-size' ? s.numSlots : undefined;
+}
+
+export interface WorkerMetricsServer {
+  server: Server;
+  /** The bound port (WORKER_METRICS_PORT, or the free one picked for 0). */
+  port: number;
+  /** Sets the workers /readyz reports on (until then it answers 503 "starting"). */
+  setWorkers(workers: PaylaterWorkers | undefined): void;
+  close(): Promise<void>;
+}
+
+/** How long a scrape waits for the Runtime's exporter (loopback; it answers in milliseconds). */
+const RUNTIME_SCRAPE_TIMEOUT_MS = 5_000;
+
+/**
+ * Starts the worker's listener. `runtimeMetricsUrl`: the Runtime exporter's `/metrics` (absent: the Runtime exports
+ * nothing, for example a test runtime; the prom-client registry is still served).
+ */
+export async function startWorkerMetricsServer(options: {
+  port: number;
+  host?: string;
+  registry: Registry;
+  runtimeMetricsUrl?: string;
+  logger: Logger;
+}): Promise<WorkerMetricsServer> {
+  let watch: WorkerHealthWatch | undefined;
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(res, 405, 'application/json', '{"error":"GET only"}');
+    if (path === '/healthz') return send(res, 200, 'application/json', JSON.stringify({ status: 'ok' }));
+    if (path === '/readyz') {
+      if (!watch) return send(res, 503, 'application/json', JSON.stringify({ status: 'not_ready', state: 'STARTING' }));
+      const report = watch.report();
+      return send(res, report.status === 'ready' ? 200 : 503, 'application/json', JSON.stringify(report));
+    }
+    if (path === '/metrics') {
+      const parts: string[] = [];
+      if (options.runtimeMetricsUrl) {
+        try {
+          const runtime = await fetch(options.runtimeMetricsUrl, {
+            signal: AbortSignal.timeout(RUNTIME_SCRAPE_TIMEOUT_MS),
+          });
+          if (!runtime.ok) throw new Error(`HTTP ${runtime.status}`);
+          parts.push(await runtime.text());
+        } catch (err) {
+          // The SDK's series missing from one scrape shows as a gap; the process's own metrics still go out.
+          options.logger.warn({ err: (err as Error).message }, 'Temporal runtime metrics unavailable for this scrape');
+        }
+      }
+      parts.push(await options.registry.metrics());
+      return send(res, 200, options.registry.contentType, parts.map((p) => p.trimEnd()).join('\n') + '\n');
+    }
+    return send(res, 404, 'application/json', JSON.stringify({ error: 'not found' }));
+  };
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      options.logger.error({ err }, 'worker metrics request failed');
+      if (!res.headersSent) send(res, 500, 'application/json', '{"error":"internal error"}');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE' ? new Error(`port ${options.port} is already in use (set WORKER_METRICS_PORT)`) : err,
+      ),
+    );
+    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+  });
+  server.requestTimeout = 30_000;
+  return {
+    server,
+    port: (server.address() as { port: number }).port,
+    setWorkers(workers) {
+      watch = workers ? new WorkerHealthWatch(workers) : undefined;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+  res.end(body);
+}
