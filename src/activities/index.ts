@@ -171,6 +171,10 @@ export function createActivities(deps: ActivityDeps): Activities {
       }
     },
 
+    readClock() {
+      return Promise.resolve({ nowMs: Date.now() });
+    },
+
     // A pure decision on this worker's configuration; the workflow logs and acts on a refusal.
     checkCallbackUrl({ url }) {
       return Promise.resolve(checkCallbackUrl(url, allowList));

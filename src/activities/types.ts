@@ -60,6 +60,12 @@ export interface Activities {
   checkCallbackUrl(input: { url: string }): Promise<CallbackUrlVerdict>;
 
   /**
+   * The worker's clock, for a workflow decision that must measure real lateness (a timer that fired during an
+   * outage). Run as a local activity: its result is recorded in the history, so a replay reads the same value.
+   */
+  readClock(input: Record<string, never>): Promise<{ nowMs: number }>;
+
+  /**
    * POST a JSON event, signed (Standard Webhooks), to a merchant callback URL; retried on 5xx/network, not on 4xx
    * nor on a URL outside the allow-list (MerchantCallbackNotAllowed).
    */

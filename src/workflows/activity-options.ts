@@ -57,3 +57,9 @@ export const CALLBACK_CHECK_OPTIONS: LocalActivityOptions = {
   startToCloseTimeout: '5 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 5 },
 };
+
+/** readClock (a local activity): reading the worker's clock; retried only if the worker fails to run it. */
+export const CLOCK_READ_OPTIONS: LocalActivityOptions = {
+  startToCloseTimeout: '5 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 5 },
+};

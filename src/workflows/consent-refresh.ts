@@ -10,6 +10,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -40,12 +41,13 @@ import {
 } from '../shared/consent-refresh';
 import { lateAccountEventsWorkflowId } from '../shared/ids';
 import { ConsentId, RefreshTaskId } from '../shared/search-attributes';
-import { BANK_ACTIVITY_OPTIONS } from './activity-options';
+import { BANK_ACTIVITY_OPTIONS, CLOCK_READ_OPTIONS } from './activity-options';
 import { nextFanInStep, onQuietPeriodTimer } from './consent-refresh-state';
 import type { lateAccountEventsWorkflow } from './late-account-events';
 import { workflowMetrics } from './metrics';
 
 const { startRefresh } = proxyActivities<Activities>(BANK_ACTIVITY_OPTIONS);
+const { readClock } = proxyLocalActivities<Activities>(CLOCK_READ_OPTIONS);
 
 /**
  * Versioning (README "Running workflows"): new runs (1) wait, without expectedBankCodes, for the banks learned
@@ -55,6 +57,14 @@ const { startRefresh } = proxyActivities<Activities>(BANK_ACTIVITY_OPTIONS);
  * the consent's lateAccountEventsWorkflow instead of only counting it. Runs from before keep the old fan-in.
  */
 export const LEARNED_BANKS_PATCH = 'refresh-learned-banks-late-reports';
+
+/**
+ * Versioning: whether a quiet-period timer fired late is decided on the worker's clock read by a local activity,
+ * recorded in the history, instead of on workflow time. Workflow time at that task did not survive a replay after
+ * an outage (a query on a closed refresh that had restarted its quiet period failed with a nondeterminism error;
+ * found by `npm run chaos`): the recorded reading replays as it was. Runs from before keep workflow time.
+ */
+export const RECORDED_CLOCK_PATCH = 'quiet-period-lateness-on-recorded-clock';
 
 /** Hand-off attempts (signal, else start) before an event is given up; each failure means the target just changed. */
 const HAND_OFF_ATTEMPTS = 5;
@@ -73,6 +83,7 @@ const now = (): number => new Date().getTime();
 export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promise<ConsentRefreshResult> {
   // First, before anything else: decides the fan-in for the whole run (LEARNED_BANKS_PATCH).
   const v2 = patched(LEARNED_BANKS_PATCH);
+  const recordedClock = v2 && patched(RECORDED_CLOCK_PATCH);
   const { consentId } = input;
   const expected =
     input.expectedBankCodes && input.expectedBankCodes.length > 0 ? [...new Set(input.expectedBankCodes)] : undefined;
@@ -299,7 +310,9 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
       const remaining = step.dueAt - now();
       if (remaining > 0 && (await wakeOrTimer(woken, remaining, 'quiet period'))) continue;
       if (woken()) continue; // the timer and something new in one activation: the new thing wins
-      const fired = onQuietPeriodTimer({ dueAt: step.dueAt, now: now() });
+      // The worker's clock against the due time in workflow (server) time: hosts in sync within the threshold.
+      const firedAt = recordedClock ? (await readClock({})).nowMs : now();
+      const fired = onQuietPeriodTimer({ dueAt: step.dueAt, now: firedAt });
       if (fired.close) {
         endedBy = 'quiet-period';
         return;

@@ -38,6 +38,8 @@ describe('replay of committed consent-refresh and transaction-events histories',
       'early-event-of-another-task',
     ])
       expect(files).toContain(`consent-refresh-v2-${name}.json`);
+    // Under RECORDED_CLOCK_PATCH: a quiet-period timer's lateness read from a recorded local activity.
+    expect(files).toContain('consent-refresh-v3-quiet-period-after-outage.json');
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.

@@ -35,6 +35,9 @@ const fakeActivities = {
   checkCallbackUrl: jest.fn<ReturnType<Activities['checkCallbackUrl']>, Parameters<Activities['checkCallbackUrl']>>(
     () => Promise.resolve({ allowed: true, origin: 'https://shop.example' }),
   ),
+  readClock: jest.fn<ReturnType<Activities['readClock']>, Parameters<Activities['readClock']>>(() =>
+    Promise.resolve({ nowMs: Date.now() }),
+  ),
 } satisfies Activities;
 
 describe('createWorker: the main and bank-reads workers of one process', () => {

@@ -30,6 +30,7 @@ const activities: Activities = {
   pollApplicationStatus: notUsed,
   notifyMerchant: notUsed,
   checkCallbackUrl: notUsed,
+  readClock: () => Promise.resolve({ nowMs: Date.now() }),
 };
 
 const bankEvent = (consentId: string, taskId: string, bankCode: string, taskStatus = 'FINISHED'): AccountEventBody => ({
@@ -238,7 +239,12 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     const result = await handle.result();
     expect(result).toMatchObject({ endedBy: 'quiet-period', missing: [] });
     expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA', 'BBB']);
-    await recordConsentHistory('consent-refresh-v2-quiet-period-after-outage', handle);
+    // The lateness was read from the worker's clock by a recorded local activity (RECORDED_CLOCK_PATCH), so a
+    // query on the closed run, which replays its whole history, agrees with what the run did.
+    const markers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes);
+    expect(markers.length).toBeGreaterThanOrEqual(2); // the patches and the clock reading
+    expect(await getConsentRefreshProgress(t.client, consentId)).toMatchObject({ done: true, endedBy: 'quiet-period' });
+    await recordConsentHistory('consent-refresh-v3-quiet-period-after-outage', handle);
   });
 
   it('fails the refresh (and every attached caller) with RefreshNotStarted when the bank refuses PUT /refresh', async () => {

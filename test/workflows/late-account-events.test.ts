@@ -28,6 +28,7 @@ const activities: Activities = {
   getApplicationStatus: notUsed,
   pollApplicationStatus: notUsed,
   checkCallbackUrl: notUsed,
+  readClock: notUsed,
 };
 
 const event = (consentId: string, bankCode: string, taskId = 'task-1'): AccountEventBody => ({

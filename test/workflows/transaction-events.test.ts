@@ -27,6 +27,7 @@ const activities: Activities = {
   getApplicationStatus: notUsed,
   pollApplicationStatus: notUsed,
   checkCallbackUrl: notUsed,
+  readClock: notUsed,
 };
 
 describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {
