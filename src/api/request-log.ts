@@ -37,8 +37,10 @@ export function requestLog(logger: Logger, listener: 'public' | 'internal'): Req
       res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
     },
     customLogLevel: (req, res, err) => {
-      if (err || res.statusCode >= 500) return 'error';
-      if (res.statusCode >= 400) return 'warn';
+      if (err) return 'error'; // the response itself failed (a socket error): nothing else logged it
+      // Error answers are logged once, with their cause, by the error middleware (an expected 503 as one warn line,
+      // a 500 with its stack, a 4xx at info): the request line stays at info.
+      if (res.statusCode >= 400) return 'info';
       const path = pathOf(req.url);
       return WEBHOOK.test(path) || PROBES.has(path) ? 'debug' : 'info';
     },

@@ -123,7 +123,7 @@ describe('request log on both listeners', () => {
     expect(requestIdFrom(['a', 'b'])).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('logs a successful webhook at debug, a refused one at warn, and never the hash (path or query) nor headers', async () => {
+  it('logs a successful webhook at debug, a refused one at info (its cause is the error middleware’s line), and never the hash (path or query) nor headers', async () => {
     const ref = 'order-2002';
     const hash = webhookHash(HASH_SECRET, ref);
     const body = JSON.stringify({ financeApplicationId: 'fa-1' });
@@ -148,7 +148,7 @@ describe('request log on both listeners', () => {
     ]);
     expect(requestLines('hook-bad')).toEqual([
       expect.objectContaining({
-        level: 40,
+        level: 30,
         req: { id: 'hook-bad', method: 'POST', path: `/webhooks/finance-applications/${ref}` },
       }),
     ]);
