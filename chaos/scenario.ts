@@ -88,6 +88,8 @@ interface Ports {
   ui: number;
   sandbox: number;
   apis: { public: number; internal: number }[];
+  /** Each worker's WORKER_METRICS_PORT. */
+  workerMetrics: number[];
 }
 
 /** The whole stack as separate processes, from the production entry points in dist/. */
@@ -190,7 +192,12 @@ class Stack {
           process.execPath,
           ['dist/worker.js'],
           // Each worker's applications name its own API in their webhookUrl: both receivers get finance webhooks.
-          { ...appEnv, PUBLIC_BASE_URL: this.publicUrls[i % this.publicUrls.length] },
+          // A metrics port of its own (WORKER_METRICS_PORT, default 9464): two workers share this host.
+          {
+            ...appEnv,
+            PUBLIC_BASE_URL: this.publicUrls[i % this.publicUrls.length],
+            WORKER_METRICS_PORT: String(ports.workerMetrics[i]),
+          },
           log(`worker-${i + 1}`),
           root,
         ),
@@ -299,8 +306,10 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     ui: await freePort(),
     sandbox: await freePort(),
     apis: [],
+    workerMetrics: [],
   };
   for (let i = 0; i < o.sizes.apis; i++) ports.apis.push({ public: await freePort(), internal: await freePort() });
+  for (let i = 0; i < o.sizes.workers; i++) ports.workerMetrics.push(await freePort());
   const secrets = {
     hash: randomBytes(32).toString('base64url'),
     apiKey: randomBytes(24).toString('base64url'),
