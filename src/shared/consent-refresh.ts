@@ -248,20 +248,8 @@ export interface LateAccountEventsInput {
   };
 }
 
-/** The JSON event POSTed to the merchant's callback for one late bank report. */
-export interface LateBankReportEvent {
-  type: 'consent.late-bank-report';
-  consentId: string;
-  taskId: string;
-  bankCode: string;
-  bankName: string;
-  taskStatus: string;
-  succeeded: boolean;
-  accounts: RefreshedAccount[];
-  /** When we recorded it (ISO 8601). */
-  at: string;
-  reason: LateReportReason;
-}
+/** The JSON event POSTed to the merchant's callback for one late bank report: the report, without our delivery state. */
+export type LateBankReportEvent = { type: 'consent.late-bank-report' } & Omit<LateBankReport, 'delivery'>;
 
 export interface LateAccountEventsState {
   consentId: string;
