@@ -81,7 +81,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
         // The configured vocabulary (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES), so the demo bank speaks it too.
         lifecycle: { stepMs: 10_000, statuses: happyPath(config.settings.applications) },
         // Its memory in the data folder beside Temporal's (src/sandbox/persistence.ts): a restart goes on.
-        persistence: { file: sandboxStateFile(config.temporal.devServer.dataDir) },
+        persistence: { file: sandboxStateFile(config.temporal.devServer.dataDir, projectRoot()) },
         logger: logger.child({ component: 'bank-sandbox' }),
       },
       { port: config.bank.sandboxPort, host: '127.0.0.1' },

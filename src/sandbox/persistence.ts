@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import type { ApplicationSnapshot } from './applications';
 import type { ConsentsSnapshot } from './consents';
 import type { WebhookDelivery } from './types';
@@ -25,8 +25,8 @@ export interface SandboxState {
   accountWebhooks: WebhookDelivery[];
 }
 
-/** `<dataDir>/bank-sandbox.json`, relative to the project root like the dev server's data folder. */
-export function sandboxStateFile(dataDir: string, root = resolve(__dirname, '..', '..')): string {
+/** `<dataDir>/bank-sandbox.json`, relative to the project root (`root`) like the dev server's data folder. */
+export function sandboxStateFile(dataDir: string, root: string): string {
   return join(isAbsolute(dataDir) ? dataDir : join(root, dataDir), 'bank-sandbox.json');
 }
 
