@@ -527,7 +527,12 @@ function settingsIssues(
   for (const p of problems) {
     const variable = p.list === 'order' ? 'BANK_STATUS_ORDER' : 'BANK_TERMINAL_STATUSES';
     // A default list is never the culprit: name the one that was set.
-    const setOne = env.BANK_STATUS_ORDER === undefined ? 'BANK_TERMINAL_STATUSES' : env.BANK_TERMINAL_STATUSES === undefined ? 'BANK_STATUS_ORDER' : variable;
+    const setOne =
+      env.BANK_STATUS_ORDER === undefined
+        ? 'BANK_TERMINAL_STATUSES'
+        : env.BANK_TERMINAL_STATUSES === undefined
+          ? 'BANK_STATUS_ORDER'
+          : variable;
     ctx.addIssue({ code: 'custom', path: [setOne], message: p.message });
   }
   const d = DEFAULT_SERVICE_SETTINGS.applications;

@@ -15,10 +15,19 @@ import type {
 } from './types';
 
 /** The default lifecycle's statuses: the first at creation, each next one `stepMs` later. */
-export const DEFAULT_LIFECYCLE_STATUSES: readonly string[] = ['CREATED', 'IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'];
+export const DEFAULT_LIFECYCLE_STATUSES: readonly string[] = [
+  'CREATED',
+  'IN_PROGRESS',
+  'APPROVED',
+  'SIGNED',
+  'COMPLETED',
+];
 
 /** The default lifecycle: `statuses[0]` (at creation), then each next status `stepMs` after the previous one. */
-export function defaultScript(stepMs: number, statuses: readonly string[] = DEFAULT_LIFECYCLE_STATUSES): ApplicationScript {
+export function defaultScript(
+  stepMs: number,
+  statuses: readonly string[] = DEFAULT_LIFECYCLE_STATUSES,
+): ApplicationScript {
   return {
     initialStatus: statuses[0],
     steps: statuses.slice(1).map((status) => ({ status, afterMs: stepMs })),

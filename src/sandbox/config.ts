@@ -28,8 +28,17 @@ const sandboxEnvSchema = z.object({
   SANDBOX_STATUSES: optional(
     z
       .string()
-      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
-      .pipe(z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be status names')).min(1, 'must list at least one status')),
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z
+          .array(z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be status names'))
+          .min(1, 'must list at least one status'),
+      ),
   ),
   SANDBOX_ACTIVATION: optional(z.enum(['next-full-hour', 'immediate'])),
   SANDBOX_LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])).default('info'),

@@ -41,7 +41,9 @@ export function loadSandboxState(file: string): SandboxState | undefined {
   }
   const state = JSON.parse(text) as Partial<SandboxState>;
   if (state.version !== SANDBOX_STATE_VERSION || !Array.isArray(state.applications) || !state.consents)
-    throw new Error(`${file} is not a bank-sandbox state of version ${SANDBOX_STATE_VERSION}; move it away to start afresh`);
+    throw new Error(
+      `${file} is not a bank-sandbox state of version ${SANDBOX_STATE_VERSION}; move it away to start afresh`,
+    );
   return state as SandboxState;
 }
 

@@ -3,10 +3,7 @@
  * into ServiceSettings with the bounds below), then the merchant's per-request overrides (the facade's zod schemas
  * use the same bounds). Plain code, shared by the config, the facade and the tests (test/shared/application-settings.test.ts).
  */
-import {
-  FINANCE_APPLICATION_DEFAULTS,
-  type FinanceApplicationSettings,
-} from './finance-application';
+import { FINANCE_APPLICATION_DEFAULTS, type FinanceApplicationSettings } from './finance-application';
 import { FINANCE_APPLICATION_STATUSES, TERMINAL_FINANCE_APPLICATION_STATUSES } from './bank-wire';
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -88,7 +85,8 @@ export function statusVocabulary(
     if (dup.length > 0) problems.push({ list, message: `lists ${dup.join(', ')} more than once` });
   }
   const missing = terminal.filter((n) => !order.includes(n));
-  if (missing.length > 0) problems.push({ list: 'terminal', message: `${missing.join(', ')} not in BANK_STATUS_ORDER` });
+  if (missing.length > 0)
+    problems.push({ list: 'terminal', message: `${missing.join(', ')} not in BANK_STATUS_ORDER` });
   const firstTerminal = order.findIndex((n) => terminal.includes(n));
   const lateNonTerminal = firstTerminal < 0 ? [] : order.slice(firstTerminal).filter((n) => !terminal.includes(n));
   if (lateNonTerminal.length > 0)
@@ -110,7 +108,12 @@ export type ApplicationDefaults = Required<Omit<FinanceApplicationSettings, 'con
 export type ApplicationOverrides = Partial<
   Pick<
     ApplicationDefaults,
-    'fastPollIntervalMs' | 'responsiveWindowMs' | 'pollBackoffFactor' | 'slowPollIntervalMs' | 'noWebhookPollIntervalMs' | 'deadlineMs'
+    | 'fastPollIntervalMs'
+    | 'responsiveWindowMs'
+    | 'pollBackoffFactor'
+    | 'slowPollIntervalMs'
+    | 'noWebhookPollIntervalMs'
+    | 'deadlineMs'
   >
 >;
 
@@ -136,7 +139,10 @@ export const DEFAULT_SERVICE_SETTINGS: Readonly<ServiceSettings> = {
  * Problems of a combination of poll settings (each naming the field): the slowest intervals are caps of the
  * backoff, so none may be below the fast interval, and the no-webhook cap never above the slow one.
  */
-export function pollSettingsProblems(s: ApplicationOverrides & Required<Pick<ApplicationOverrides, 'fastPollIntervalMs' | 'slowPollIntervalMs' | 'noWebhookPollIntervalMs'>>): {
+export function pollSettingsProblems(
+  s: ApplicationOverrides &
+    Required<Pick<ApplicationOverrides, 'fastPollIntervalMs' | 'slowPollIntervalMs' | 'noWebhookPollIntervalMs'>>,
+): {
   field: 'slowPollIntervalMs' | 'noWebhookPollIntervalMs';
   message: string;
 }[] {

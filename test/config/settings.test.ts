@@ -69,9 +69,17 @@ describe('settings of new workflows from the environment', () => {
 
   it.each([
     [{ BANK_STATUS_ORDER: 'A,B,A', BANK_TERMINAL_STATUSES: 'B' }, 'BANK_STATUS_ORDER', /A more than once/],
-    [{ BANK_STATUS_ORDER: 'A,B,C', BANK_TERMINAL_STATUSES: 'C,D' }, 'BANK_TERMINAL_STATUSES', /D not in BANK_STATUS_ORDER/],
+    [
+      { BANK_STATUS_ORDER: 'A,B,C', BANK_TERMINAL_STATUSES: 'C,D' },
+      'BANK_TERMINAL_STATUSES',
+      /D not in BANK_STATUS_ORDER/,
+    ],
     [{ BANK_STATUS_ORDER: 'A,B,C', BANK_TERMINAL_STATUSES: 'C,C' }, 'BANK_TERMINAL_STATUSES', /C more than once/],
-    [{ BANK_STATUS_ORDER: 'A,DONE,B', BANK_TERMINAL_STATUSES: 'DONE' }, 'BANK_STATUS_ORDER', /B must come before the terminal/],
+    [
+      { BANK_STATUS_ORDER: 'A,DONE,B', BANK_TERMINAL_STATUSES: 'DONE' },
+      'BANK_STATUS_ORDER',
+      /B must come before the terminal/,
+    ],
     [{ BANK_STATUS_ORDER: ' , ', BANK_TERMINAL_STATUSES: 'A' }, 'BANK_STATUS_ORDER', /at least one status/],
     [{ BANK_STATUS_ORDER: 'A,B', BANK_TERMINAL_STATUSES: ',' }, 'BANK_TERMINAL_STATUSES', /at least one status/],
     [{ BANK_STATUS_ORDER: 'A,b c', BANK_TERMINAL_STATUSES: 'A' }, 'BANK_STATUS_ORDER', /"b c": must match/],
@@ -113,7 +121,10 @@ describe('settings of new workflows from the environment', () => {
       ]),
     );
     expect(issuesOf({ POLL_NO_WEBHOOK_INTERVAL: '20m' })).toEqual([
-      { variable: 'POLL_NO_WEBHOOK_INTERVAL', message: expect.stringMatching(/not be above the slow interval \(15m\)/) },
+      {
+        variable: 'POLL_NO_WEBHOOK_INTERVAL',
+        message: expect.stringMatching(/not be above the slow interval \(15m\)/),
+      },
     ]);
   });
 });

@@ -8,11 +8,7 @@ import {
 } from '../../client/finance-applications';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
-import {
-  applicationSettingsFor,
-  DEFAULT_SERVICE_SETTINGS,
-  SettingsError,
-} from '../../shared/application-settings';
+import { applicationSettingsFor, DEFAULT_SERVICE_SETTINGS, SettingsError } from '../../shared/application-settings';
 import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from '../settings-schemas';
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
