@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 
-// Outbound HTTP (undici) response bodies: read within a bound, or discarded, never left half-read. Generic: used by the bank client
-// and the merchant callbacks.
+// Outbound HTTP (undici) response bodies: read within a bound, or discarded, never left half-read.
+// Generic: used by the bank client and the merchant callbacks.
 
 /** Largest response body we read; a bigger one is cut off (the socket is destroyed, never left half-read). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;

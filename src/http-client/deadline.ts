@@ -1,7 +1,6 @@
-// Deadlines and cancellation for one outbound call. Generic: used by the bank client
-// and the merchant callbacks.
+// Deadlines and cancellation for one outbound call. Generic: used by the bank client and the merchant callbacks.
 
-/** The caller's signal (activity cancellation) combined with our own deadline for one bank call. */
+/** The caller's signal (activity cancellation) combined with our own deadline for one call. */
 export function withDeadline(
   signal: AbortSignal | undefined,
   timeoutMs: number,

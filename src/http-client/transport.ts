@@ -1,5 +1,5 @@
-// Outbound HTTP transport errors: which ones mean the peer could not be reached (worth retrying). Generic: used by the bank client
-// and the merchant callbacks.
+// Outbound HTTP transport errors: which ones mean the peer could not be reached (worth retrying).
+// Generic: used by the bank client and the merchant callbacks.
 
 /** Node and undici error codes that mean "the peer could not be reached or stopped answering". */
 export const TRANSIENT_CODES = new Set([
