@@ -15,7 +15,7 @@ import type {
 } from './types';
 
 /** Banks other than the operating bank that a derived consent may link. */
-const BANK_POOL: readonly { bankCode: string; bankName: string }[] = [
+export const BANK_POOL: readonly { bankCode: string; bankName: string }[] = [
   { bankCode: 'KSTR', bankName: 'Kestrel Savings Bank' },
   { bankCode: 'ALDR', bankName: 'Alder Cooperative Bank' },
   { bankCode: 'BRCH', bankName: 'Birchwood Bank' },

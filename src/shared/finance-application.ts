@@ -11,6 +11,9 @@ import {
   type CreateApplicationResponse,
 } from './bank-wire';
 
+/** The workflow type name: the merchant client starts it by this name (the workflow's function name). */
+export const financeApplicationWorkflowType = 'financeApplicationWorkflow';
+
 /** How the workflow learned a status: the create response, a read after a webhook, or a fallback poll. */
 export type StatusSource = 'create' | 'webhook' | 'poll';
 

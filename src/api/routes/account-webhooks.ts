@@ -8,6 +8,7 @@ import {
   lateAccountEventSignal,
   lateAccountEventsWorkflowType,
   transactionEventSignal,
+  transactionEventsWorkflowType,
   type LateAccountEventSignalInput,
   type LateReportReason,
   type TransactionEventSignalInput,
@@ -158,7 +159,7 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
         const event = webhook.event;
         const workflowId = transactionEventsWorkflowId(event.consentId);
         await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
-          'transactionEventsWorkflow',
+          transactionEventsWorkflowType,
           {
             workflowId,
             taskQueue: deps.taskQueue,
