@@ -47,7 +47,7 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const defaults = (deps.settings ?? DEFAULT_SERVICE_SETTINGS).refresh;
     const timeout = body.timeout ?? defaults.timeoutMs;
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
-    const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes ? undefined : defaults.quietPeriodMs);
+    const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(
