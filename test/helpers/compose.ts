@@ -55,13 +55,14 @@ export function interpolate(
       if (dollar) return '$';
       const variable = (bare ?? name)!;
       seen.variables.add(variable);
-      const raw = env[variable];
-      const set = raw !== undefined;
-      const nonEmpty = set && raw !== '';
+      const found = env[variable];
+      const set = found !== undefined;
+      const raw = found ?? '';
+      const nonEmpty = raw !== '';
       const nested = (text: string | undefined) => interpolate(text ?? '', env, seen);
       switch (op) {
         case undefined:
-          return raw ?? '';
+          return raw;
         case ':-':
           return nonEmpty ? raw : nested(arg);
         case '-':
