@@ -62,7 +62,8 @@ export function runEntry(
         addressFrom: config.temporal.connection.addressFrom,
         namespace: config.temporal.namespace,
         tls: config.temporal.connection.tls,
-        apiKey: config.temporal.connection.apiKey,
+        // Whether an API key is configured, never the key (a field named apiKey would be redacted anyway).
+        auth: config.temporal.connection.apiKey ? 'api-key' : 'none',
       },
     },
     'Temporal connection settings',
