@@ -25,6 +25,7 @@ import {
   type Bounds,
   type ServiceSettings,
 } from './shared/application-settings';
+import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -283,16 +284,16 @@ const envSchema = (role: ConfigRole) =>
       /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
       MERCHANT_API_KEYS: optionalString,
 
-      // Temporal: unset address → the embedded dev server. The connection itself (API key, TLS) is read by
-      // @temporalio/envconfig from the same environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*).
+      // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
+      // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
+      // the embedded dev server; no namespace from either → "default".
       TEMPORAL_ADDRESS: z.preprocess(
         emptyToUndefined,
-        z
-          .string()
-          .regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
-          .optional(),
+        z.string().regex(TEMPORAL_ADDRESS_PATTERN, 'must be host:port, for example localhost:7233').optional(),
       ),
-      TEMPORAL_NAMESPACE: z.preprocess(emptyToUndefined, z.string().min(1).default('default')),
+      TEMPORAL_NAMESPACE: optionalString,
+      TEMPORAL_PROFILE: optionalString,
+      TEMPORAL_CONFIG_FILE: optionalString,
       TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
       TEMPORAL_UI_PORT: port(8233),
       TEMPORAL_DEV_SERVER_PORT: port(7233),
@@ -613,9 +614,12 @@ export interface Config {
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   temporal: {
-    /** Undefined: start the embedded dev server. */
+    /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
     address?: string;
+    /** From TEMPORAL_NAMESPACE or the profile; "default" when neither sets it. */
     namespace: string;
+    /** What the address came from, whether an API key and TLS are on (for the start-up log; no secret). */
+    connection: Pick<TemporalProfile, 'addressFrom' | 'apiKey' | 'tls'>;
     taskQueue: string;
     devServer: { port: number; uiPort: number; dataDir: string };
   };
@@ -659,7 +663,7 @@ export interface Config {
     /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
     developmentSecret: boolean;
   };
-  /** The raw environment, for @temporalio/envconfig (TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
+  /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
 
@@ -701,6 +705,8 @@ export function loadConfig(
     );
   }
   const e = parsed.data;
+  const temporal = resolveTemporalProfile(env);
+  if (!temporal.profile) throw new ConfigError(temporal.issues);
   const embeddedBank = !e.BANK_BASE_URL;
   // Unset keys only on the embedded stack (the schema requires them with a real bank): one made for this run.
   const merchantApiKeys =
@@ -717,8 +723,13 @@ export function loadConfig(
     workerMetricsPort: e.WORKER_METRICS_PORT,
     merchantApiKeys,
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
+      address: temporal.profile.address,
+      namespace: temporal.profile.namespace,
+      connection: {
+        addressFrom: temporal.profile.addressFrom,
+        apiKey: temporal.profile.apiKey,
+        tls: temporal.profile.tls,
+      },
       taskQueue: e.TASK_QUEUE,
       devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
     },

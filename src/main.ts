@@ -1,4 +1,6 @@
-// First: tracing's instrumentations must be registered before http and express are loaded.
+// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// are loaded.
+import './load-env-file';
 import { processTracing } from './telemetry/preload';
 import { runEntry, StartupError } from './bootstrap';
 import { generatedKeyNotice, startListeners } from './api/server';
