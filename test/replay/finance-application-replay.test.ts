@@ -29,6 +29,9 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-callback-refused.json',
         // Recorded with duplicate applications reported (DUPLICATES_PATCH).
         'finance-application-v3-duplicate-application.json',
+        // Recorded with tracing on: its signals carry trace headers, and the webhook reads were scheduled in their
+        // traces (src/workflows/interceptors.ts), which changes no command (test/telemetry/tracing.test.ts).
+        'finance-application-v3-traced-webhooks.json',
       ]),
     );
   });

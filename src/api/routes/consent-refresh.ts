@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { type Router } from 'express';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -8,6 +8,7 @@ import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
@@ -49,7 +50,7 @@ const consentIdOf = (raw: string | string[] | undefined): string => {
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
  */
 export function consentRefreshRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
   const json = express.json({ limit: '16kb' });
 
   router.post('/consents/:consentId/refresh', json, async (req, res) => {
