@@ -3,7 +3,7 @@
  * tracing.test.ts): the read a status-changed signal causes is scheduled in that signal's trace context; nothing else.
  */
 import { ROOT_CONTEXT, createContextKey, type Context } from '@opentelemetry/api';
-import type { ActivityInput, SignalInput } from '@temporalio/workflow';
+import type { ActivityInput } from '@temporalio/workflow';
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { isWebhookRead, WebhookReadTraceInterceptor } from '../../src/workflows/interceptors';
 

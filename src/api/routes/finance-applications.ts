@@ -57,6 +57,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         merchant: merchantOf(res),
         merchantReference,
         financeApplicationId: started.financeApplicationId,
+        workflowId: started.workflowId,
         created: started.created,
       },
       started.created ? 'finance application started' : 'finance application already existed',
