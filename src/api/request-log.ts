@@ -27,7 +27,8 @@ const pathOf = (url: string | undefined): string => loggablePath((url ?? '/').sp
  */
 export function requestLog(logger: Logger, listener: 'public' | 'internal'): RequestHandler {
   const log = requestLine(logger, listener);
-  return (req, res, next) => log(req, res, () => withRequestId(String(req.id), next));
+  // genReqId below always answers a string.
+  return (req, res, next) => log(req, res, () => withRequestId(req.id as string, next));
 }
 
 function requestLine(logger: Logger, listener: 'public' | 'internal'): RequestHandler {
