@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { type Router } from 'express';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
 import {
@@ -13,6 +13,7 @@ import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from 
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
 
@@ -34,7 +35,7 @@ export const StartApplicationSchema = z.looseObject({
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
@@ -61,6 +62,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         merchant: merchantOf(res),
         merchantReference,
         financeApplicationId: started.financeApplicationId,
+        workflowId: started.workflowId,
         created: started.created,
       },
       started.created ? 'finance application started' : 'finance application already existed',
