@@ -21,7 +21,7 @@ import {
   type TransactionEventsInput,
   type TransactionEventsState,
   type TransactionsChangedEvent,
-} from '../shared/consent-refresh';
+} from '../shared/transaction-events';
 import { ConsentId } from '../shared/search-attributes';
 import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
 

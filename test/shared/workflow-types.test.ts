@@ -1,8 +1,5 @@
-import {
-  consentRefreshWorkflowType,
-  lateAccountEventsWorkflowType,
-  transactionEventsWorkflowType,
-} from '../../src/shared/consent-refresh';
+import { consentRefreshWorkflowType, lateAccountEventsWorkflowType } from '../../src/shared/consent-refresh';
+import { transactionEventsWorkflowType } from '../../src/shared/transaction-events';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
 import * as workflows from '../../src/workflows';
 

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { transactionEventsStateQuery, type TransactionsChangedEvent } from '../../src/shared/consent-refresh';
+import { transactionEventsStateQuery, type TransactionsChangedEvent } from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';

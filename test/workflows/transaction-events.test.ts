@@ -7,7 +7,7 @@ import {
   type TransactionEventsInput,
   type TransactionEventSignalInput,
   type TransactionsChangedEvent,
-} from '../../src/shared/consent-refresh';
+} from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
 import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events';
 import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';

@@ -7,12 +7,14 @@ import {
   accountEventSignal,
   lateAccountEventSignal,
   lateAccountEventsWorkflowType,
-  transactionEventSignal,
-  transactionEventsWorkflowType,
   type LateAccountEventSignalInput,
   type LateReportReason,
-  type TransactionEventSignalInput,
 } from '../../shared/consent-refresh';
+import {
+  transactionEventSignal,
+  transactionEventsWorkflowType,
+  type TransactionEventSignalInput,
+} from '../../shared/transaction-events';
 import { DEFAULT_SERVICE_SETTINGS } from '../../shared/application-settings';
 import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
 import { ConsentId, RefreshTaskId } from '../../shared/search-attributes';
