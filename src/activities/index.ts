@@ -6,14 +6,20 @@ import { financeApplicationWebhookUrl } from '../security/webhook-hash';
 import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
 import { pollDelayMs } from '../shared/poll-policy';
-import { BankFailureType, POLL_STATUS_UNCHANGED } from '../shared/failure-types';
-import { CALLBACK_UNAVAILABLE, postMerchantCallback } from './merchant-callback';
+import {
+  BANK_READ_FAILED,
+  BankFailureType,
+  CALLBACK_NOT_ALLOWED,
+  CALLBACK_REJECTED,
+  CALLBACK_UNAVAILABLE,
+  POLL_STATUS_UNCHANGED,
+} from '../shared/failure-types';
+import { postMerchantCallback } from './merchant-callback';
 import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
 import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
-import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../shared/failure-types';
 import type { WorkerMetrics } from '../worker-metrics';
 
 export type { Activities } from './types';
@@ -151,7 +157,7 @@ export function createActivities(deps: ActivityDeps): Activities {
         // Retry-After when that is longer); a webhook or the deadline ends the wait sooner.
         const retryAfterMs = failure instanceof ApplicationFailure ? Number(failure.nextRetryDelay ?? 0) : 0;
         throw ApplicationFailure.create({
-          type: (failure instanceof ApplicationFailure ? failure.type : undefined) ?? 'BankReadFailed',
+          type: (failure instanceof ApplicationFailure ? failure.type : undefined) ?? BANK_READ_FAILED,
           message: failure instanceof Error ? failure.message : String(failure),
           nextRetryDelay: Math.max(delayMs, Number.isFinite(retryAfterMs) ? retryAfterMs : 0),
           details: (failure instanceof ApplicationFailure ? failure.details : undefined) ?? undefined,

@@ -9,14 +9,13 @@ import {
   type CallbackAllowList,
 } from '../security/callback-url';
 import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
-import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../shared/failure-types';
+import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED, CALLBACK_UNAVAILABLE } from '../shared/failure-types';
+
+export { CALLBACK_UNAVAILABLE } from '../shared/failure-types';
 import { readBodyText } from '../http-client/body';
 import { withDeadline } from '../http-client/deadline';
 import { parseRetryAfter } from '../http-client/retry-after';
 import { MAX_RATE_LIMIT_DELAY_MS } from './failures';
-
-/** A merchant callback that may work later (5xx, 408, 429, network, timeout); retried by the retry policy. */
-export const CALLBACK_UNAVAILABLE = 'MerchantCallbackUnavailable';
 
 /** Below MERCHANT_CALLBACK_ACTIVITY_OPTIONS.startToCloseTimeout (15 s) so the activity reports the real cause. */
 export const DEFAULT_CALLBACK_TIMEOUT_MS = 10_000;

@@ -124,7 +124,7 @@ export interface AttachRefreshUpdateResult {
 export const attachRefreshUpdate = defineUpdate<AttachRefreshUpdateResult, [Record<string, never>]>('attachRefresh');
 
 /** Failure type of a consent refresh whose PUT /refresh failed for good (no task was started). */
-export const REFRESH_NOT_STARTED = 'RefreshNotStarted';
+export { REFRESH_NOT_STARTED } from './failure-types';
 
 // ---------------------------------------------------------------------------------------------------------------
 // lateAccountEventsWorkflow: accountEvents that came when their refresh could no longer take them

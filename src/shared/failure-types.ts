@@ -32,8 +32,31 @@ export const NON_RETRYABLE_BANK_FAILURES: string[] = [
 /** A merchant callback URL answered 4xx: not retried. */
 export const CALLBACK_REJECTED = 'MerchantCallbackRejected';
 
+/** A merchant callback that may work later (5xx, 408, 429, network, timeout); retried by the retry policy. */
+export const CALLBACK_UNAVAILABLE = 'MerchantCallbackUnavailable';
+
 /** A merchant callback URL outside CALLBACK_ALLOWED_ORIGINS (or resolving to a non-public address): never sent. */
 export const CALLBACK_NOT_ALLOWED = 'MerchantCallbackNotAllowed';
+
+/** `ApplicationFailure.type` values the finance-application workflow and its update throw. */
+export const FinanceApplicationFailureType = {
+  /** The bank refused to create the application (its request was invalid or rejected). */
+  CreateRejected: 'FinanceApplicationCreateRejected',
+  /** The bank could not be reached to create the application within the activity's retries. */
+  CreateFailed: 'FinanceApplicationCreateFailed',
+  /** The callbackUrl is outside the worker's CALLBACK_ALLOWED_ORIGINS: the bank was never called. */
+  CallbackUrlNotAllowed: 'FinanceApplicationCallbackUrlNotAllowed',
+  /** The workflow's input settings break their bounds (a caller's bug: the same input fails again). */
+  InvalidInput: 'InvalidFinanceApplicationInput',
+  /** The start update's argument is malformed (rejected by its validator). */
+  InvalidUpdate: 'InvalidUpdate',
+} as const;
+
+/** The consent refresh could not be started at the bank (the refresh workflow and the attachRefresh update fail with it). */
+export const REFRESH_NOT_STARTED = 'RefreshNotStarted';
+
+/** A status read failed with something that is not a typed bank failure (the polling activity retries it). */
+export const BANK_READ_FAILED = 'BankReadFailed';
 
 /** The polling activity's benign "no new status yet": Temporal retries it after the poll policy's delay. */
 export const POLL_STATUS_UNCHANGED = 'StatusUnchanged';

@@ -186,12 +186,5 @@ export const UNKNOWN_AT_BANK_STATUS = 'UNKNOWN_AT_BANK';
 export const UNKNOWN_AT_BANK_GIVE_UP_MS = 24 * 60 * 60_000;
 export const UNKNOWN_AT_BANK_MIN_READS = 3;
 
-/** `ApplicationFailure.type` values the workflow and its update throw. */
-export const FinanceApplicationFailureType = {
-  /** The bank refused to create the application (its request was invalid or rejected). */
-  CreateRejected: 'FinanceApplicationCreateRejected',
-  /** The bank could not be reached to create the application within the activity's retries. */
-  CreateFailed: 'FinanceApplicationCreateFailed',
-  /** The callbackUrl is outside the worker's CALLBACK_ALLOWED_ORIGINS: the bank was never called. */
-  CallbackUrlNotAllowed: 'FinanceApplicationCallbackUrlNotAllowed',
-} as const;
+/** `ApplicationFailure.type` values the workflow and its update throw (defined with every other in failure-types.ts). */
+export { FinanceApplicationFailureType } from './failure-types';

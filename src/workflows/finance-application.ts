@@ -114,7 +114,7 @@ const poller = () =>
 export async function financeApplicationWorkflow(input: FinanceApplicationInput): Promise<FinanceApplicationState> {
   const { settings, problems } = resolveSettings(input.settings);
   if (problems.length > 0) {
-    throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidFinanceApplicationInput');
+    throw ApplicationFailure.nonRetryable(problems.join('; '), FinanceApplicationFailureType.InvalidInput);
   }
   const { merchantReference } = input;
   const app = new FinanceApplication(merchantReference, settings, {
@@ -151,7 +151,10 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     {
       validator: (arg: { requestId?: unknown } | undefined) => {
         if (typeof arg?.requestId !== 'string') {
-          throw ApplicationFailure.nonRetryable('requestId must be a string', 'InvalidUpdate');
+          throw ApplicationFailure.nonRetryable(
+            'requestId must be a string',
+            FinanceApplicationFailureType.InvalidUpdate,
+          );
         }
       },
     },
