@@ -3,6 +3,7 @@
  * listeners (every route described, every operation routed, on the listener it names). Real answers are checked
  * against it in the stack tests (test/helpers/openapi.ts); here, the probes and the reference page on a real app.
  */
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Client } from '@temporalio/client';
@@ -41,7 +42,7 @@ function validateOpenApi(document: unknown): Promise<{ valid: boolean; errors?: 
 }
 
 /** Apps built for their routers only (no route runs in the walk): the client is never called. */
-function deps(checkTemporal: () => Promise<void> = async () => undefined): AppDeps {
+function deps(checkTemporal: () => Promise<void> = () => Promise.resolve()): AppDeps {
   return {
     client: {} as Client,
     taskQueue: 'openapi-test',
@@ -204,6 +205,28 @@ describe('OpenAPI document', () => {
   });
 });
 
+it('the answer recorder catches an undocumented answer a server sends', async () => {
+  const server = createServer((req, res) => {
+    res.statusCode = req.url === '/healthz' ? 418 : 200;
+    res.setHeader('content-type', 'application/json');
+    res.end(req.url === '/readyz' ? '{"status":"maybe"}' : '{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const recorder = recordOpenApiAnswers(server);
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await (await fetch(`${base}/healthz`)).text();
+  await (await fetch(`${base}/readyz`)).text();
+  await (await fetch(`${base}/not-a-route`)).text();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  expect(recorder.checked).toBe(2);
+  expect(recorder.problems).toEqual([
+    expect.stringMatching(/^GET \/healthz → 418: status not documented/),
+    'GET /readyz → 200: body must have required property \'temporal\' {"missingProperty":"temporal"}',
+    'GET /readyz → 200: body/status must be equal to constant {"allowedValue":"ready"}',
+    expect.stringMatching(/^GET \/not-a-route → 200: answered, but no operation/),
+  ]);
+});
+
 describe('API description on the internal listener (real app over HTTP)', () => {
   let url: string;
   let close: () => Promise<void>;
@@ -211,11 +234,7 @@ describe('API description on the internal listener (real app over HTTP)', () => 
   let recorder: ReturnType<typeof recordOpenApiAnswers>;
   beforeAll(async () => {
     const server = await listen(
-      internalApp(
-        deps(async () => {
-          if (!ready) throw new Error('Temporal is down (test)');
-        }),
-      ),
+      internalApp(deps(() => (ready ? Promise.resolve() : Promise.reject(new Error('Temporal is down (test)'))))),
       0,
       '127.0.0.1',
     );
