@@ -13,6 +13,18 @@ import {
   type CallbackAllowList,
 } from './security/callback-url';
 import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/callback-signature';
+import {
+  DEFAULT_SERVICE_SETTINGS,
+  DEFAULT_STATUS_ORDER,
+  DEFAULT_TERMINAL_STATUSES,
+  formatDuration,
+  parseDurationMs,
+  pollSettingsProblems,
+  SETTING_BOUNDS,
+  statusVocabulary,
+  type Bounds,
+  type ServiceSettings,
+} from './shared/application-settings';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -87,6 +99,32 @@ const wholeNumber = (min: number) =>
     .max(1_000_000, 'must be at most 1000000');
 const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** A duration (`30s`, `5m`, `1h`, `30d`, or whole milliseconds) within `bounds`; undefined when unset. */
+const duration = (bounds: Bounds) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .optional()
+      .transform((value, ctx): number | undefined => {
+        if (value === undefined) return undefined;
+        const ms = parseDurationMs(value);
+        if (ms === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'must be a duration such as 500ms, 30s, 5m, 1h or 30d' });
+          return z.NEVER;
+        }
+        if (ms < bounds.min || ms > bounds.max) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+          });
+          return z.NEVER;
+        }
+        return ms;
+      }),
+  );
+/** A comma-separated list of status names (checked together in the schema's refinement). */
+const statusList = optionalList;
 /** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
 const payloadKeys = z.preprocess(
   emptyToUndefined,
@@ -276,6 +314,27 @@ const envSchema = (role: ConfigRole) =>
           .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
       ),
 
+      // The bank's vocabulary and the lifecycle of new applications (src/shared/application-settings.ts).
+      BANK_STATUS_ORDER: statusList,
+      BANK_TERMINAL_STATUSES: statusList,
+      POLL_FAST_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+      POLL_RESPONSIVE_WINDOW: duration(SETTING_BOUNDS.responsiveWindowMs),
+      POLL_BACKOFF_FACTOR: z.preprocess(
+        emptyToUndefined,
+        z.coerce
+          .number({ error: 'must be a number' })
+          .min(SETTING_BOUNDS.pollBackoffFactor.min, `must be at least ${SETTING_BOUNDS.pollBackoffFactor.min}`)
+          .max(SETTING_BOUNDS.pollBackoffFactor.max, `must be at most ${SETTING_BOUNDS.pollBackoffFactor.max}`)
+          .optional(),
+      ),
+      POLL_SLOW_INTERVAL: duration(SETTING_BOUNDS.slowPollIntervalMs),
+      POLL_NO_WEBHOOK_INTERVAL: duration(SETTING_BOUNDS.noWebhookPollIntervalMs),
+      APPLICATION_DEADLINE: duration(SETTING_BOUNDS.deadlineMs),
+      // Consent refreshes and transactionEvents.
+      REFRESH_TIMEOUT: duration(SETTING_BOUNDS.refreshTimeoutMs),
+      REFRESH_QUIET_PERIOD: duration(SETTING_BOUNDS.refreshQuietPeriodMs),
+      TRANSACTION_EVENTS_WINDOW: duration(SETTING_BOUNDS.transactionEventsWindowMs),
+
       // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
       // (every workflow task replays its history): for debugging only.
       WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
@@ -323,6 +382,7 @@ const envSchema = (role: ConfigRole) =>
     })
     .superRefine((env, ctx) => {
       callbackIssues(env, ctx);
+      settingsIssues(env, ctx);
       // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
       if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
         ctx.addIssue({
@@ -424,6 +484,69 @@ const envSchema = (role: ConfigRole) =>
 
 export type Env = z.infer<ReturnType<typeof envSchema>>;
 
+/** The environment's settings of new workflows: the defaults overridden by whatever is set. */
+function serviceSettings(env: Env): ServiceSettings {
+  const d = DEFAULT_SERVICE_SETTINGS;
+  const { vocabulary } = statusVocabulary(
+    env.BANK_STATUS_ORDER ?? DEFAULT_STATUS_ORDER,
+    env.BANK_TERMINAL_STATUSES ?? DEFAULT_TERMINAL_STATUSES,
+  );
+  return {
+    applications: {
+      fastPollIntervalMs: env.POLL_FAST_INTERVAL ?? d.applications.fastPollIntervalMs,
+      responsiveWindowMs: env.POLL_RESPONSIVE_WINDOW ?? d.applications.responsiveWindowMs,
+      pollBackoffFactor: env.POLL_BACKOFF_FACTOR ?? d.applications.pollBackoffFactor,
+      slowPollIntervalMs: env.POLL_SLOW_INTERVAL ?? d.applications.slowPollIntervalMs,
+      noWebhookPollIntervalMs: env.POLL_NO_WEBHOOK_INTERVAL ?? d.applications.noWebhookPollIntervalMs,
+      deadlineMs: env.APPLICATION_DEADLINE ?? d.applications.deadlineMs,
+      ...vocabulary,
+    },
+    refresh: {
+      timeoutMs: env.REFRESH_TIMEOUT ?? d.refresh.timeoutMs,
+      quietPeriodMs: env.REFRESH_QUIET_PERIOD ?? d.refresh.quietPeriodMs,
+    },
+    transactionEvents: { coalesceWindowMs: env.TRANSACTION_EVENTS_WINDOW ?? d.transactionEvents.coalesceWindowMs },
+  };
+}
+
+/** The vocabulary's consistency and the poll intervals' order, each problem naming its variable. */
+function settingsIssues(
+  env: {
+    BANK_STATUS_ORDER?: string[];
+    BANK_TERMINAL_STATUSES?: string[];
+    POLL_FAST_INTERVAL?: number;
+    POLL_SLOW_INTERVAL?: number;
+    POLL_NO_WEBHOOK_INTERVAL?: number;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const { problems } = statusVocabulary(
+    env.BANK_STATUS_ORDER ?? DEFAULT_STATUS_ORDER,
+    env.BANK_TERMINAL_STATUSES ?? DEFAULT_TERMINAL_STATUSES,
+  );
+  for (const p of problems) {
+    const variable = p.list === 'order' ? 'BANK_STATUS_ORDER' : 'BANK_TERMINAL_STATUSES';
+    // A default list is never the culprit: name the one that was set.
+    const setOne =
+      env.BANK_STATUS_ORDER === undefined
+        ? 'BANK_TERMINAL_STATUSES'
+        : env.BANK_TERMINAL_STATUSES === undefined
+          ? 'BANK_STATUS_ORDER'
+          : variable;
+    ctx.addIssue({ code: 'custom', path: [setOne], message: p.message });
+  }
+  const d = DEFAULT_SERVICE_SETTINGS.applications;
+  const intervals = {
+    fastPollIntervalMs: env.POLL_FAST_INTERVAL ?? d.fastPollIntervalMs,
+    slowPollIntervalMs: env.POLL_SLOW_INTERVAL ?? d.slowPollIntervalMs,
+    noWebhookPollIntervalMs: env.POLL_NO_WEBHOOK_INTERVAL ?? d.noWebhookPollIntervalMs,
+  };
+  for (const p of pollSettingsProblems(intervals)) {
+    const variable = p.field === 'slowPollIntervalMs' ? 'POLL_SLOW_INTERVAL' : 'POLL_NO_WEBHOOK_INTERVAL';
+    ctx.addIssue({ code: 'custom', path: [variable], message: `${p.message}: see POLL_FAST_INTERVAL` });
+  }
+}
+
 /** The allow-list in force: the configured origins; unset, loopback on the embedded stack and nothing otherwise. */
 function callbackAllowList(origins: string[] | undefined, embedded: boolean): CallbackAllowList {
   return { origins: origins ?? [], loopback: origins === undefined && embedded };
@@ -508,6 +631,11 @@ export interface Config {
     maxReadsPerSecond: number;
   };
   worker: WorkerTuning;
+  /**
+   * Settings of the workflows this process starts (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES, POLL_*,
+   * APPLICATION_DEADLINE, REFRESH_*, TRANSACTION_EVENTS_WINDOW); merchants override some per request.
+   */
+  settings: ServiceSettings;
   webhooks: WebhookSettings;
   transactionsCallbackUrl?: string;
   /** Payload encryption (src/security/payload-codec.ts, src/temporal/data-converter.ts). */
@@ -612,6 +740,7 @@ export function loadConfig(
       maxActivityTaskPollers:
         e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
     },
+    settings: serviceSettings(e),
     webhooks: {
       publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,
       hashSecret: e.WEBHOOK_HASH_SECRET ?? DEV_DEFAULTS.WEBHOOK_HASH_SECRET,

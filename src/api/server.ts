@@ -23,6 +23,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     taskQueue: config.temporal.taskQueue,
     webhooks: config.webhooks,
     merchantApiKeys: config.merchantApiKeys.keys,
+    settings: config.settings,
     transactionsCallbackUrl: config.transactionsCallbackUrl,
     callbackAllowList: config.callbacks.allowList,
     logger: deps.logger,
