@@ -122,7 +122,7 @@ describe('the typed client package (npm pack, installed in a scratch project)', 
   const typeErrors = async (args: string[]): Promise<string[]> => {
     const output = await run(join(scratch, 'node_modules/.bin/tsc'), args, { cwd: scratch }).then(
       (r) => r.stdout,
-      (err: { stdout?: string }) => err.stdout ?? String(err),
+      (err: Error & { stdout?: string }) => err.stdout ?? err.message,
     );
     return output
       .split('\n')

@@ -14,13 +14,9 @@ import { durationField } from '../settings-schemas';
 
 export const StartRefreshBody = z
   .object({
-    expectedBankCodes: z
-      .array(z.string().trim().min(1).max(64))
-      .max(100)
-      .optional()
-      .meta({
-        description: 'Banks expected to report: the refresh ends once all did (an empty list: the quiet period)',
-      }),
+    expectedBankCodes: z.array(z.string().trim().min(1).max(64)).max(100).optional().meta({
+      description: 'Banks expected to report: the refresh ends once all did (an empty list: the quiet period)',
+    }),
     timeout: durationField(SETTING_BOUNDS.refreshTimeoutMs)
       .optional()
       .meta({ description: 'Upper bound of the whole refresh (default REFRESH_TIMEOUT)' }),
