@@ -9,8 +9,11 @@ import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
-import { DEFAULT_SERVICE_SETTINGS, SETTING_BOUNDS } from '../../shared/application-settings';
+import { DEFAULT_SERVICE_SETTINGS, formatDuration, SETTING_BOUNDS } from '../../shared/application-settings';
 import { durationField } from '../settings-schemas';
+
+const bounded = (name: 'refreshTimeoutMs' | 'refreshQuietPeriodMs'): string =>
+  `milliseconds or "30s", "5m", "1h"; between ${formatDuration(SETTING_BOUNDS[name].min)} and ${formatDuration(SETTING_BOUNDS[name].max)}`;
 
 export const StartRefreshBody = z
   .object({
@@ -19,10 +22,14 @@ export const StartRefreshBody = z
     }),
     timeout: durationField(SETTING_BOUNDS.refreshTimeoutMs)
       .optional()
-      .meta({ description: 'Upper bound of the whole refresh (default REFRESH_TIMEOUT)' }),
-    quietPeriod: durationField(SETTING_BOUNDS.refreshQuietPeriodMs).optional().meta({
-      description: 'Ends the refresh this long after the last bank reported (default REFRESH_QUIET_PERIOD)',
-    }),
+      .meta({
+        description: `Upper bound of the whole refresh (default REFRESH_TIMEOUT); ${bounded('refreshTimeoutMs')}`,
+      }),
+    quietPeriod: durationField(SETTING_BOUNDS.refreshQuietPeriodMs)
+      .optional()
+      .meta({
+        description: `Ends the refresh this long after the last bank reported (default REFRESH_QUIET_PERIOD); ${bounded('refreshQuietPeriodMs')}`,
+      }),
   })
   .strict()
   .meta({ id: 'StartRefreshRequest' });
