@@ -8,6 +8,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'packages/*/dist/**',
       'dist-bench/**',
       'dist-chaos/**',
       'node_modules/**',

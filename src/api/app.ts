@@ -15,6 +15,8 @@ import { financeApplicationWebhookRoutes } from './routes/finance-application-we
 import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
+import { apiDocsRoutes } from './routes/api-docs';
+import { openApiJson } from './openapi/document';
 
 export { authenticate } from './authenticate';
 
@@ -100,12 +102,14 @@ export function createPublicApp(deps: AppDeps): Express {
 /**
  * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
  * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`), and, open, `/readyz`
- * and `/metrics` (probes and scrapers cannot send a key; the listener itself is the boundary) and `/healthz`.
+ * and `/metrics` (probes and scrapers cannot send a key; the listener itself is the boundary), `/healthz`, and the
+ * API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
   const app = baseApp(deps, 'internal');
   app.use(livenessRoutes());
   app.use(operatorRoutes(deps));
+  app.use(apiDocsRoutes({ document: openApiJson }));
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
   for (const router of extra ?? []) app.use(router);
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.

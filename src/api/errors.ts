@@ -6,12 +6,28 @@ import { loggablePath } from '../security/redaction';
 
 export { loggablePath };
 
+/** One field's problem in a 400's `details` (zod issues, mapped). */
+export const FieldIssueSchema = z.object({ path: z.string(), message: z.string() });
+
+/**
+ * Every error answer's body (the error middleware's, and the receivers'): `error` is the status's name, `message`
+ * says what to do; `details` lists the fields of a 400 (or names what was refused).
+ */
+export const ErrorBodySchema = z
+  .object({
+    error: z.string().meta({ example: 'bad_request' }),
+    message: z.string(),
+    details: z.union([z.array(FieldIssueSchema), z.record(z.string(), z.unknown())]).optional(),
+  })
+  .meta({ id: 'Error' });
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
 /** An error with the HTTP status and message the client should see. */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    readonly details?: unknown,
+    readonly details?: ErrorBody['details'],
     /** Seconds for a Retry-After header. */
     readonly retryAfterSeconds?: number,
     /** Other headers of the answer (WWW-Authenticate…). */
@@ -132,7 +148,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     let status = 500;
     let message = 'Internal error';
-    let details: unknown;
+    let details: ErrorBody['details'];
     const libraryError = libraryClientError(err);
     if (err instanceof HttpError) {
       status = err.status;
@@ -163,7 +179,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    res.status(status).json({ error: httpErrorName(status), message, ...(details ? { details } : {}) });
+    const body = {
+      error: httpErrorName(status),
+      message,
+      ...(details ? { details } : {}),
+    } satisfies ErrorBody;
+    res.status(status).json(body);
   };
 }
 

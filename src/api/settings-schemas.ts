@@ -25,7 +25,11 @@ export const durationField = (bounds: Bounds) =>
     .refine(
       (ms) => ms >= bounds.min && ms <= bounds.max,
       `must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
-    );
+    )
+    // The bounds in the OpenAPI document too (a refine is invisible to JSON Schema).
+    .meta({
+      description: `Milliseconds, or a string such as "30s", "5m", "1h", "7d"; between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+    });
 
 /** `settings` of POST /applications: the poll policy and the deadline of this one application. */
 export const ApplicationSettingsSchema = z

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { AppDeps } from './app';
 import { hardBound, HttpError, isTemporalUnavailable } from './errors';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } from './json-body';
@@ -42,6 +42,16 @@ export function withinSignalDeadline<T>(client: Pick<Client, 'withDeadline'>, ca
     'Temporal',
   );
 }
+
+/** 202: Temporal accepted the signal (or the signal-with-start). */
+export const WebhookAcceptedSchema = z
+  .object({ status: z.literal('accepted'), kind: z.string(), workflowId: z.string() })
+  .meta({ id: 'WebhookAccepted' });
+
+/** 200: the target workflow is closed or unknown; acknowledged so the bank does not retry, not delivered. */
+export const WebhookIgnoredSchema = z
+  .object({ status: z.literal('ignored'), kind: z.string(), reason: z.string() })
+  .meta({ id: 'WebhookIgnored' });
 
 /** What a route's body turned out to be, or why not. */
 export type ParsedWebhook<E> =
@@ -110,7 +120,11 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
           { kind, ...spec.logIds(event, req) },
           `${kind} webhook for a closed or unknown workflow: acknowledged, not delivered`,
         );
-        sendJson(res, 200, { status: 'ignored', kind, reason: spec.ignoredReason });
+        sendJson(res, 200, {
+          status: 'ignored',
+          kind,
+          reason: spec.ignoredReason,
+        } satisfies z.infer<typeof WebhookIgnoredSchema>);
         return;
       }
       count(kind, isTemporalUnavailable(err) ? 'unavailable' : 'error');
@@ -118,7 +132,7 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
     }
     count(kind, outcome ?? 'accepted');
     deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
-    sendJson(res, 202, { status: 'accepted', kind, workflowId });
+    sendJson(res, 202, { status: 'accepted', kind, workflowId } satisfies z.infer<typeof WebhookAcceptedSchema>);
   };
 }
 

@@ -32,6 +32,7 @@ export type {
   RefreshedAccount,
   RefreshEndReason,
 } from '../shared/consent-refresh';
+export { REFRESH_NOT_STARTED } from '../shared/consent-refresh';
 
 export interface StartConsentRefreshResult {
   consentId: string;

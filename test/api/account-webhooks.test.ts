@@ -37,7 +37,10 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect(res.status).toBe(202);
     taskId = ((await res.json()) as { taskId: string }).taskId;
   });
+  // Every answer of both listeners in this file (2xx and 4xx alike) must match the OpenAPI document.
+  afterEach(() => stack?.openApi.expectAllMatched());
   afterAll(async () => {
+    if (stack) expect(stack.openApi.checked).toBeGreaterThan(0);
     await consentRefreshHandle(stack.t.client, consentId)
       .terminate('test done')
       .catch(() => undefined);

@@ -25,7 +25,12 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
   beforeAll(async () => {
     stack = await startTestStack();
   });
-  afterAll(async () => stack?.close());
+  // Every answer of both listeners in this file (2xx and 4xx alike) must match the OpenAPI document.
+  afterEach(() => stack?.openApi.expectAllMatched());
+  afterAll(async () => {
+    if (stack) expect(stack.openApi.checked).toBeGreaterThan(0);
+    await stack?.close();
+  });
 
   /** The bank's side: the public listener; `/applications…` go to the facade on the internal one, with the key. */
   const post = (

@@ -41,6 +41,8 @@ describe('settings from the environment and per request (whole stack)', () => {
       sandbox: { lifecycle: { stepMs: 400, statuses: happyPath(config.settings.applications) } },
     });
   });
+  // Every answer of both listeners (the 400s for settings out of bounds included) must match the OpenAPI document.
+  afterEach(() => stack?.openApi.expectAllMatched());
   afterAll(async () => stack?.close());
 
   const start = (body: Record<string, unknown>) =>

@@ -29,6 +29,7 @@ import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import type { Tracing } from '../../src/telemetry/tracing';
 import type { ServiceSettings } from '../../src/shared/application-settings';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
+import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
 export interface TestStackOptions {
@@ -91,6 +92,11 @@ export interface TestStack {
   setWebhooks(changes: Partial<Omit<WebhookSettings, 'publicBaseUrl'>>): void;
   /** Replaces the facade's keys, as a restart with another MERCHANT_API_KEYS would (revocation). */
   setMerchantApiKeys(keys: MerchantApiKey[]): void;
+  /**
+   * Every answer of both listeners checked against the OpenAPI document as it goes out (test/helpers/openapi.ts):
+   * `afterEach(() => stack.openApi.expectAllMatched())` fails a test whose answers disagree with it.
+   */
+  openApi: OpenApiRecorder;
   /** The apps' dependencies, for a test that builds another app on the same Temporal client. */
   appDeps: AppDeps;
   bank: BankClientHandle;
@@ -161,6 +167,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   };
   const publicServer = await listen(createPublicApp(appDeps), 0, '127.0.0.1');
   const internalServer = await listen(createInternalApp(appDeps), 0, '127.0.0.1');
+  const openApi = recordOpenApiAnswers(publicServer, internalServer);
   const publicUrl = `http://127.0.0.1:${boundPort(publicServer)}`;
   const internalUrl = `http://127.0.0.1:${boundPort(internalServer)}`;
   webhooks = { ...webhooks, publicBaseUrl: publicUrl };
@@ -256,6 +263,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     setMerchantApiKeys(keys) {
       merchantApiKeys = keys;
     },
+    openApi,
     appDeps,
     bank,
     activities,

@@ -35,7 +35,10 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     // TRANSACTIONS_CALLBACK_URL: the consent-side merchant endpoint, where late bank reports go too.
     stack = await startTestStack({ transactionsCallbackUrl: merchant.url });
   });
+  // Every answer of both listeners in this file (2xx and 4xx alike) must match the OpenAPI document.
+  afterEach(() => stack?.openApi.expectAllMatched());
   afterAll(async () => {
+    if (stack) expect(stack.openApi.checked).toBeGreaterThan(0);
     await stack?.close();
     await merchant?.close();
   });

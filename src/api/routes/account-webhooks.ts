@@ -21,7 +21,14 @@ import { ConsentId, RefreshTaskId } from '../../shared/search-attributes';
 import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
-import { parsedWith, webhookReceiver, type ParsedWebhook } from '../webhook-receiver';
+import { errors, json, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from '../openapi/describe';
+import {
+  parsedWith,
+  WebhookAcceptedSchema,
+  WebhookIgnoredSchema,
+  webhookReceiver,
+  type ParsedWebhook,
+} from '../webhook-receiver';
 import { tracedRouter } from '../../telemetry/express-routes';
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
@@ -30,24 +37,28 @@ export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
 const id = z.string().trim().min(1).max(256);
 
 /** bank-interface 6.2 accountEvent; unknown fields are dropped, item eventType is any string. */
-export const AccountEventSchema = z.object({
-  consentId: id,
-  taskId: id,
-  taskStatus: z.string().min(1).max(64),
-  bankCode: z.string().min(1).max(64),
-  bankName: z.string().max(256),
-  accounts: z.array(z.object({ accountId: id, eventType: z.string().min(1).max(64) })).max(1000),
-});
+export const AccountEventSchema = z
+  .object({
+    consentId: id,
+    taskId: id,
+    taskStatus: z.string().min(1).max(64),
+    bankCode: z.string().min(1).max(64),
+    bankName: z.string().max(256),
+    accounts: z.array(z.object({ accountId: id, eventType: z.string().min(1).max(64) })).max(1000),
+  })
+  .meta({ id: 'AccountEvent' });
 
 /** bank-interface 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). */
-export const TransactionEventSchema = z.object({
-  consentId: id,
-  eventType: z.string().min(1).max(64).default('NEW'),
-  accounts: z
-    .array(z.object({ accountId: id }))
-    .min(1)
-    .max(1000),
-});
+export const TransactionEventSchema = z
+  .object({
+    consentId: id,
+    eventType: z.string().min(1).max(64).default('NEW'),
+    accounts: z
+      .array(z.object({ accountId: id }))
+      .min(1)
+      .max(1000),
+  })
+  .meta({ id: 'TransactionEvent' });
 
 type AccountWebhook =
   | { kind: 'accountEvent'; event: z.infer<typeof AccountEventSchema> }
@@ -144,6 +155,7 @@ async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalIn
 export function accountWebhookRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
 
+  // Described in accountWebhookPaths below.
   router.post(
     '/webhooks/accounts',
     webhookReceiver<AccountWebhook>(deps, {
@@ -202,3 +214,30 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
 
   return router;
 }
+
+/** OpenAPI description of this module's route (src/api/openapi/document.ts). */
+export const accountWebhookPaths: ApiPaths = {
+  '/webhooks/accounts': {
+    post: {
+      'x-listener': 'public',
+      operationId: 'receiveAccountWebhook',
+      tags: [Tag.Webhooks],
+      summary: "The bank's accountEvent or transactionEvent",
+      description:
+        "A body with `taskId` is an accountEvent: signalled to the consent's running refresh of that task, else " +
+        'handed off as a late bank report (202 either way). Any other body is a transactionEvent: signal-with-start ' +
+        "of the consent's transactionEventsWorkflow. `Authorization` must equal WEBHOOK_SECURITY_HEADER (none is " +
+        'checked when it is empty). Body up to 256 KiB.',
+      security: [{ [WEBHOOK_SECURITY_HEADER]: [] }],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: z.union([AccountEventSchema, TransactionEventSchema]) } },
+      },
+      responses: {
+        '202': json(WebhookAcceptedSchema, 'Signalled (or handed off as a late report)'),
+        '200': json(WebhookIgnoredSchema, 'No workflow could take it: acknowledged, not delivered'),
+        ...errors(400, [401, 'Missing or wrong Authorization header'], 413, 415, 503),
+      },
+    },
+  },
+};

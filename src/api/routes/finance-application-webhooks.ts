@@ -4,7 +4,8 @@ import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
 import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
-import { parsedWith, webhookReceiver } from '../webhook-receiver';
+import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
+import { parsedWith, WebhookAcceptedSchema, WebhookIgnoredSchema, webhookReceiver } from '../webhook-receiver';
 import { tracedRouter } from '../../telemetry/express-routes';
 
 export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
@@ -13,9 +14,11 @@ export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
 export const FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT = 16 * 1024;
 
 /** bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. */
-export const FinanceApplicationWebhookSchema = z.object({
-  financeApplicationId: z.string().trim().min(1).max(256),
-});
+export const FinanceApplicationWebhookSchema = z
+  .object({
+    financeApplicationId: z.string().trim().min(1).max(256),
+  })
+  .meta({ id: 'FinanceApplicationWebhook' });
 
 const KIND = 'financeApplication';
 
@@ -63,7 +66,47 @@ export function financeApplicationWebhookRoutes(deps: AppDeps): Router {
     ignoredReason: 'no running workflow for this reference',
   });
 
+  // Described in financeApplicationWebhookPaths below.
   router.post('/webhooks/finance-applications/:ref/:hash', receive);
   router.post('/webhooks/finance-applications/:ref', receive);
   return router;
 }
+
+const Ref = z.string().meta({ description: 'The merchant reference the webhook URL was issued for' });
+const Hash = z.string().meta({ description: 'base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, ref))' });
+
+const receiveOperation = (summary: string): ApiOperation => ({
+  'x-listener': 'public',
+  tags: [Tag.Webhooks],
+  summary,
+  description:
+    'Called by the bank after each status change of the application. Authentic when the hash matches the ' +
+    'reference (WEBHOOK_HASH_SECRET, or WEBHOOK_HASH_SECRET_PREVIOUS after a rotation); then one signal to the ' +
+    "reference's workflow, which reads the status. Body up to 16 KiB; `application/json` or `application/*+json`, " +
+    'gzip, deflate or br.',
+  security: open,
+  requestBody: { required: true, content: { 'application/json': { schema: FinanceApplicationWebhookSchema } } },
+  responses: {
+    '202': json(WebhookAcceptedSchema, 'Signalled to the workflow'),
+    '200': json(WebhookIgnoredSchema, 'The workflow is closed or unknown: acknowledged, not delivered'),
+    ...errors(400, [401, 'Missing or wrong webhook hash'], 413, 415, 503),
+  },
+});
+
+/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
+export const financeApplicationWebhookPaths: ApiPaths = {
+  '/webhooks/finance-applications/{ref}/{hash}': {
+    post: {
+      ...receiveOperation('Finance-application status changed (hash in the path)'),
+      operationId: 'receiveFinanceApplicationWebhook',
+      requestParams: { path: z.object({ ref: Ref, hash: Hash }) },
+    },
+  },
+  '/webhooks/finance-applications/{ref}': {
+    post: {
+      ...receiveOperation('Finance-application status changed (hash in the query)'),
+      operationId: 'receiveFinanceApplicationWebhookHashQuery',
+      requestParams: { path: z.object({ ref: Ref }), query: z.object({ hash: Hash }) },
+    },
+  },
+};

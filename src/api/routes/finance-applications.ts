@@ -13,19 +13,65 @@ import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from 
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
+import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
 
 /** POST /applications: our two fields plus the bank's create request (redirectUrl and anything else, passed on). */
-export const StartApplicationSchema = z.looseObject({
-  merchantReference: z.string().regex(REFERENCE_PATTERN, 'letters, digits and . _ ~ - (1 to 128)'),
-  redirectUrl: httpUrl,
-  /** Ours, not the bank's: where each status change is pushed. */
-  callbackUrl: httpUrl.optional(),
-  /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
-  settings: ApplicationSettingsSchema.optional(),
-});
+const MerchantReference = z
+  .string()
+  .regex(REFERENCE_PATTERN, 'letters, digits and . _ ~ - (1 to 128)')
+  .meta({ description: 'The idempotency key: one reference, one application at the bank', example: 'order-4711' });
+
+export const StartApplicationSchema = z
+  .looseObject({
+    merchantReference: MerchantReference,
+    redirectUrl: httpUrl,
+    /** Ours, not the bank's: where each status change is pushed. */
+    callbackUrl: httpUrl.optional().meta({
+      description: 'Receives a signed POST per status change; its origin must be in CALLBACK_ALLOWED_ORIGINS',
+    }),
+    /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
+    settings: ApplicationSettingsSchema.optional(),
+  })
+  .meta({
+    id: 'StartApplicationRequest',
+    description: "Our fields, plus the bank's create request (redirectUrl and any other field, passed on)",
+  });
+
+/** 201/200 of POST /applications: the bank's create response, once the application exists. */
+export const ApplicationStartedSchema = z
+  .object({
+    merchantReference: z.string(),
+    workflowId: z.string(),
+    financeApplicationId: z.string(),
+    bank: z
+      .looseObject({ financeApplicationId: z.string(), status: z.string().optional() })
+      .meta({ description: "The bank's create response, as it answered" }),
+  })
+  .meta({ id: 'ApplicationStarted' });
+
+export const StatusChangeSchema = z
+  .object({
+    status: z.string(),
+    at: z.iso.datetime().meta({ description: 'When the workflow learned it' }),
+    source: z.enum(['create', 'webhook', 'poll']),
+  })
+  .meta({ id: 'StatusChange' });
+
+/** GET /applications/:ref: the application as the workflow follows it. */
+export const ApplicationSchema = z
+  .object({
+    merchantReference: z.string(),
+    financeApplicationId: z.string().nullable(),
+    status: z.string().nullable().meta({ description: 'Latest recorded status (null before the first)' }),
+    done: z.boolean().meta({ description: 'True once the workflow stopped following it (terminal or deadline)' }),
+    history: z.array(StatusChangeSchema).meta({ description: 'Every recorded status, oldest first, each once' }),
+  })
+  .meta({ id: 'Application' });
+
+const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant reference' }) });
 
 /**
  * The merchant facade over src/client/finance-applications.ts (DESIGN.md contract):
@@ -37,6 +83,7 @@ export const StartApplicationSchema = z.looseObject({
 export function financeApplicationRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
 
+  // Described in financeApplicationPaths below.
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const { merchantReference, callbackUrl, settings: asked, ...application } = StartApplicationSchema.parse(req.body);
@@ -68,7 +115,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       started.created ? 'finance application started' : 'finance application already existed',
     );
     const { created: _created, ...body } = started;
-    res.status(started.created ? 201 : 200).json(body);
+    sendAs(res, started.created ? 201 : 200, ApplicationStartedSchema, body);
   });
 
   router.get('/applications/:ref', async (req, res) => {
@@ -76,7 +123,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
     try {
       const s = await getFinanceApplication(deps.client, ref);
-      res.json({
+      sendAs(res, 200, ApplicationSchema, {
         merchantReference: s.merchantReference,
         financeApplicationId: s.financeApplicationId ?? null,
         status: s.status ?? null,
@@ -131,3 +178,53 @@ function callbackRefused(reason: string, origin: string | undefined): HttpError 
     variable: CALLBACK_ALLOWED_ORIGINS,
   });
 }
+
+/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
+export const financeApplicationPaths: ApiPaths = {
+  '/applications': {
+    post: {
+      'x-listener': 'internal',
+      operationId: 'startApplication',
+      tags: [Tag.Applications],
+      summary: 'Start a finance application (idempotent per merchantReference)',
+      description:
+        "Starts the reference's workflow, or reaches the existing one (update-with-start), and answers with the " +
+        "bank's create response as soon as the application exists. The same reference again answers 200 with the " +
+        'same application. Body up to 256 KiB.',
+      security: merchantKeyRequired,
+      requestBody: { required: true, content: { 'application/json': { schema: StartApplicationSchema } } },
+      responses: {
+        '201': json(ApplicationStartedSchema, 'Created by this call'),
+        '200': json(ApplicationStartedSchema, 'The reference already existed: its application'),
+        ...errors(
+          [400, 'Invalid body, or callbackUrl outside CALLBACK_ALLOWED_ORIGINS (`details` names it)'],
+          401,
+          413,
+          415,
+          [422, 'The bank refused the application'],
+          [502, 'The bank could not be reached'],
+          [503, 'Temporal unavailable, or the bank did not answer within the start deadline: retry the same request'],
+        ),
+      },
+    },
+  },
+  '/applications/{ref}': {
+    get: {
+      'x-listener': 'internal',
+      operationId: 'getApplication',
+      tags: [Tag.Applications],
+      summary: "The application's status and history",
+      security: merchantKeyRequired,
+      requestParams: { path: RefParams },
+      responses: {
+        '200': json(ApplicationSchema, 'The application'),
+        ...errors(
+          [400, 'Malformed URL (invalid percent-encoding)'],
+          401,
+          [404, 'No application for this reference'],
+          503,
+        ),
+      },
+    },
+  },
+};

@@ -1,6 +1,14 @@
 import type { Router } from 'express';
 import type { AppDeps } from '../app';
+import { z } from 'zod';
 import { hardBound } from '../errors';
+import { json, open, sendAs, Tag, type ApiPaths } from '../openapi/describe';
+
+export const LivenessSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Liveness' });
+export const ReadySchema = z.object({ status: z.literal('ready'), temporal: z.literal('ok') }).meta({ id: 'Ready' });
+export const NotReadySchema = z
+  .object({ status: z.literal('not_ready'), temporal: z.literal('unreachable'), message: z.string() })
+  .meta({ id: 'NotReady' });
 import { tracedRouter } from '../../telemetry/express-routes';
 
 /** /readyz answers within this, whatever Temporal does (its own check has a 2 s gRPC deadline). */
@@ -10,7 +18,7 @@ export const READINESS_BOUND_MS = 2_000;
 export function livenessRoutes(): Router {
   const router = tracedRouter();
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    sendAs(res, 200, LivenessSchema, { status: 'ok' });
   });
   return router;
 }
@@ -24,10 +32,14 @@ export function operatorRoutes(deps: AppDeps): Router {
   router.get('/readyz', async (_req, res) => {
     try {
       await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
-      res.json({ status: 'ready', temporal: 'ok' });
+      sendAs(res, 200, ReadySchema, { status: 'ready', temporal: 'ok' });
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message }, 'readiness check failed');
-      res.status(503).json({ status: 'not_ready', temporal: 'unreachable', message: (err as Error).message });
+      sendAs(res, 503, NotReadySchema, {
+        status: 'not_ready',
+        temporal: 'unreachable',
+        message: (err as Error).message,
+      });
     }
   });
   router.get('/metrics', async (_req, res) => {
@@ -35,3 +47,42 @@ export function operatorRoutes(deps: AppDeps): Router {
   });
   return router;
 }
+
+/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
+export const healthPaths: ApiPaths = {
+  '/healthz': {
+    get: {
+      'x-listener': 'both',
+      operationId: 'liveness',
+      tags: [Tag.Operations],
+      summary: 'Liveness: the process answers (served by both listeners; no dependency checked)',
+      security: open,
+      responses: { '200': json(LivenessSchema, 'Alive') },
+    },
+  },
+  '/readyz': {
+    get: {
+      'x-listener': 'internal',
+      operationId: 'readiness',
+      tags: [Tag.Operations],
+      summary: 'Readiness: Temporal answers within 2 s',
+      security: open,
+      responses: {
+        '200': json(ReadySchema, 'Ready'),
+        '503': json(NotReadySchema, 'Temporal did not answer'),
+      },
+    },
+  },
+  '/metrics': {
+    get: {
+      'x-listener': 'internal',
+      operationId: 'metrics',
+      tags: [Tag.Operations],
+      summary: 'Prometheus metrics of both listeners (text exposition format)',
+      security: open,
+      responses: {
+        '200': { description: 'Metrics', content: { 'text/plain': { schema: z.string() } } },
+      },
+    },
+  },
+};

@@ -1,0 +1,89 @@
+/**
+ * The small vocabulary route modules use to describe their operations next to their handlers (zod-openapi path
+ * objects, so every body and answer is the route's own zod schema). src/api/openapi/document.ts gathers them into
+ * the OpenAPI 3.1 document; test/api/openapi-routes.test.ts fails when a route and its description disagree.
+ */
+import type { Response } from 'express';
+import type { z } from 'zod';
+import type {
+  ZodOpenApiOperationObject,
+  ZodOpenApiPathsObject,
+  ZodOpenApiResponseObject,
+  ZodOpenApiResponsesObject,
+} from 'zod-openapi';
+import { ErrorBodySchema } from '../errors';
+
+/** Which listener serves an operation (`x-listener`): public `PORT`, internal `INTERNAL_PORT`, or both. */
+export type ListenerName = 'public' | 'internal' | 'both';
+
+/** An operation as a route module declares it: zod-openapi's, with the listener that serves it. */
+export type ApiOperation = ZodOpenApiOperationObject & { 'x-listener': ListenerName };
+
+/** A route module's operations, keyed by OpenAPI path (`/applications/{ref}`) and lower-case method. */
+export type ApiPaths = ZodOpenApiPathsObject & {
+  [path: string]: Partial<Record<'get' | 'post' | 'put' | 'patch' | 'delete', ApiOperation>>;
+};
+
+/** Security scheme names (components.securitySchemes in document.ts). */
+export const MERCHANT_API_KEY = 'merchantApiKey';
+export const WEBHOOK_SECURITY_HEADER = 'webhookSecurityHeader';
+
+/** `Authorization: Bearer <merchant API key>` (MERCHANT_API_KEYS): the merchant facade and /codec. */
+export const merchantKeyRequired = [{ [MERCHANT_API_KEY]: [] }];
+/** No credentials: probes, the API description, and the finance webhook (its hash is in the URL). */
+export const open: [] = [];
+
+/** Tags, one per concern, in the order the reference page shows them. */
+export const Tag = {
+  Applications: 'Finance applications',
+  Consents: 'Consent refresh',
+  Webhooks: 'Bank webhooks (public listener)',
+  Operations: 'Operations',
+  Codec: 'Payload codec',
+} as const;
+
+/** A JSON answer or body with the given zod schema. */
+export function json(schema: z.core.$ZodType, description: string): ZodOpenApiResponseObject {
+  return { description, content: { 'application/json': { schema } } };
+}
+
+/** Why each error status is answered, unless the operation says more precisely. */
+const ERROR_REASONS: Record<number, string> = {
+  400: 'Malformed or invalid request: `details` lists the fields',
+  401: 'Missing or invalid credentials',
+  403: 'Forbidden',
+  404: 'Not found',
+  413: 'Request body too large',
+  415: 'Unsupported content type, charset or content encoding: send UTF-8 JSON',
+  422: 'Refused by the bank',
+  502: 'The bank could not be reached or refused to start',
+  503: 'Temporal is unavailable or did not answer in time: retry after `Retry-After` seconds',
+};
+
+/**
+ * Error answers (the one error middleware's `{ error, message, details? }` body), by status; a string instead of a
+ * status gives the status its own description: `errors(400, [404, 'No application for this reference'])`.
+ */
+export function errors(...statuses: (number | [number, string])[]): ZodOpenApiResponsesObject {
+  const responses: ZodOpenApiResponsesObject = {};
+  for (const entry of statuses) {
+    const [status, reason] = typeof entry === 'number' ? [entry, ERROR_REASONS[entry] ?? 'Error'] : entry;
+    const response = json(ErrorBodySchema, reason);
+    if (status === 503) response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
+    if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string' } } };
+    responses[String(status) as `4${string}`] = response;
+  }
+  return responses;
+}
+
+/**
+ * Sends `body` as the answer the operation declares: parsed with its schema, so what goes out is what the document
+ * says (unknown fields dropped). A body that does not match is our bug, a 500 (never the caller's 400).
+ */
+export function sendAs<S extends z.ZodType>(res: Response, status: number, schema: S, body: z.input<S>): void {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new Error(`Answer does not match its schema: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`);
+  }
+  res.status(status).json(parsed.data);
+}

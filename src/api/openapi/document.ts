@@ -1,0 +1,92 @@
+/**
+ * The OpenAPI 3.1 document of both listeners, built from the operations each route module declares beside its
+ * handlers (their own zod schemas: no second copy of the shapes). Served at GET /openapi.json (routes/api-docs.ts).
+ */
+import { createDocument } from 'zod-openapi';
+import { accountWebhookPaths } from '../routes/account-webhooks';
+import { apiDocsPaths } from '../routes/api-docs';
+import { codecPaths } from '../routes/codec';
+import { consentRefreshPaths } from '../routes/consent-refresh';
+import { financeApplicationWebhookPaths } from '../routes/finance-application-webhooks';
+import { financeApplicationPaths } from '../routes/finance-applications';
+import { healthPaths } from '../routes/health';
+import { MERCHANT_API_KEY, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './describe';
+
+export type OpenApiDocument = ReturnType<typeof createDocument>;
+
+/** Every route module's operations; a new route module adds its paths here. */
+export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
+  financeApplicationPaths,
+  consentRefreshPaths,
+  financeApplicationWebhookPaths,
+  accountWebhookPaths,
+  healthPaths,
+  codecPaths,
+  apiDocsPaths,
+];
+
+/** The public listener as the document's `servers` name it for the webhook paths (the bank calls PUBLIC_BASE_URL). */
+const PUBLIC_SERVER = {
+  url: '{publicBaseUrl}',
+  description: 'Public listener (PORT): reached by the bank only',
+  variables: { publicBaseUrl: { default: 'http://localhost:3000', description: 'PUBLIC_BASE_URL' } },
+};
+
+function merged(modules: readonly ApiPaths[]): ApiPaths {
+  const paths: ApiPaths = {};
+  for (const module of modules) {
+    for (const [path, item] of Object.entries(module)) {
+      const existing = paths[path] ?? {};
+      for (const method of Object.keys(item)) {
+        if (method in existing) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} is described twice`);
+      }
+      const operations = Object.values(item) as { 'x-listener'?: string }[];
+      const publicOnly = operations.length > 0 && operations.every((o) => o['x-listener'] === 'public');
+      paths[path] = { ...existing, ...item, ...(publicOnly ? { servers: [PUBLIC_SERVER] } : {}) };
+    }
+  }
+  return paths;
+}
+
+/** Builds the document (pure: the same document every call). */
+export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'paylater-temporal',
+      version,
+      description:
+        "The merchant facade over Temporal (finance applications, consent refreshes), the bank's webhook " +
+        'receivers, and the operator endpoints. Two listeners: the internal one (INTERNAL_PORT: facade, probes, ' +
+        "metrics, codec, this description) and the public one (PORT: the bank's webhooks and /healthz); each " +
+        'operation names its own in `x-listener`. Errors are JSON `{ "error", "message", "details"? }`; any path ' +
+        'that is no route answers 404 in that shape. TypeScript services may use the typed client package instead.',
+    },
+    servers: [{ url: '/', description: 'Internal listener (INTERNAL_PORT): the merchant facade and operators' }],
+    tags: Object.values(Tag).map((name) => ({ name })),
+    paths: merged(ROUTE_MODULE_PATHS),
+    components: {
+      securitySchemes: {
+        [MERCHANT_API_KEY]: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A merchant API key from MERCHANT_API_KEYS: `Authorization: Bearer <key>`',
+        },
+        [WEBHOOK_SECURITY_HEADER]: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: "The bank's Webhook Security Header: must equal WEBHOOK_SECURITY_HEADER",
+        },
+      },
+    },
+  });
+}
+
+let cached: string | undefined;
+
+/** The document as served (built once per process: it depends on code only). */
+export function openApiJson(): string {
+  cached ??= JSON.stringify(createOpenApiDocument());
+  return cached;
+}
