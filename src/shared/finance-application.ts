@@ -167,6 +167,37 @@ export const financeApplicationStatusChangedSignal = defineSignal<[{ financeAppl
 /** Current status, history and counters. */
 export const financeApplicationStateQuery = defineQuery<FinanceApplicationState>('financeApplicationState');
 
+/** What a status wait asks: answer once the status differs from `fromStatus`, or after `timeoutMs`. */
+export interface StatusWaitRequest {
+  fromStatus: string;
+  timeoutMs: number;
+}
+
+/**
+ * Why a status wait ended: `changed` (the status differs from fromStatus), `done` (the workflow stopped following
+ * the application with the status unchanged), `timeout`, or `closing` (the run is continuing as new or ending:
+ * ask the next run, or read the result).
+ */
+export type StatusWaitOutcome = 'changed' | 'done' | 'timeout' | 'closing';
+
+export interface StatusWaitResult {
+  outcome: StatusWaitOutcome;
+  state: FinanceApplicationState;
+}
+
+/**
+ * Bounds of status waits (each update and its timer are recorded in the run's history, README "Waiting for a
+ * change"): a wait lasts at most `maxTimeoutMs`, and a run holds at most `maxWaitsPerRun` waits at once (the
+ * validator rejects more, with nothing recorded). API processes share one wait per application and from-status.
+ */
+export const STATUS_WAIT_LIMITS = { maxTimeoutMs: 60_000, maxWaitsPerRun: 10, maxStatusLength: 64 } as const;
+
+/**
+ * Answers when the application's status differs from `fromStatus` (at once if it already does), when the
+ * workflow is done, or after `timeoutMs`: a wait served by the workflow itself (a condition), no reads.
+ */
+export const waitForStatusChangeUpdate = defineUpdate<StatusWaitResult, [StatusWaitRequest]>('waitForStatusChange');
+
 /** `ApplicationFailure.type` values the workflow and its update throw. */
 export const FinanceApplicationFailureType = {
   /** The bank refused to create the application (its request was invalid or rejected). */
@@ -175,4 +206,10 @@ export const FinanceApplicationFailureType = {
   CreateFailed: 'FinanceApplicationCreateFailed',
   /** The callbackUrl is outside the worker's CALLBACK_ALLOWED_ORIGINS: the bank was never called. */
   CallbackUrlNotAllowed: 'FinanceApplicationCallbackUrlNotAllowed',
+  /** A status wait refused: the run already holds STATUS_WAIT_LIMITS.maxWaitsPerRun waits (nothing recorded). */
+  TooManyStatusWaits: 'FinanceApplicationTooManyStatusWaits',
+  /** A status wait refused: its arguments are out of bounds. */
+  InvalidStatusWait: 'FinanceApplicationInvalidStatusWait',
+  /** A status wait refused: the run is continuing as new or ending (ask again: the next run takes it). */
+  StatusWaitClosing: 'FinanceApplicationStatusWaitClosing',
 } as const;

@@ -4,7 +4,7 @@ import { isAbsolute, join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Logger } from '../logging';
 import * as sa from '../shared/search-attributes';
-import { SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
 import { findTemporalCli } from './binaries';
 
 export interface DevServerOptions {
@@ -57,6 +57,7 @@ export function devServerArgs(
   if (options.namespace !== 'default') args.push('--namespace', options.namespace);
   if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
+  for (const name of DATETIME_SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Datetime`);
   for (const kv of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', kv);
   args.push('--log-level', 'warn');
   return args;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
 import { loadSandboxConfig } from '../../src/sandbox/config';
-import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server';
 
 /**
@@ -141,8 +141,13 @@ describe('docker-compose.yml', () => {
 
   it('registers every contract search attribute and the dynamic config the embedded server uses', () => {
     const setup = readFileSync(join(root, 'deploy/temporal/setup.sh'), 'utf8');
-    const registered = /for name in ([A-Za-z ]+); do/.exec(setup)?.[1]?.split(' ').sort();
-    expect(registered).toEqual([...SEARCH_ATTRIBUTE_NAMES].sort());
+    const loops = [...setup.matchAll(/for name in ([A-Za-z ]+); do\n.*--type (\w+)/g)].map(
+      ([, names, type]) => [type, names!.split(' ').sort()] as const,
+    );
+    expect(Object.fromEntries(loops)).toEqual({
+      Keyword: [...SEARCH_ATTRIBUTE_NAMES].sort(),
+      Datetime: [...DATETIME_SEARCH_ATTRIBUTE_NAMES].sort(),
+    });
     const dynamic = parse(readFileSync(join(root, 'deploy/temporal/dynamicconfig.yaml'), 'utf8')) as Record<
       string,
       { value: unknown }[]

@@ -3,9 +3,22 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } 
 import { z } from 'zod';
 import {
   FinanceApplicationFailureType,
+  FinanceApplicationWaits,
   getFinanceApplication,
+  listFinanceApplications,
+  PAGE_TOKEN_PATTERN,
   startFinanceApplication,
+  TooManyStatusWaitsError,
+  waitForFinanceApplicationChange,
+  type FinanceApplicationState,
 } from '../../client/finance-applications';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  REFERENCE_PREFIX_PATTERN,
+  STATUS_FILTER_PATTERN,
+} from '../../shared/application-search';
+import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
@@ -22,15 +35,128 @@ export const StartApplicationSchema = z.looseObject({
   callbackUrl: httpUrl.optional(),
 });
 
+const statusValue = z.string().regex(STATUS_FILTER_PATTERN, 'letters, digits and _ . : - (1 to 64)');
+const instant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .describe('RFC 3339 date-time with a time zone, e.g. 2026-11-21T15:00:00Z');
+
+/** GET /applications query: every parameter optional; an unknown one is a 400 (a typo never lists everything). */
+export const ListApplicationsQuerySchema = z
+  .strictObject({
+    status: statusValue.optional().describe('The latest recorded status, exactly'),
+    createdAfter: instant.optional().describe('Created at or after this instant (inclusive)'),
+    createdBefore: instant.optional().describe('Created before this instant (exclusive)'),
+    referencePrefix: z
+      .string()
+      .regex(REFERENCE_PREFIX_PATTERN, 'letters, digits and . _ ~ - (1 to 128)')
+      .optional()
+      .describe('Merchant references starting with this'),
+    pageSize: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE_SIZE)
+      .default(DEFAULT_PAGE_SIZE)
+      .describe(`Applications per page: ${DEFAULT_PAGE_SIZE} unless given, at most ${MAX_PAGE_SIZE}`),
+    pageToken: z
+      .string()
+      .regex(PAGE_TOKEN_PATTERN, 'a nextPageToken of an earlier answer')
+      .optional()
+      .describe('The nextPageToken of the previous page, with the same filters'),
+  })
+  .refine((q) => !q.createdAfter || !q.createdBefore || q.createdAfter < q.createdBefore, {
+    message: 'createdAfter must be before createdBefore',
+    path: ['createdAfter'],
+  });
+
+/** One item of GET /applications. */
+export const ApplicationSummarySchema = z.object({
+  merchantReference: z.string(),
+  financeApplicationId: z.string().nullable(),
+  status: z.string().nullable().describe('The latest recorded status; null until the bank created the application'),
+  done: z.boolean().describe('The workflow has closed (terminal status, deadline or termination)'),
+  createdAt: z.iso.datetime().describe('When the application was first started'),
+});
+
+export const ListApplicationsResponseSchema = z.object({
+  applications: z.array(ApplicationSummarySchema).describe('Newest first'),
+  nextPageToken: z.string().nullable().describe('Pass as pageToken for the next page; null on the last page'),
+});
+
+/** Timeouts of a long-poll: `30s` or `1500ms`, at most 60 s. */
+const TIMEOUT_PATTERN = /^(\d{1,6})(ms|s)$/;
+export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
+
+/** GET /applications/:ref query: the long-poll form when `waitForChangeFrom` is given. */
+export const GetApplicationQuerySchema = z
+  .object({
+    waitForChangeFrom: statusValue
+      .optional()
+      .describe('Answer once the status differs from this one (at once if it already does), or at the timeout'),
+    timeout: z
+      .string()
+      .regex(TIMEOUT_PATTERN, 'a duration like 30s or 1500ms')
+      .transform((value) => {
+        const [, amount, unit] = TIMEOUT_PATTERN.exec(value)!;
+        return Number(amount) * (unit === 's' ? 1000 : 1);
+      })
+      .pipe(z.number().min(1).max(STATUS_WAIT_LIMITS.maxTimeoutMs, 'at most 60s'))
+      .optional()
+      .describe('How long to wait: 30s unless given, at most 60s'),
+  })
+  .refine((q) => q.timeout === undefined || q.waitForChangeFrom !== undefined, {
+    message: 'timeout needs waitForChangeFrom',
+    path: ['timeout'],
+  });
+
+/** GET /applications/:ref answer (also the long-poll's). */
+export const FinanceApplicationResponseSchema = z.object({
+  merchantReference: z.string(),
+  financeApplicationId: z.string().nullable(),
+  status: z.string().nullable(),
+  done: z.boolean(),
+  history: z.array(
+    z.object({ status: z.string(), at: z.iso.datetime(), source: z.enum(['create', 'webhook', 'poll']) }),
+  ),
+});
+
+/**
+ * The long-poll's answer header: `changed` (the status differs from waitForChangeFrom), `timeout` (no change: the
+ * status in the body is still waitForChangeFrom) or `done` (no change, and none will come: the application is no
+ * longer followed).
+ */
+export const WAIT_OUTCOME_HEADER = 'Wait-Outcome';
+export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
+
 /**
  * The merchant facade over src/client/finance-applications.ts (DESIGN.md contract):
  * - `POST /applications` → 201 (200 when the reference already existed) `{ merchantReference, workflowId,
  *   financeApplicationId, bank }`; 400 when `callbackUrl` is outside CALLBACK_ALLOWED_ORIGINS (here, or in the
  *   worker's verdict), 422 when the bank refused the application, 502 when it could not be reached.
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
+ *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
+ *   the status unchanged), with the Wait-Outcome header; 429 with Retry-After when the application takes no more
+ *   waits. Waits of this process are shared: one update per application and from-status (FinanceApplicationWaits).
+ * - `GET /applications?status=&createdAfter=&createdBefore=&referencePrefix=&pageSize=&pageToken=` →
+ *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
   const router = Router();
+  const waits = new FinanceApplicationWaits(deps.client);
+
+  router.get('/applications', async (req, res) => {
+    const { pageSize, pageToken, ...filter } = ListApplicationsQuerySchema.parse(req.query);
+    let page;
+    try {
+      page = await listFinanceApplications(deps.client, filter, { pageSize, pageToken });
+    } catch (err) {
+      if (err instanceof RangeError) throw new HttpError(400, err.message, { field: 'pageToken' });
+      throw err;
+    }
+    const body: z.infer<typeof ListApplicationsResponseSchema> = page;
+    res.json(body);
+  });
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
@@ -67,22 +193,36 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
   router.get('/applications/:ref', async (req, res) => {
     const { ref } = req.params;
     if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
+    const { waitForChangeFrom, timeout } = GetApplicationQuerySchema.parse(req.query);
     try {
-      const s = await getFinanceApplication(deps.client, ref);
-      res.json({
-        merchantReference: s.merchantReference,
-        financeApplicationId: s.financeApplicationId ?? null,
-        status: s.status ?? null,
-        done: s.done,
-        history: s.history,
+      if (waitForChangeFrom === undefined) {
+        res.json(applicationBody(await getFinanceApplication(deps.client, ref)));
+        return;
+      }
+      const { outcome, state } = await waitForFinanceApplicationChange(deps.client, ref, {
+        fromStatus: waitForChangeFrom,
+        timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
+        waits,
       });
+      res.setHeader(WAIT_OUTCOME_HEADER, outcome).json(applicationBody(state));
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
+      if (err instanceof TooManyStatusWaitsError) throw new HttpError(429, err.message, undefined, 1);
       throw err;
     }
   });
 
   return router;
+}
+
+function applicationBody(s: FinanceApplicationState): z.infer<typeof FinanceApplicationResponseSchema> {
+  return {
+    merchantReference: s.merchantReference,
+    financeApplicationId: s.financeApplicationId ?? null,
+    status: s.status ?? null,
+    done: s.done,
+    history: s.history,
+  };
 }
 
 /** The bank's refusal is the merchant's to fix (422); an unreachable bank is ours (502). Others pass through. */
