@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
@@ -198,16 +198,14 @@ export async function listFinanceApplications(
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
     throw new RangeError(`pageSize must be an integer from 1 to ${MAX_PAGE_SIZE}`);
   }
-  if (page.pageToken !== undefined && !PAGE_TOKEN_PATTERN.test(page.pageToken)) {
-    throw new RangeError('pageToken is not a page token');
-  }
+  const nextPageToken = page.pageToken === undefined ? undefined : decodePageToken(page.pageToken, query);
   let response;
   try {
     response = await client.workflowService.listWorkflowExecutions({
       namespace: client.options.namespace,
       query,
       pageSize,
-      nextPageToken: page.pageToken === undefined ? undefined : Buffer.from(page.pageToken, 'base64url'),
+      nextPageToken,
     });
   } catch (err) {
     // INVALID_ARGUMENT (3) with a token given: a token of another query, or altered. The query itself is ours.
@@ -224,8 +222,7 @@ export async function listFinanceApplications(
       : undefined;
     const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
     return {
-      merchantReference:
-        attributes.get(MerchantReference) ?? workflowId.slice(financeApplicationWorkflowId('').length),
+      merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(financeApplicationWorkflowId('').length),
       financeApplicationId: attributes.get(FinanceApplicationId) ?? null,
       status: attributes.get(FinanceApplicationStatus) ?? null,
       done: execution.status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
@@ -233,7 +230,24 @@ export async function listFinanceApplications(
     };
   });
   const token = response.nextPageToken;
-  return { applications, nextPageToken: token && token.length > 0 ? Buffer.from(token).toString('base64url') : null };
+  return { applications, nextPageToken: token && token.length > 0 ? encodePageToken(token, query) : null };
+}
+
+/** Page tokens carry the first bytes of their query's hash: a token used with other filters is refused. */
+const QUERY_TAG_BYTES = 8;
+const queryTag = (query: string) => createHash('sha256').update(query).digest().subarray(0, QUERY_TAG_BYTES);
+
+function encodePageToken(serverToken: Uint8Array, query: string): string {
+  return Buffer.concat([queryTag(query), serverToken]).toString('base64url');
+}
+
+function decodePageToken(token: string, query: string): Uint8Array {
+  const bytes = PAGE_TOKEN_PATTERN.test(token) ? Buffer.from(token, 'base64url') : undefined;
+  if (!bytes || bytes.length <= QUERY_TAG_BYTES) throw new RangeError('pageToken is not a page token');
+  if (!bytes.subarray(0, QUERY_TAG_BYTES).equals(queryTag(query))) {
+    throw new RangeError('pageToken belongs to other filters: start again without it');
+  }
+  return bytes.subarray(QUERY_TAG_BYTES);
 }
 
 /** The Web UI's static details: what was asked, in markdown. */

@@ -1,9 +1,4 @@
-import {
-  ApplicationFailure,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  type Client,
-} from '@temporalio/client';
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import {
   FinanceApplicationFailureType,
   STATUS_WAIT_LIMITS,

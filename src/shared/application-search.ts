@@ -76,7 +76,8 @@ export function applicationSearchQuery(filter: ApplicationSearchFilter = {}): st
     }
     clauses.push(`MerchantReference STARTS_WITH ${quoteLiteral(filter.referencePrefix)}`);
   }
-  if (filter.createdAfter !== undefined) clauses.push(createdClause('>=', instant('createdAfter', filter.createdAfter)));
+  if (filter.createdAfter !== undefined)
+    clauses.push(createdClause('>=', instant('createdAfter', filter.createdAfter)));
   if (filter.createdBefore !== undefined) {
     clauses.push(createdClause('<', instant('createdBefore', filter.createdBefore)));
   }

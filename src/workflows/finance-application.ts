@@ -169,8 +169,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       } finally {
         statusWaits--;
       }
-      const outcome =
-        state.status !== fromStatus ? 'changed' : state.done ? 'done' : closing ? 'closing' : 'timeout';
+      const outcome = state.status !== fromStatus ? 'changed' : state.done ? 'done' : closing ? 'closing' : 'timeout';
       return { outcome, state };
     },
     {
