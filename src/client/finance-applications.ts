@@ -43,6 +43,7 @@ export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../shared/application-search';
 export {
   FinanceApplicationWaits,
   TooManyStatusWaitsError,
+  type JoinedWait,
   waitForFinanceApplicationChange,
   type FinanceApplicationChange,
   type WaitForChangeOptions,

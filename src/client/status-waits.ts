@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import {
   FinanceApplicationFailureType,
@@ -27,6 +28,8 @@ export interface WaitForChangeOptions {
   timeoutMs: number;
   /** The process's shared waits (one update per application and from-status); a private one when absent. */
   waits?: FinanceApplicationWaits;
+  /** Aborted when the caller goes away (an HTTP client that disconnected): stop listening at once. */
+  signal?: AbortSignal;
 }
 
 /** The application already holds as many status waits as it takes (other processes wait on it): retry shortly. */
@@ -40,40 +43,103 @@ export class TooManyStatusWaitsError extends Error {
 /** A run that is continuing as new answers `closing` (or refuses a wait): its successor takes the next one. */
 const CLOSING_RETRY_MS = 200;
 
+/** A process's one update for (reference, fromStatus): listened to while someone waits, re-attached by its id. */
+interface SharedWait {
+  updateId: string;
+  /** When the update's own timer ends it in the workflow: until then a new waiter re-attaches to it. */
+  endsAt: number;
+  listeners: number;
+  /** The listening call (with its abort), while someone listens. */
+  call?: { result: Promise<StatusWaitResult>; abort: AbortController };
+}
+
+/** One caller's share of a wait: its result, and leave() when it stops listening (a timeout, a disconnect). */
+export interface JoinedWait {
+  result: Promise<StatusWaitResult>;
+  leave(): void;
+}
+
 /**
- * Status waits shared within one process: at most one `waitForStatusChange` update in flight per application and
- * from-status, whatever the number of callers waiting on it. Each update waits the longest a wait may
- * (STATUS_WAIT_LIMITS.maxTimeoutMs) whatever the callers' own timeouts (they stop listening at theirs), so a
- * process adds at most one update per application, from-status and minute while nothing changes.
+ * Status waits shared within one process: at most one `waitForStatusChange` update per application and
+ * from-status at a time, whatever the number of callers waiting on it. Each update waits the longest a wait may
+ * (STATUS_WAIT_LIMITS.maxTimeoutMs), whatever the callers' timeouts, and keeps its id: a caller arriving before it
+ * ends re-attaches to it (the server deduplicates an update id within a run) instead of adding another. So a
+ * process adds at most one update per application, from-status and minute while nothing changes. The process
+ * listens only while someone waits: when the last caller leaves, the listening call is aborted (nothing is left
+ * polling Temporal, and shutdown is clean); the update itself ends in the workflow at its timer.
  */
 export class FinanceApplicationWaits {
-  private readonly inFlight = new Map<string, Promise<StatusWaitResult>>();
+  private readonly shared = new Map<string, SharedWait>();
+  private readonly updateTimeoutMs: number;
 
-  constructor(private readonly client: Client) {}
-
-  /** Updates this process has in flight now. */
-  get size(): number {
-    return this.inFlight.size;
+  /** `updateTimeoutMs`: how long each update waits in the workflow (STATUS_WAIT_LIMITS.maxTimeoutMs; tests shorten it). */
+  constructor(
+    private readonly client: Client,
+    options: { updateTimeoutMs?: number } = {},
+  ) {
+    this.updateTimeoutMs = options.updateTimeoutMs ?? STATUS_WAIT_LIMITS.maxTimeoutMs;
   }
 
-  /** The update in flight for (reference, fromStatus), sent now if there is none. */
-  shared(merchantReference: string, fromStatus: string): Promise<StatusWaitResult> {
+  /** Calls listening to an update now. */
+  get listening(): number {
+    return [...this.shared.values()].filter((w) => w.call).length;
+  }
+
+  /** Joins the wait for (reference, fromStatus): the current update, or a new one. */
+  join(merchantReference: string, fromStatus: string): JoinedWait {
     const key = JSON.stringify([merchantReference, fromStatus]);
-    let wait = this.inFlight.get(key);
-    if (!wait) {
-      const handle = this.client.workflow.getHandle<typeof financeApplicationWorkflow>(
-        financeApplicationWorkflowId(merchantReference),
-      );
-      wait = handle
-        .executeUpdate(waitForStatusChangeUpdate, {
-          args: [{ fromStatus, timeoutMs: STATUS_WAIT_LIMITS.maxTimeoutMs }],
-        })
-        .finally(() => this.inFlight.delete(key));
-      // A caller that stopped listening (its timeout) leaves no unhandled rejection behind.
-      wait.catch(() => undefined);
-      this.inFlight.set(key, wait);
+    const now = Date.now();
+    this.forgetEnded(now);
+    let wait = this.shared.get(key);
+    if (!wait || now >= wait.endsAt) {
+      wait = { updateId: randomUUID(), endsAt: now + this.updateTimeoutMs, listeners: 0 };
+      this.shared.set(key, wait);
     }
-    return wait;
+    const current = wait;
+    const call = (current.call ??= this.listen(merchantReference, fromStatus, current, key));
+    current.listeners++;
+    let left = false;
+    return {
+      result: call.result,
+      leave: () => {
+        if (left) return;
+        left = true;
+        current.listeners--;
+        if (current.listeners === 0 && current.call) {
+          current.call.abort.abort();
+          current.call = undefined;
+        }
+      },
+    };
+  }
+
+  /** Sends the update (or re-attaches to it: same id) and listens until it completes or the listeners leave. */
+  private listen(
+    merchantReference: string,
+    fromStatus: string,
+    wait: SharedWait,
+    key: string,
+  ): NonNullable<SharedWait['call']> {
+    const abort = new AbortController();
+    const handle = this.client.workflow.getHandle<typeof financeApplicationWorkflow>(
+      financeApplicationWorkflowId(merchantReference),
+    );
+    const result = this.client.withAbortSignal(abort.signal, () =>
+      handle.executeUpdate(waitForStatusChangeUpdate, {
+        updateId: wait.updateId,
+        args: [{ fromStatus, timeoutMs: this.updateTimeoutMs }],
+      }),
+    );
+    // Completed, refused or failed: the next waiter starts a new update (an aborted listen keeps the id).
+    result.then(
+      () => this.shared.get(key) === wait && this.shared.delete(key),
+      () => !abort.signal.aborted && this.shared.get(key) === wait && this.shared.delete(key),
+    );
+    return { result, abort };
+  }
+
+  private forgetEnded(now: number): void {
+    for (const [key, wait] of this.shared) if (wait.listeners === 0 && now >= wait.endsAt) this.shared.delete(key);
   }
 }
 
@@ -82,14 +148,15 @@ export class FinanceApplicationWaits {
  * workflow stops following it, or `timeoutMs` passes; returns how it ended and the application then. Served by
  * the workflow (an update that waits on a condition), never by repeated reads: one read at the start, one at a
  * timeout. Throws WorkflowNotFoundError for an unknown reference, TooManyStatusWaitsError when the application
- * takes no more waits (retry shortly), RangeError for a timeout out of bounds.
+ * takes no more waits (retry shortly), RangeError for a timeout out of bounds, and the signal's reason once
+ * `signal` is aborted (the caller went away: it stops listening at once).
  */
 export async function waitForFinanceApplicationChange(
   client: Client,
   merchantReference: string,
   options: WaitForChangeOptions,
 ): Promise<FinanceApplicationChange> {
-  const { fromStatus, timeoutMs } = options;
+  const { fromStatus, timeoutMs, signal } = options;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > STATUS_WAIT_LIMITS.maxTimeoutMs) {
     throw new RangeError(`timeoutMs must be an integer from 0 to ${STATUS_WAIT_LIMITS.maxTimeoutMs}`);
   }
@@ -97,14 +164,17 @@ export async function waitForFinanceApplicationChange(
   const deadline = Date.now() + timeoutMs;
   let state = await getFinanceApplication(client, merchantReference);
   for (;;) {
+    signal?.throwIfAborted();
     if (state.status !== fromStatus) return { outcome: 'changed', state };
     if (state.done) return { outcome: 'done', state };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { outcome: 'timeout', state };
+    const joined = waits.join(merchantReference, fromStatus);
     let result: StatusWaitResult | undefined;
     try {
-      result = await within(waits.shared(merchantReference, fromStatus), remaining);
+      result = await within(joined.result, remaining, signal);
     } catch (err) {
+      signal?.throwIfAborted();
       const failureType = err instanceof WorkflowUpdateFailedError ? updateFailureType(err) : undefined;
       if (failureType === FinanceApplicationFailureType.TooManyStatusWaits) {
         throw new TooManyStatusWaitsError(merchantReference);
@@ -115,6 +185,8 @@ export async function waitForFinanceApplicationChange(
       await pause(Math.min(CLOSING_RETRY_MS, Math.max(0, deadline - Date.now())));
       state = await getFinanceApplication(client, merchantReference);
       continue;
+    } finally {
+      joined.leave();
     }
     if (result === undefined) {
       // Our own timeout: the application as it stands now (one read).
@@ -142,13 +214,22 @@ function isClosedRunError(err: unknown): boolean {
   return false;
 }
 
-/** The promise's value, or undefined once `ms` have passed. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+/** The promise's value, or undefined once `ms` have passed; rejects when `signal` is aborted. */
+async function within<T>(promise: Promise<T>, ms: number, signal?: AbortSignal): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
-    return await Promise.race([promise, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<undefined>((resolve, reject) => {
+        timer = setTimeout(() => resolve(undefined), ms);
+        onAbort = () => reject(signal?.reason);
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
   }
 }
 

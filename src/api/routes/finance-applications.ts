@@ -199,13 +199,18 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         res.json(applicationBody(await getFinanceApplication(deps.client, ref)));
         return;
       }
+      // A merchant that hangs up stops waiting: its share of the wait is released at once.
+      const gone = new AbortController();
+      res.on('close', () => gone.abort());
       const { outcome, state } = await waitForFinanceApplicationChange(deps.client, ref, {
         fromStatus: waitForChangeFrom,
         timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
         waits,
+        signal: gone.signal,
       });
       res.setHeader(WAIT_OUTCOME_HEADER, outcome).json(applicationBody(state));
     } catch (err) {
+      if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
       if (err instanceof TooManyStatusWaitsError) throw new HttpError(429, err.message, undefined, 1);
       throw err;
