@@ -189,8 +189,10 @@ export interface StatusWaitResult {
  * Bounds of status waits (each update and its timer are recorded in the run's history, README "Waiting for a
  * change"): a wait lasts at most `maxTimeoutMs`, and a run holds at most `maxWaitsPerRun` waits at once (the
  * validator rejects more, with nothing recorded). API processes share one wait per application and from-status.
+ * The server itself holds at most 10 updates in flight per workflow (`history.maxInFlightUpdates`) and makes the
+ * 11th wait; waits take at most half of that, so the start update of a repeated POST /applications always has room.
  */
-export const STATUS_WAIT_LIMITS = { maxTimeoutMs: 60_000, maxWaitsPerRun: 10, maxStatusLength: 64 } as const;
+export const STATUS_WAIT_LIMITS = { maxTimeoutMs: 60_000, maxWaitsPerRun: 5, maxStatusLength: 64 } as const;
 
 /**
  * Answers when the application's status differs from `fromStatus` (at once if it already does), when the

@@ -188,6 +188,14 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     ).rejects.toThrow(TooManyStatusWaitsError);
     // A refused wait is not recorded.
     expect((await historyOf(stack.t.client, ref)).events!.length).toBe(eventsBefore);
+    // The start update still has room: the same POST again answers 200 with the same application.
+    const again = await stack.facade('/applications', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done' }),
+    });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ financeApplicationId: id });
 
     stack.sandbox.control.setApplicationStatus(id, 'IN_PROGRESS');
     for (const result of await Promise.all(held)) {
