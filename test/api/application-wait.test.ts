@@ -20,6 +20,7 @@ import {
 } from '../../src/client/finance-applications';
 import { STATUS_WAIT_LIMITS, type FinanceApplicationSettings } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, TEST_API_KEY, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -223,6 +224,10 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     stack.sandbox.control.setApplicationStatus(id, 'IN_PROGRESS');
     expect(await result).toMatchObject({ outcome: 'changed', state: { status: 'IN_PROGRESS' } });
     expect(waits.listening).toBe(0);
+    // Ended, for the replay test (RECORD_HISTORIES=1): waits that timed out, one that saw the change, the end.
+    stack.sandbox.control.setApplicationStatus(id, 'COMPLETED');
+    await financeApplicationHandle(stack.t.client, ref).result();
+    recordFinanceHistory(await historyOf(stack.t.client, ref), 'status-waits');
   });
 
   it('a wait goes on across continue-as-new (the closing run lets it go, the next run takes it)', async () => {
