@@ -223,7 +223,7 @@ async function within<T>(promise: Promise<T>, ms: number, signal?: AbortSignal):
       promise,
       new Promise<undefined>((resolve, reject) => {
         timer = setTimeout(() => resolve(undefined), ms);
-        onAbort = () => reject(signal?.reason);
+        onAbort = () => reject(signal?.reason instanceof Error ? signal.reason : new Error('wait aborted'));
         signal?.addEventListener('abort', onAbort, { once: true });
       }),
     ]);
