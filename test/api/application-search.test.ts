@@ -184,6 +184,32 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     await listingOf(`referencePrefix=${can}&createdAfter=${afterCreation}`, []);
   });
 
+  it('a reference whose creation failed is not listed (it may be started again)', async () => {
+    const failed = `${prefix}e-failed`;
+    // The worker refuses the callback origin: the run fails before the bank is called.
+    await expect(
+      startFinanceApplication(
+        stack.t.client,
+        {
+          merchantReference: failed,
+          application: { redirectUrl: 'https://shop.example/done' },
+          callbackUrl: 'https://not-allowed.example/events',
+        },
+        { taskQueue: stack.t.taskQueue },
+      ),
+    ).rejects.toThrow();
+    // Visibility has the failed run (waited for), and the listing leaves it out.
+    await eventually(async () => {
+      for await (const wf of stack.t.client.workflow.list({
+        query: `WorkflowId = '${financeApplicationWorkflowId(failed)}' AND ExecutionStatus = 'Failed'`,
+      })) {
+        return wf;
+      }
+      return undefined;
+    });
+    expect((await list(`referencePrefix=${failed}`)).applications).toEqual([]);
+  });
+
   it('an application started before FinanceApplicationCreatedAt existed is windowed by its start time', async () => {
     const old = `${prefix}d-old`;
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: old });
