@@ -8,6 +8,7 @@ import {
 import { temporal } from '@temporalio/proto';
 import {
   financeApplicationStateQuery,
+  financeApplicationWorkflowType,
   startFinanceApplicationUpdate,
   type FinanceApplicationInput,
   type FinanceApplicationSettings,
@@ -87,7 +88,7 @@ export async function startFinanceApplication(
     startRequestId: requestId,
   };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof financeApplicationWorkflow>(
-    'financeApplicationWorkflow',
+    financeApplicationWorkflowType,
     {
       workflowId,
       taskQueue: options.taskQueue,

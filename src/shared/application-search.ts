@@ -3,6 +3,8 @@
  * that reaches the query is checked against a strict pattern and then quoted, so no caller's input is ever
  * read as query syntax. (Not imported by workflow code.)
  */
+import { financeApplicationWorkflowType } from './finance-application';
+
 /** Statuses the filter accepts: the bank's vocabulary is configurable, so any short word of these characters. */
 export const STATUS_FILTER_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** A reference prefix: the characters of a merchant reference (src/shared/ids.ts), 1 to 128 of them. */
@@ -11,9 +13,6 @@ export const REFERENCE_PREFIX_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
 /** Page size of a listing: 50 unless asked, at most 100. */
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
-
-/** The workflow type listed (only finance applications). */
-export const FINANCE_APPLICATION_WORKFLOW_TYPE = 'financeApplicationWorkflow';
 
 export interface ApplicationSearchFilter {
   /** The latest recorded status (search attribute FinanceApplicationStatus), exactly. */
@@ -62,7 +61,7 @@ function createdClause(op: '>=' | '<', at: string): string {
  */
 export function applicationSearchQuery(filter: ApplicationSearchFilter = {}): string {
   const clauses = [
-    `WorkflowType = ${quoteLiteral(FINANCE_APPLICATION_WORKFLOW_TYPE)}`,
+    `WorkflowType = ${quoteLiteral(financeApplicationWorkflowType)}`,
     `ExecutionStatus != 'ContinuedAsNew'`,
     `ExecutionStatus != 'Failed'`,
   ];

@@ -13,6 +13,7 @@ import {
   type FinanceApplicationSummary,
 } from '../../src/client/finance-applications';
 import { MAX_PAGE_SIZE } from '../../src/shared/application-search';
+import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { MerchantReference } from '../../src/shared/search-attributes';
 import type { financeApplicationWorkflow } from '../../src/workflows/finance-application';
@@ -215,7 +216,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: old });
     const before = new Date();
     // As the start call did before this attribute: MerchantReference only.
-    await stack.t.client.workflow.start<typeof financeApplicationWorkflow>('financeApplicationWorkflow', {
+    await stack.t.client.workflow.start<typeof financeApplicationWorkflow>(financeApplicationWorkflowType, {
       workflowId: financeApplicationWorkflowId(old),
       taskQueue: stack.t.taskQueue,
       args: [
