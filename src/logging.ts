@@ -8,6 +8,7 @@ import {
 } from '@temporalio/worker';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { loggablePath, REDACT_PATHS } from './security/redaction';
+import { requestLogIds } from './telemetry/request-context';
 import { activeTraceIds } from './telemetry/trace-ids';
 
 export type Logger = PinoLogger;
@@ -22,6 +23,12 @@ const SERIALIZERS = {
   err: pino.stdSerializers.err,
   path: (value: unknown) => (typeof value === 'string' ? loggablePath(value) : value),
 };
+
+/** The request's id, unless the logger has it bound already (pino-http's request logger): one `reqId` per line. */
+function requestIdUnlessBound(instance: PinoLogger): { reqId?: string } {
+  const ids = requestLogIds();
+  return ids.reqId !== undefined && 'reqId' in instance.bindings() ? {} : ids;
+}
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -40,8 +47,8 @@ export function createLogger(
       name: options.name,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: SERIALIZERS,
-      // Inside a span (an HTTP request, an activity): the ids that find the line's trace.
-      mixin: () => activeTraceIds() ?? {},
+      // Inside an HTTP request: its id (X-Request-Id); inside a span (a request, an activity): the line's trace.
+      mixin: (_object, _level, instance) => ({ ...requestIdUnlessBound(instance), ...activeTraceIds() }),
       // pino-pretty in a worker thread, only for a terminal: production stays on synchronous JSON.
       ...(pretty
         ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } }

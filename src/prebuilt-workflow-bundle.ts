@@ -5,7 +5,6 @@ import { bundleWorkflowCode, type Logger as SdkLogger, type WorkflowBundlePath }
 import type { Compiler } from 'webpack';
 import { StartupError } from './bootstrap';
 import { createLogger, type Logger } from './logging';
-import { WORKFLOW_TRACING_INTERCEPTOR_MODULE } from './telemetry/tracing';
 
 /**
  * The prebuilt workflow bundle (samples-typescript `production`): `npm run build` compiles src into dist, then
@@ -28,6 +27,12 @@ export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
  * src/temporal/data-converter.ts). Inside dist/shared, so the inputs hash covers it.
  */
 export const FAILURE_CONVERTER_FILE = join('shared', 'failure-converter.js');
+/**
+ * The workflow interceptor module (src/workflows/interceptors.ts compiled: the SDK's OpenTelemetry interceptors and
+ * the webhook-read one), relative to dist: always bundled, tracing is decided at start and the bundle at build.
+ * Inside dist/workflows, so the inputs hash covers it.
+ */
+export const WORKFLOW_INTERCEPTORS_FILE = join('workflows', 'interceptors.js');
 
 export interface WorkflowBundleManifest {
   /** @temporalio/worker's version at bundling: Worker.create needs the very same one. */
@@ -105,13 +110,15 @@ export async function buildWorkflowBundle(options: { distDir: string; logger: Lo
   if (!existsSync(workflowsPath)) throw new Error(`${workflowsPath} not found: compile first (tsc)`);
   const failureConverterPath = join(distDir, FAILURE_CONVERTER_FILE);
   if (!existsSync(failureConverterPath)) throw new Error(`${failureConverterPath} not found: compile first (tsc)`);
+  const interceptorsPath = join(distDir, WORKFLOW_INTERCEPTORS_FILE);
+  if (!existsSync(interceptorsPath)) throw new Error(`${interceptorsPath} not found: compile first (tsc)`);
   const inputsBefore = workflowInputsHash(distDir);
   const resources = new Set<string>();
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     failureConverterPath,
     // Always bundled (tracing is decided at start, the bundle at build): the worker gives them a sink either way.
-    workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
+    workflowInterceptorModules: [interceptorsPath],
     logger: bundlerLogger(logger),
     webpackConfigHook: (config) => ({
       ...config,

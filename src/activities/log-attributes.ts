@@ -3,13 +3,20 @@ import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 /** The ids an activity's input may carry (STYLE.md, 3: one object parameter) that find its application or refresh. */
 export const LOGGED_ACTIVITY_IDS = ['merchantReference', 'financeApplicationId', 'consentId', 'taskId'] as const;
 
-/** The ids present as strings in an activity's input; nothing else of the input (customer data) is taken. */
+/**
+ * The ids present as strings in an activity's input, or in its `event` (a merchant callback's: the application's or
+ * the consent's ids travel there); nothing else of the input (customer data) is taken.
+ */
 export function activityIds(input: unknown): Record<string, string> {
   if (typeof input !== 'object' || input === null) return {};
+  const { event } = input as { event?: unknown };
   const ids: Record<string, string> = {};
-  for (const key of LOGGED_ACTIVITY_IDS) {
-    const value = (input as Record<string, unknown>)[key];
-    if (typeof value === 'string') ids[key] = value;
+  for (const source of [event, input]) {
+    if (typeof source !== 'object' || source === null) continue;
+    for (const key of LOGGED_ACTIVITY_IDS) {
+      const value = (source as Record<string, unknown>)[key];
+      if (typeof value === 'string') ids[key] = value;
+    }
   }
   return ids;
 }

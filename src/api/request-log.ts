@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Logger } from '../logging';
 import { loggablePath } from '../security/redaction';
+import { withRequestId } from '../telemetry/request-context';
 
 /** A caller's X-Request-Id is kept when it is short and plain; anything else is replaced by a generated one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -20,9 +21,17 @@ const pathOf = (url: string | undefined): string => loggablePath((url ?? '/').sp
 /**
  * One line per request (pino-http) with its request id, taken from X-Request-Id when valid and echoed in the
  * response. The request is logged as method and loggable path only: pino-http's default would log the URL (a
- * webhook's hash) and the headers. Successful webhooks and probes are the hot path: debug; 4xx warn, 5xx error.
+ * webhook's hash) and the headers. Successful webhooks and probes are the hot path: debug; error answers info.
+ * The rest of the request runs with its id on every log line (`reqId`, src/telemetry/request-context.ts), whichever
+ * logger writes it: the routes' `deps.logger`, the receiver pipeline, the error middleware.
  */
 export function requestLog(logger: Logger, listener: 'public' | 'internal'): RequestHandler {
+  const log = requestLine(logger, listener);
+  // genReqId below always answers a string.
+  return (req, res, next) => log(req, res, () => withRequestId(req.id as string, next));
+}
+
+function requestLine(logger: Logger, listener: 'public' | 'internal'): RequestHandler {
   return pinoHttp({
     logger: logger.child({ listener }),
     quietReqLogger: true,

@@ -21,13 +21,16 @@ import { loggablePath } from '../security/redaction';
 /**
  * OpenTelemetry tracing (issue 11): one trace from a merchant's request or the bank's webhook (the http server
  * span) through the Temporal client call (update-with-start, signal), the workflow and activity spans
- * (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici). Off unless an OTLP endpoint is
+ * (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici); Express routes name the server span
+ * and get a span each (./express-routes.ts). Off unless an OTLP endpoint is
  * configured: otherwise nothing is registered and the Temporal interceptors are left out.
  */
 
-/** Where the Temporal workflow interceptors live: bundled into the workflow code (prebuilt bundle and tests). */
-export const WORKFLOW_TRACING_INTERCEPTOR_MODULE =
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+/**
+ * Where the workflow interceptors live, bundled into the workflow code (prebuilt bundle, tests, replay): the SDK's
+ * OpenTelemetry interceptors and the one that carries a webhook's trace to the read it causes (src/workflows).
+ */
+export const WORKFLOW_TRACING_INTERCEPTOR_MODULE = require.resolve('../workflows/interceptors');
 
 export interface Tracing {
   /** Processes every span of the process, workflow spans included (through the worker's `exporter` sink). */
@@ -81,7 +84,8 @@ export function startTracing(options: {
     }),
   ];
   // No express instrumentation: the one matching this OpenTelemetry line (1.x, the Temporal interceptors') stops at
-  // express 4 (express 5 needs the 2.x line). The server span carries the (redacted) target instead of the route.
+  // express 4 (express 5 needs the 2.x line). Routes name the server span and get spans of their own through
+  // src/telemetry/express-routes.ts instead.
   const unregister = registerInstrumentations({ tracerProvider: provider, instrumentations });
   return {
     spanProcessor,

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
+import type { Logger } from '../../src/logging';
 import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
@@ -59,6 +60,8 @@ export interface TestStackOptions {
   tracing?: Tracing;
   /** AppDeps.settings: the settings of workflows the facade and the receiver start (config.settings); built-in defaults when absent. */
   settings?: ServiceSettings;
+  /** The apps' logger (silent, or TEST_LOG_LEVEL, when absent): a test that reads the lines passes createLogger's. */
+  logger?: Logger;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -115,7 +118,7 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  * the real bank client and activities, a real worker on a task queue of its own, and the real Express app.
  */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const payloadCodec = options.payloadEncryptionKeys
     ? createPayloadCodec(options.payloadEncryptionKeys)
     : testPayloadCodec;

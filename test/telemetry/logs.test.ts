@@ -15,18 +15,23 @@ import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
 import { createLogger, resolveLogFormat } from '../../src/logging';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
 import { createWorkerBankClient } from '../../src/worker';
+import { startTestStack, type TestStack } from '../helpers/stack';
 
-function capture(): { lines: Record<string, unknown>[]; sink: Writable } {
+function capture(): { lines: Record<string, unknown>[]; raw: string[]; sink: Writable } {
   const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+        raw.push(line);
         lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
       done();
     },
   });
-  return { lines, sink };
+  return { lines, raw, sink };
 }
 
 const serve = async (handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> => {
@@ -156,6 +161,107 @@ describe('request log on both listeners', () => {
   });
 });
 
+describe('the request id on every line of a request, whichever logger writes it (whole stack)', () => {
+  const { lines, raw, sink } = capture();
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ logger: createLogger({ level: 'debug', destination: sink }) });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const linesOf = (msg: string) => lines.filter((l) => l.msg === msg);
+  const startApplication = (ref: string, requestId: string) =>
+    stack.facade('/applications', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+      body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done' }),
+    });
+
+  it("the facade's handler line, after its JSON body was parsed, with the application's ids (two requests at once)", async () => {
+    const refs = [`log-a-${Date.now()}`, `log-b-${Date.now()}`];
+    const answers = await Promise.all(refs.map((ref) => startApplication(ref, `req-${ref}`)));
+    expect(answers.map((a) => a.status)).toEqual([201, 201]);
+    for (const [i, ref] of refs.entries()) {
+      const { financeApplicationId } = (await answers[i]!.json()) as { financeApplicationId: string };
+      expect(linesOf('finance application started').filter((l) => l.merchantReference === ref)).toEqual([
+        expect.objectContaining({
+          reqId: `req-${ref}`,
+          merchantReference: ref,
+          financeApplicationId,
+          workflowId: `finance-application:${ref}`,
+        }),
+      ]);
+    }
+  });
+
+  it("pino-http's own request line carries the id once (its logger has it bound; the mixin adds no second key)", () => {
+    const requestLines = raw.filter((l) => l.includes('"req":{"id":"req-log-'));
+    expect(requestLines.length).toBeGreaterThanOrEqual(2);
+    for (const line of requestLines) expect(line.match(/"reqId":/g)).toHaveLength(1);
+  });
+
+  it("the error middleware's line", async () => {
+    const res = await stack.facade('/applications', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'req-invalid' },
+      body: JSON.stringify({ merchantReference: 'no-redirect' }),
+    });
+    expect(res.status).toBe(400);
+    expect(linesOf('request rejected').filter((l) => l.reqId === 'req-invalid')).toEqual([
+      expect.objectContaining({ status: 400, path: '/applications' }),
+    ]);
+  });
+
+  it("the receiver pipeline's lines: a finance webhook nobody waits for, an accountEvent handed off as late", async () => {
+    const ref = `log-nobody-${Date.now()}`;
+    const hook = await fetch(
+      `${stack.publicUrl}/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, ref)}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'req-nobody' },
+        body: JSON.stringify({ financeApplicationId: 'fa-unknown' }),
+      },
+    );
+    expect(hook.status).toBe(200);
+    expect(lines.filter((l) => l.reqId === 'req-nobody' && l.level === 40)).toEqual([
+      expect.objectContaining({ merchantReference: ref, financeApplicationId: 'fa-unknown' }),
+    ]);
+
+    const consentId = `log-consent-${Date.now()}`;
+    const late = await fetch(`${stack.publicUrl}/webhooks/accounts`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: stack.webhooks.securityHeader,
+        'x-request-id': 'req-late',
+      },
+      body: JSON.stringify({
+        consentId,
+        taskId: 'task-none',
+        taskStatus: 'FINISHED',
+        bankCode: 'B1',
+        bankName: 'Bank one',
+        accounts: [{ accountId: 'acc-1', eventType: 'ADDED' }],
+      }),
+    });
+    expect(late.status).toBe(202);
+    expect(linesOf('accountEvent handed off as a late bank report')).toEqual([
+      expect.objectContaining({ reqId: 'req-late', consentId, taskId: 'task-none' }),
+    ]);
+  });
+
+  it('no request id outside a request', () => {
+    expect(requestLogIds()).toEqual({});
+    expect(withRequestId('r-1', () => requestLogIds())).toEqual({ reqId: 'r-1' });
+    const { lines: outside, sink: outsideSink } = capture();
+    createLogger({ destination: outsideSink }).info('not in a request');
+    expect(outside[0]).not.toHaveProperty('reqId');
+  });
+});
+
 describe('format and ids', () => {
   it('is pretty on a terminal, JSON otherwise, and LOG_FORMAT overrides', () => {
     expect(resolveLogFormat(undefined, true)).toBe('pretty');
@@ -171,6 +277,24 @@ describe('format and ids', () => {
       activityIds({ merchantReference: 'r1', financeApplicationId: 'fa-1', application: { name: 'Jane' } }),
     ).toEqual({ merchantReference: 'r1', financeApplicationId: 'fa-1' });
     expect(activityIds({ consentId: 'c1', taskId: 't1' })).toEqual({ consentId: 'c1', taskId: 't1' });
+    // A merchant callback's ids are in its event (notifyMerchant's lines: "Merchant notified", "… failed").
+    expect(
+      activityIds({
+        url: 'https://shop.example/cb',
+        idempotencyKey: 'k',
+        event: {
+          type: 'finance-application.status-changed',
+          merchantReference: 'r1',
+          financeApplicationId: 'fa-1',
+          status: 'APPROVED',
+        },
+      }),
+    ).toEqual({ merchantReference: 'r1', financeApplicationId: 'fa-1' });
+    expect(
+      activityIds({ event: { type: 'transactionsChanged', consentId: 'c1', accounts: [{ accountId: 'a' }] } }),
+    ).toEqual({
+      consentId: 'c1',
+    });
     expect(activityIds(undefined)).toEqual({});
   });
 });

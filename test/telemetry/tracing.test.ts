@@ -1,6 +1,7 @@
 /**
  * One trace from a merchant's POST /applications (and one from the bank's webhook) across the whole test stack:
- * the HTTP server span, the Temporal client call, the workflow and activity spans, and the bank's HTTP call (the
+ * the HTTP server span named by its route, the route's handler span, the Temporal client call, the workflow and
+ * activity spans (for a webhook: the status read it causes), and the bank's HTTP call (the
  * sandbox runs in-process over real HTTP). The global tracer provider is registered in this file only (jest runs
  * each file in a worker of its own) and shut down after it.
  */
@@ -11,6 +12,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { startTracing, traceableUrl, type Tracing } from '../../src/telemetry/tracing';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -77,6 +79,8 @@ describe('tracing', () => {
     const spans = await eventually(() => {
       const found = spansOf(traceId);
       const wanted = [
+        'request handler - /applications',
+        'middleware - jsonParser',
         'UpdateWithStartWorkflow:',
         'HandleUpdate:',
         'StartActivity:createApplication',
@@ -90,11 +94,16 @@ describe('tracing', () => {
     const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
     const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
 
-    // The chain: server span → update-with-start (client) → the workflow's activity → the bank's HTTP call.
+    // The server span is named by the route; the route's body parser and handler are its children.
+    expect(server.name).toBe('POST /applications');
+    expect(attr(server, 'http.route')).toBe('/applications');
+    const handler = byName('request handler - /applications');
+    expect(parentOf(handler)).toBe(server);
+    expect(attr(handler, 'http.route')).toBe('/applications');
+    expect(parentOf(byName('middleware - jsonParser'))).toBe(server);
+    // The chain: server span → route handler → update-with-start (client) → the workflow's activity → the bank.
     const uws = byName('UpdateWithStartWorkflow:');
-    let up: ReadableSpan | undefined = uws;
-    while (up && up !== server) up = parentOf(up);
-    expect(up).toBe(server);
+    expect(parentOf(uws)).toBe(handler);
     // The workflow's own span (RunWorkflow) is exported when the run ends; its update handler and activity are here.
     expect(byName('HandleUpdate:').parentSpanId).toBe(uws.spanContext().spanId);
     const run = byName('RunActivity:createApplication');
@@ -112,15 +121,20 @@ describe('tracing', () => {
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(hash);
   });
 
-  it("the bank's webhook: one trace from the receiver's HTTP span to the signal and the workflow's handler; the status read it causes runs in the application's trace", async () => {
+  it("the bank's webhook: one trace from the receiver's HTTP span and its route through the signal to the status read it causes and the bank's GET", async () => {
     const ref = `trace-hook-${randomUUID()}`;
+    // No scripted change: the only webhook of this application is the one sent below (the sandbox sends none).
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
     const since = exporter.getFinishedSpans().length;
     const res = await stack.facade('/applications', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done' }),
     });
-    const { financeApplicationId } = (await res.json()) as { financeApplicationId: string };
+    const { financeApplicationId, workflowId } = (await res.json()) as {
+      financeApplicationId: string;
+      workflowId: string;
+    };
     const appTrace = (await eventually(() => serverSpan('/applications', since))).spanContext().traceId;
     const hash = webhookHash(stack.webhooks.hashSecret, ref);
     const hook = await fetch(`${stack.publicUrl}/webhooks/finance-applications/${ref}/${hash}`, {
@@ -130,27 +144,55 @@ describe('tracing', () => {
     });
     expect(hook.status).toBe(202);
 
+    const route = '/webhooks/finance-applications/:ref/:hash';
     const server = await eventually(() => serverSpan(`/webhooks/finance-applications/${ref}/`, since));
-    // The hash never leaves the process in a span.
+    // Named by its route, never by its path: the hash never leaves the process in a span.
+    expect(server.name).toBe(`POST ${route}`);
+    expect(attr(server, 'http.route')).toBe(route);
     expect(attr(server, 'http.target')).toBe(`/webhooks/finance-applications/${ref}/:hash`);
+    const statusUrl = `/applications/${financeApplicationId}/status`;
     const spans = await eventually(() => {
       const found = spansOf(server.spanContext().traceId);
-      return ['SignalWorkflow:', 'HandleSignal:'].every((w) => found.some((s) => s.name.startsWith(w)))
-        ? found
-        : undefined;
+      const wanted = [
+        'SignalWorkflow:',
+        'HandleSignal:',
+        'StartActivity:getApplicationStatus',
+        'RunActivity:getApplicationStatus',
+      ];
+      const bankRead = found.some((s) => s.kind === SpanKind.CLIENT && String(attr(s, 'url.full')).endsWith(statusUrl));
+      return wanted.every((w) => found.some((s) => s.name.startsWith(w))) && bankRead ? found : undefined;
     });
-    const signal = spans.find((s) => s.name.startsWith('SignalWorkflow:'))!;
-    expect(spans.find((s) => s.spanContext().spanId === signal.parentSpanId)).toBe(server);
-    // Handlers record, the workflow body acts (STYLE.md, 4): the read is a child of the body's span, in the
-    // application's trace, with the bank's GET under it.
-    const read = await eventually(() =>
-      spansOf(appTrace).find(
-        (s) =>
-          s.name === 'RunActivity:getApplicationStatus' &&
-          spansOf(appTrace).some((c) => c.kind === SpanKind.CLIENT && c.parentSpanId === s.spanContext().spanId),
-      ),
-    );
-    expect(read).toBeDefined();
+    const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
+    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
+
+    // server span → the route's handler → SignalWorkflow → HandleSignal (the handler records the webhook) …
+    const handler = byName(`request handler - ${route}`);
+    expect(parentOf(handler)).toBe(server);
+    const signal = byName('SignalWorkflow:');
+    expect(parentOf(signal)).toBe(handler);
+    expect(parentOf(byName('HandleSignal:'))).toBe(signal);
+    // … and the read the workflow body schedules for it (WebhookReadTraceInterceptor), then the bank's GET.
+    const start = byName('StartActivity:getApplicationStatus');
+    expect(parentOf(start)).toBe(signal);
+    const run = byName('RunActivity:getApplicationStatus');
+    expect(parentOf(run)).toBe(start);
+    const get = spans.find((s) => s.kind === SpanKind.CLIENT && String(attr(s, 'url.full')).endsWith(statusUrl))!;
+    expect(parentOf(get)).toBe(run);
+    // The read is no longer in the application's trace (its polls are, as activities of another type).
+    expect(spansOf(appTrace).filter((s) => s.name.includes('getApplicationStatus'))).toEqual([]);
+
+    // A terminal change (its webhook traced the same way) ends the run; its history, whose signals carry trace
+    // headers, is the replay test's proof that the interceptor leaves the commands alone (RECORD_HISTORIES=1).
+    stack.sandbox.control.setApplicationStatus(financeApplicationId, 'COMPLETED');
+    const handle = stack.t.client.workflow.getHandle(workflowId);
+    await handle.result();
+    const history = await handle.fetchHistory();
+    const signalled = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes);
+    expect(signalled.length).toBeGreaterThanOrEqual(2);
+    for (const e of signalled) {
+      expect(Object.keys(e.workflowExecutionSignaledEventAttributes?.header?.fields ?? {})).toContain('_tracer-data');
+    }
+    recordFinanceHistory(history, 'traced-webhooks');
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(hash);
   });
 

@@ -47,6 +47,11 @@ const COMPILED_FAILURE_CONVERTER = ts.transpileModule(
   { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } },
 ).outputText;
 
+/** The interceptor module every bundle carries (src/workflows/interceptors.ts): here the SDK's tracing ones alone. */
+const COMPILED_INTERCEPTORS =
+  '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' +
+  'exports.interceptors = require("@temporalio/interceptors-opentelemetry/lib/workflow-interceptors").interceptors;\n';
+
 const COMPILED_WORKFLOWS = {
   'workflows/index.js':
     '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' +
@@ -54,6 +59,7 @@ const COMPILED_WORKFLOWS = {
     'const workflow_1 = require("@temporalio/workflow");\nconst greeting_1 = require("../shared/greeting");\n' +
     'async function greetWorkflow(input) { return (0, greeting_1.greet)(input.name); }\n' +
     'async function refuseWorkflow(input) { throw workflow_1.ApplicationFailure.nonRetryable(`refused ${input.name}`, "Refused"); }\n',
+  'workflows/interceptors.js': COMPILED_INTERCEPTORS,
   'shared/failure-converter.js': COMPILED_FAILURE_CONVERTER,
   'shared/greeting.js':
     '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' +
@@ -186,6 +192,7 @@ describe('the prebuilt workflow bundle', () => {
     copies.push(dir);
     writeFiles(dir, {
       'workflows/index.js': 'exports.w = async () => require("../config").value;\n',
+      'workflows/interceptors.js': COMPILED_INTERCEPTORS,
       'shared/failure-converter.js': COMPILED_FAILURE_CONVERTER,
       'config.js': 'exports.value = 1;\n',
     });

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
@@ -20,6 +20,7 @@ import type { lateAccountEventsWorkflow } from '../../workflows/late-account-eve
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
 import { parsedWith, webhookReceiver, type ParsedWebhook } from '../webhook-receiver';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
 export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
@@ -139,7 +140,7 @@ async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalIn
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
 export function accountWebhookRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
 
   router.post(
     '/webhooks/accounts',

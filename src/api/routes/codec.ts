@@ -1,9 +1,10 @@
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler, Router } from 'express';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { PayloadEncryptionError } from '../../security/payload-codec';
 import { HttpError } from '../errors';
 import { hasJsonContentType, readJsonBody } from '../json-body';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 /**
  * The codec endpoint (Temporal's remote codec protocol) for the Web UI and the CLI
@@ -58,7 +59,7 @@ const toJson = ({ metadata, data }: Payload): { metadata: Record<string, string>
 });
 
 export function codecRoutes(deps: CodecRoutesDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
   const allowed = new Set(deps.corsOrigins);
   const limit = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
 

@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { type Router } from 'express';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -10,6 +10,7 @@ import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 import { DEFAULT_SERVICE_SETTINGS, SETTING_BOUNDS } from '../../shared/application-settings';
 import { durationField } from '../settings-schemas';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 const StartRefreshBody = z
   .object({
@@ -34,7 +35,7 @@ const consentIdOf = (raw: string | string[] | undefined): string => {
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
  */
 export function consentRefreshRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
   const json = express.json({ limit: '16kb' });
 
   router.post('/consents/:consentId/refresh', json, async (req, res) => {

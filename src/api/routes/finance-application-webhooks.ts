@@ -1,10 +1,11 @@
-import { Router, type Request } from 'express';
+import type { Request, Router } from 'express';
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
 import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { parsedWith, webhookReceiver } from '../webhook-receiver';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
 
@@ -29,7 +30,7 @@ const referenceOf = (req: Request): string => (req.params as Params).ref ?? '';
  * workflow: 200 `ignored`. The workflow, not the receiver, decides whether the financeApplicationId is its own.
  */
 export function financeApplicationWebhookRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
   const receive = webhookReceiver<z.infer<typeof FinanceApplicationWebhookSchema>>(deps, {
     kind: KIND,
     limitBytes: FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT,

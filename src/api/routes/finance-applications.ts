@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { type Router } from 'express';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
 import {
@@ -26,6 +26,7 @@ import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from 
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
 
@@ -146,6 +147,7 @@ export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
  *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
+<<<<<<< HEAD
   const router = Router();
   const waits = new FinanceApplicationWaits(deps.client);
 
@@ -161,6 +163,9 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     const body: z.infer<typeof ListApplicationsResponseSchema> = page;
     res.json(body);
   });
+=======
+  const router = tracedRouter();
+>>>>>>> main
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
@@ -187,6 +192,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         merchant: merchantOf(res),
         merchantReference,
         financeApplicationId: started.financeApplicationId,
+        workflowId: started.workflowId,
         created: started.created,
       },
       started.created ? 'finance application started' : 'finance application already existed',

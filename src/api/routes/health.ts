@@ -1,13 +1,14 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { AppDeps } from '../app';
 import { hardBound } from '../errors';
+import { tracedRouter } from '../../telemetry/express-routes';
 
 /** /readyz answers within this, whatever Temporal does (its own check has a 2 s gRPC deadline). */
 export const READINESS_BOUND_MS = 2_000;
 
 /** Liveness: the process answers (both listeners; no dependency checked, so a Temporal outage restarts nothing). */
 export function livenessRoutes(): Router {
-  const router = Router();
+  const router = tracedRouter();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -19,7 +20,7 @@ export function livenessRoutes(): Router {
  * probes and scrapers cannot send one, and they tell nothing about any merchant's data.
  */
 export function operatorRoutes(deps: AppDeps): Router {
-  const router = Router();
+  const router = tracedRouter();
   router.get('/readyz', async (_req, res) => {
     try {
       await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
