@@ -147,8 +147,7 @@ export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
  *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
-<<<<<<< HEAD
-  const router = Router();
+  const router = tracedRouter();
   const waits = new FinanceApplicationWaits(deps.client);
 
   router.get('/applications', async (req, res) => {
@@ -163,9 +162,6 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     const body: z.infer<typeof ListApplicationsResponseSchema> = page;
     res.json(body);
   });
-=======
-  const router = tracedRouter();
->>>>>>> main
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
