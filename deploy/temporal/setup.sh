@@ -20,6 +20,9 @@ case "${1:-}" in
     for name in MerchantReference FinanceApplicationId FinanceApplicationStatus ConsentId RefreshTaskId DuplicateFinanceApplicationId; do
       temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" -n "$TEMPORAL_NAMESPACE" --name "$name" --type Keyword --yes || true
     done
+    for name in FinanceApplicationCreatedAt; do
+      temporal operator search-attribute create --address "$TEMPORAL_ADDRESS" -n "$TEMPORAL_NAMESPACE" --name "$name" --type Datetime --yes || true
+    done
     ;;
   *)
     echo "usage: setup.sh schema|init" >&2

@@ -200,6 +200,7 @@ function httpErrorName(status: number): string {
     415: 'unsupported_media_type',
     431: 'request_header_fields_too_large',
     422: 'unprocessable_entity',
+    429: 'too_many_requests',
     502: 'bad_gateway',
     503: 'unavailable',
   };

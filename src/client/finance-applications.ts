@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import {
   financeApplicationStateQuery,
   financeApplicationWorkflowType,
@@ -14,8 +15,20 @@ import {
   type FinanceApplicationStarted,
   type FinanceApplicationState,
 } from '../shared/finance-application';
+import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
+import {
+  applicationSearchQuery,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  type ApplicationSearchFilter,
+} from '../shared/application-search';
 import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
-import { MerchantReference } from '../shared/search-attributes';
+import {
+  FinanceApplicationCreatedAt,
+  FinanceApplicationId,
+  FinanceApplicationStatus,
+  MerchantReference,
+} from '../shared/search-attributes';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
 
 export type {
@@ -26,6 +39,16 @@ export type {
   StatusSource,
 } from '../shared/finance-application';
 export { FINANCE_APPLICATION_DEFAULTS, FinanceApplicationFailureType } from '../shared/finance-application';
+export type { ApplicationSearchFilter } from '../shared/application-search';
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../shared/application-search';
+export {
+  FinanceApplicationWaits,
+  TooManyStatusWaitsError,
+  type JoinedWait,
+  waitForFinanceApplicationChange,
+  type FinanceApplicationChange,
+  type WaitForChangeOptions,
+} from './status-waits';
 
 export interface StartFinanceApplicationRequest {
   /** The merchant's reference: the idempotency key (one reference, one application at the bank). */
@@ -73,7 +96,12 @@ export async function startFinanceApplication(
       workflowIdConflictPolicy: 'USE_EXISTING',
       // A completed application is never created twice; a failed creation may be tried again.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [{ key: MerchantReference, value: merchantReference }],
+      // Set once, at the first start (a start that finds the workflow running changes nothing); carried over on
+      // continue-as-new: the creation time GET /applications filters on.
+      typedSearchAttributes: [
+        { key: MerchantReference, value: merchantReference },
+        { key: FinanceApplicationCreatedAt, value: new Date() },
+      ],
       staticSummary: `Finance application ${merchantReference}`,
       staticDetails: staticDetails(request),
     },
@@ -126,6 +154,102 @@ export async function awaitFinanceApplication(
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
   return financeApplicationHandle(client, merchantReference).result();
+}
+
+/** One application in a listing (contract: GET /applications `applications` items). */
+export interface FinanceApplicationSummary {
+  merchantReference: string;
+  financeApplicationId: string | null;
+  /** The latest recorded status (null until the bank created the application). */
+  status: string | null;
+  /** True once the workflow has closed (a terminal status, the deadline, or an operator's termination). */
+  done: boolean;
+  /** ISO time the application was first started (across continue-as-new). */
+  createdAt: string;
+}
+
+export interface FinanceApplicationPage {
+  applications: FinanceApplicationSummary[];
+  /** Pass it as `pageToken` for the next page with the same filter; null on the last page. */
+  nextPageToken: string | null;
+}
+
+export interface ListPageOptions {
+  /** 1 to MAX_PAGE_SIZE (100); DEFAULT_PAGE_SIZE (50) when absent. */
+  pageSize?: number;
+  /** The previous page's nextPageToken, with the same filter. */
+  pageToken?: string;
+}
+
+/** Page tokens are the server's, as base64url: opaque to callers, at most 4 KiB of text. */
+export const PAGE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,4096}$/;
+
+/**
+ * One page of finance applications matching the filter, newest run first, through Temporal's visibility API
+ * (eventually consistent: a change shows after a moment). Only the latest run of each application; applications
+ * whose creation failed are not listed. Throws RangeError for a filter value, page size or page token out of
+ * bounds, or a page token the server does not take for this query.
+ */
+export async function listFinanceApplications(
+  client: Client,
+  filter: ApplicationSearchFilter = {},
+  page: ListPageOptions = {},
+): Promise<FinanceApplicationPage> {
+  const query = applicationSearchQuery(filter);
+  const pageSize = page.pageSize ?? DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
+    throw new RangeError(`pageSize must be an integer from 1 to ${MAX_PAGE_SIZE}`);
+  }
+  const nextPageToken = page.pageToken === undefined ? undefined : decodePageToken(page.pageToken, query);
+  let response;
+  try {
+    response = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query,
+      pageSize,
+      nextPageToken,
+    });
+  } catch (err) {
+    // INVALID_ARGUMENT (3) with a token given: a token of another query, or altered. The query itself is ours.
+    if (page.pageToken !== undefined && (err as { code?: unknown }).code === 3) {
+      throw new RangeError('pageToken is not valid for this query: start again without it');
+    }
+    throw err;
+  }
+  const applications = (response.executions ?? []).map((execution): FinanceApplicationSummary => {
+    const attributes = decodeTypedSearchAttributes(execution.searchAttributes?.indexedFields);
+    const workflowId = execution.execution?.workflowId ?? '';
+    const startTime = execution.startTime?.seconds
+      ? new Date(Number(execution.startTime.seconds) * 1000 + Math.floor((execution.startTime.nanos ?? 0) / 1e6))
+      : undefined;
+    const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
+    return {
+      merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(financeApplicationWorkflowId('').length),
+      financeApplicationId: attributes.get(FinanceApplicationId) ?? null,
+      status: attributes.get(FinanceApplicationStatus) ?? null,
+      done: execution.status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
+      createdAt: (createdAt ?? new Date(0)).toISOString(),
+    };
+  });
+  const token = response.nextPageToken;
+  return { applications, nextPageToken: token && token.length > 0 ? encodePageToken(token, query) : null };
+}
+
+/** Page tokens carry the first bytes of their query's hash: a token used with other filters is refused. */
+const QUERY_TAG_BYTES = 8;
+const queryTag = (query: string) => createHash('sha256').update(query).digest().subarray(0, QUERY_TAG_BYTES);
+
+function encodePageToken(serverToken: Uint8Array, query: string): string {
+  return Buffer.concat([queryTag(query), serverToken]).toString('base64url');
+}
+
+function decodePageToken(token: string, query: string): Uint8Array {
+  const bytes = PAGE_TOKEN_PATTERN.test(token) ? Buffer.from(token, 'base64url') : undefined;
+  if (!bytes || bytes.length <= QUERY_TAG_BYTES) throw new RangeError('pageToken is not a page token');
+  if (!bytes.subarray(0, QUERY_TAG_BYTES).equals(queryTag(query))) {
+    throw new RangeError('pageToken belongs to other filters: start again without it');
+  }
+  return bytes.subarray(QUERY_TAG_BYTES);
 }
 
 /** The Web UI's static details: what was asked, in markdown. */

@@ -50,6 +50,12 @@ export const FinanceApplicationFailureType = {
   InvalidInput: 'InvalidFinanceApplicationInput',
   /** The start update's argument is malformed (rejected by its validator). */
   InvalidUpdate: 'InvalidUpdate',
+  /** A status wait refused: the run already holds STATUS_WAIT_LIMITS.maxWaitsPerRun waits (nothing recorded). */
+  TooManyStatusWaits: 'FinanceApplicationTooManyStatusWaits',
+  /** A status wait refused: its arguments are out of bounds. */
+  InvalidStatusWait: 'FinanceApplicationInvalidStatusWait',
+  /** A status wait refused: the run is continuing as new or ending (ask again: the next run takes it). */
+  StatusWaitClosing: 'FinanceApplicationStatusWaitClosing',
 } as const;
 
 /** The consent refresh could not be started at the bank (the refresh workflow and the attachRefresh update fail with it). */

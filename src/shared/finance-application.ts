@@ -186,5 +186,38 @@ export const UNKNOWN_AT_BANK_STATUS = 'UNKNOWN_AT_BANK';
 export const UNKNOWN_AT_BANK_GIVE_UP_MS = 24 * 60 * 60_000;
 export const UNKNOWN_AT_BANK_MIN_READS = 3;
 
+/** What a status wait asks: answer once the status differs from `fromStatus`, or after `timeoutMs`. */
+export interface StatusWaitRequest {
+  fromStatus: string;
+  timeoutMs: number;
+}
+
+/**
+ * Why a status wait ended: `changed` (the status differs from fromStatus), `done` (the workflow stopped following
+ * the application with the status unchanged), `timeout`, or `closing` (the run is continuing as new or ending:
+ * ask the next run, or read the result).
+ */
+export type StatusWaitOutcome = 'changed' | 'done' | 'timeout' | 'closing';
+
+export interface StatusWaitResult {
+  outcome: StatusWaitOutcome;
+  state: FinanceApplicationState;
+}
+
+/**
+ * Bounds of status waits (each update and its timer are recorded in the run's history, README "Waiting for a
+ * change"): a wait lasts at most `maxTimeoutMs`, and a run holds at most `maxWaitsPerRun` waits at once (the
+ * validator rejects more, with nothing recorded). API processes share one wait per application and from-status.
+ * The server itself holds at most 10 updates in flight per workflow (`history.maxInFlightUpdates`) and makes the
+ * 11th wait; waits take at most half of that, so the start update of a repeated POST /applications always has room.
+ */
+export const STATUS_WAIT_LIMITS = { maxTimeoutMs: 60_000, maxWaitsPerRun: 5, maxStatusLength: 64 } as const;
+
+/**
+ * Answers when the application's status differs from `fromStatus` (at once if it already does), when the
+ * workflow is done, or after `timeoutMs`: a wait served by the workflow itself (a condition), no reads.
+ */
+export const waitForStatusChangeUpdate = defineUpdate<StatusWaitResult, [StatusWaitRequest]>('waitForStatusChange');
+
 /** `ApplicationFailure.type` values the workflow and its update throw (defined with every other in failure-types.ts). */
 export { FinanceApplicationFailureType } from './failure-types';

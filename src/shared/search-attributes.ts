@@ -14,6 +14,14 @@ export const DuplicateFinanceApplicationId = defineSearchAttributeKey(
   SearchAttributeType.KEYWORD,
 );
 export const RefreshTaskId = defineSearchAttributeKey('RefreshTaskId', SearchAttributeType.KEYWORD);
+/**
+ * When the application was first started (Datetime, set by the start call and carried over on continue-as-new):
+ * the time window of GET /applications. A run's own StartTime restarts at each continue-as-new.
+ */
+export const FinanceApplicationCreatedAt = defineSearchAttributeKey(
+  'FinanceApplicationCreatedAt',
+  SearchAttributeType.DATETIME,
+);
 
 export const SEARCH_ATTRIBUTE_NAMES = [
   'MerchantReference',
@@ -24,6 +32,9 @@ export const SEARCH_ATTRIBUTE_NAMES = [
   'DuplicateFinanceApplicationId',
 ] as const;
 
+/** The Datetime search attributes (registered with that type; the names above are Keyword). */
+export const DATETIME_SEARCH_ATTRIBUTE_NAMES = ['FinanceApplicationCreatedAt'] as const;
+
 /** Every key above, for registration (the embedded server, the test servers, compose's setup.sh). */
 export const SEARCH_ATTRIBUTE_KEYS = [
   MerchantReference,
@@ -32,4 +43,5 @@ export const SEARCH_ATTRIBUTE_KEYS = [
   ConsentId,
   RefreshTaskId,
   DuplicateFinanceApplicationId,
+  FinanceApplicationCreatedAt,
 ];

@@ -2,9 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { Logger } from '../logging';
 import * as sa from '../shared/search-attributes';
-import { SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
 import { findTemporalCli } from './binaries';
 
 export interface DevServerOptions {
@@ -57,6 +58,7 @@ export function devServerArgs(
   if (options.namespace !== 'default') args.push('--namespace', options.namespace);
   if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
+  for (const name of DATETIME_SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Datetime`);
   for (const kv of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', kv);
   args.push('--log-level', 'warn');
   return args;
@@ -112,6 +114,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       try {
         await connection.workflowService.describeNamespace({ namespace: options.namespace });
+        await registerMissingSearchAttributes(connection, options.namespace);
         break;
       } finally {
         await connection.close();
@@ -126,6 +129,27 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   }
   log.info({ address, dbFile }, 'Temporal dev server ready');
   return { address, uiUrl: `http://localhost:${options.uiPort}`, stop };
+}
+
+/**
+ * Registers the contract's search attributes the namespace lacks. `--search-attribute` registers them only when the
+ * SQLite file is new: a data folder from an earlier version (before FinanceApplicationCreatedAt) would otherwise
+ * refuse every start that sets the attribute and every listing that filters on it. Returns the names added.
+ */
+export async function registerMissingSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
+  const { IndexedValueType } = temporal.api.enums.v1;
+  const wanted: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+    ...Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    ...Object.fromEntries(
+      DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_DATETIME]),
+    ),
+  };
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  const missing = Object.fromEntries(Object.entries(wanted).filter(([name]) => !(name in (customAttributes ?? {}))));
+  if (Object.keys(missing).length > 0) {
+    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+  }
+  return Object.keys(missing);
 }
 
 /**

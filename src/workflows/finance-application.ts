@@ -24,11 +24,15 @@ import {
   financeApplicationStateQuery,
   financeApplicationStatusChangedSignal,
   startFinanceApplicationUpdate,
+  STATUS_WAIT_LIMITS,
+  waitForStatusChangeUpdate,
   type FinanceApplicationInput,
   type FinanceApplicationStarted,
   type FinanceApplicationState,
   type StatusChange,
   type StatusSource,
+  type StatusWaitRequest,
+  type StatusWaitResult,
   UNKNOWN_AT_BANK_STATUS,
 } from '../shared/finance-application';
 import {
@@ -160,6 +164,58 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     },
   );
 
+  // Status waits (the facade's long-poll): each is recorded (accepted, a timer, completed), so the validator bounds
+  // how many a run holds; they end when the status moves, the workflow is done, their timer fires, or the run
+  // closes (then `closing`: the caller asks the next run). Nothing is read for them.
+  let statusWaits = 0;
+  let closing = false;
+  setHandler(
+    waitForStatusChangeUpdate,
+    async ({ fromStatus, timeoutMs }: StatusWaitRequest): Promise<StatusWaitResult> => {
+      const settled = () => state.status !== fromStatus || state.done || closing;
+      statusWaits++;
+      try {
+        // Already settled: answer without a timer (nothing more recorded than the update itself).
+        if (!settled()) await condition(settled, timeoutMs);
+      } finally {
+        statusWaits--;
+      }
+      const outcome = state.status !== fromStatus ? 'changed' : state.done ? 'done' : closing ? 'closing' : 'timeout';
+      return { outcome, state };
+    },
+    {
+      validator: (arg: Partial<StatusWaitRequest> | undefined) => {
+        const { fromStatus, timeoutMs } = arg ?? {};
+        if (
+          typeof fromStatus !== 'string' ||
+          fromStatus.length === 0 ||
+          fromStatus.length > STATUS_WAIT_LIMITS.maxStatusLength ||
+          typeof timeoutMs !== 'number' ||
+          !Number.isInteger(timeoutMs) ||
+          timeoutMs < 1 ||
+          timeoutMs > STATUS_WAIT_LIMITS.maxTimeoutMs
+        ) {
+          throw ApplicationFailure.nonRetryable(
+            `fromStatus must be 1 to ${STATUS_WAIT_LIMITS.maxStatusLength} characters and timeoutMs an integer from 1 to ${STATUS_WAIT_LIMITS.maxTimeoutMs}`,
+            FinanceApplicationFailureType.InvalidStatusWait,
+          );
+        }
+        if (closing) {
+          throw ApplicationFailure.nonRetryable(
+            'the run is closing; ask again',
+            FinanceApplicationFailureType.StatusWaitClosing,
+          );
+        }
+        if (statusWaits >= STATUS_WAIT_LIMITS.maxWaitsPerRun) {
+          throw ApplicationFailure.nonRetryable(
+            `this application already has ${STATUS_WAIT_LIMITS.maxWaitsPerRun} status waits`,
+            FinanceApplicationFailureType.TooManyStatusWaits,
+          );
+        }
+      },
+    },
+  );
+
   upsertSearchAttributes([{ key: MerchantReference, value: merchantReference }]);
 
   // A callback URL outside the allow-list fails the run (and the start update: a 400 at the facade) before
@@ -169,7 +225,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     if (refusal) {
       createFailure = refusal;
       workflowMetrics.applicationFinished('callback_refused', 'none');
-      await condition(allHandlersFinished);
+      await handlersFinished();
       throw refusal;
     }
   }
@@ -184,7 +240,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     } catch (err) {
       notifierStop = 'now';
       await notifierDone;
-      await condition(allHandlersFinished);
+      await handlersFinished();
       throw err;
     }
   }
@@ -196,7 +252,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   upsertSearchAttributes([{ key: FinanceApplicationStatus, value: app.searchStatus() }]);
   notifierStop = 'drain';
   await notifierDone;
-  await condition(allHandlersFinished);
+  await handlersFinished();
   workflowMetrics.applicationFinished(state.outcome ?? 'none', statusLabel(state.status));
   log.info('Finance application finished', { ...logIds(), outcome: state.outcome, status: state.status });
   return state;
@@ -306,7 +362,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   async function continueAsNewWith(): Promise<FinanceApplicationState> {
     notifierStop = 'now';
     await notifierDone;
-    await condition(allHandlersFinished);
+    await handlersFinished();
     log.info('Continuing as new', { ...logIds(), historyLength: workflowInfo().historyLength });
     return await continueAsNew<typeof financeApplicationWorkflow>({ ...input, carried: app.snapshot() });
   }
@@ -506,6 +562,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     upsertSearchAttributes([{ key: FinanceApplicationStatus, value: change.status }]);
     log.info('Finance application status changed', { ...logIds(), status: change.status, source: change.source });
     describe();
+  }
+
+  /** Before the run ends or continues as new: waiting status waits answer `closing`, then every handler is done. */
+  async function handlersFinished(): Promise<void> {
+    closing = true;
+    await condition(allHandlersFinished);
   }
 
   function shouldContinueAsNew(): boolean {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
 import { loadSandboxConfig } from '../../src/sandbox/config';
-import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server';
 import { interpolate, renderCompose, type ComposeService } from '../helpers/compose';
 
@@ -232,8 +232,13 @@ describe('docker-compose.yml', () => {
 
   it('registers every contract search attribute', () => {
     const setup = readFileSync(join(root, 'deploy/temporal/setup.sh'), 'utf8');
-    const registered = /for name in ([A-Za-z ]+); do/.exec(setup)?.[1]?.split(' ');
-    for (const name of SEARCH_ATTRIBUTE_NAMES) expect(registered).toContain(name);
+    const loops = [...setup.matchAll(/for name in ([A-Za-z ]+); do\n.*--type (\w+)/g)].map(
+      ([, names, type]) => [type, names!.split(' ').sort()] as const,
+    );
+    expect(Object.fromEntries(loops)).toEqual({
+      Keyword: [...SEARCH_ATTRIBUTE_NAMES].sort(),
+      Datetime: [...DATETIME_SEARCH_ATTRIBUTE_NAMES].sort(),
+    });
   });
 
   it('mounts a production dynamic config: what the merchant start needs, nothing development-only', () => {

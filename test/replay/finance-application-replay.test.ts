@@ -34,6 +34,8 @@ describe('financeApplicationWorkflow replay', () => {
         // Recorded with tracing on: its signals carry trace headers, and the webhook reads were scheduled in their
         // traces (src/workflows/interceptors.ts), which changes no command (test/telemetry/tracing.test.ts).
         'finance-application-v3-traced-webhooks.json',
+        // Recorded with status waits (the long-poll's updates): timed out, answered on a change, then the end.
+        'finance-application-v3-status-waits.json',
       ]),
     );
   });

@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { findTemporalCli, MISSING_BINARY_HELP } from '../../src/temporal/binaries';
+import { spawn } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { devServerArgs, startDevServer } from '../../src/temporal/dev-server';
 import { eventually } from '../helpers/temporal';
 
@@ -52,6 +55,56 @@ describe('the embedded dev server and the codec endpoint', () => {
       expect(settings.Codec.Endpoint).toBe('http://localhost:3001/codec');
     } finally {
       await dev.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('registers the search attributes an older data folder lacks when it starts on it', async () => {
+    const cliPath = findTemporalCli();
+    if (!cliPath) throw new Error(`No Temporal CLI. ${MISSING_BINARY_HELP}`);
+    const dataDir = mkdtempSync(join(tmpdir(), 'paylater-devserver-'));
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const address = `127.0.0.1:${port}`;
+    try {
+      // An earlier version's server: the same SQLite file, one search attribute only.
+      const old = spawn(cliPath, [
+        ...devServerArgs({ port, uiPort, namespace: 'default', dbFile: join(dataDir, 'temporal.db') }).filter(
+          (arg, i, args) => !(arg.startsWith('FinanceApplication') || args[i + 1]?.startsWith('FinanceApplication')),
+        ),
+      ]);
+      const exited = new Promise((resolve) => old.once('exit', resolve));
+      const before = await eventually(async () => {
+        const connection = await Connection.connect({ address, connectTimeout: 1000 });
+        try {
+          return (await connection.operatorService.listSearchAttributes({ namespace: 'default' })).customAttributes;
+        } finally {
+          await connection.close();
+        }
+      });
+      expect(Object.keys(before ?? {})).not.toContain('FinanceApplicationCreatedAt');
+      old.kill('SIGTERM');
+      await exited;
+
+      const dev = await startDevServer({
+        cliPath,
+        port,
+        uiPort,
+        dataDir,
+        cwd: dataDir,
+        namespace: 'default',
+        logger: pino({ level: 'silent' }),
+      });
+      try {
+        const connection = await Connection.connect({ address });
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+        await connection.close();
+        expect(Object.keys(customAttributes ?? {})).toEqual(
+          expect.arrayContaining([...SEARCH_ATTRIBUTE_NAMES, ...DATETIME_SEARCH_ATTRIBUTE_NAMES]),
+        );
+      } finally {
+        await dev.stop();
+      }
+    } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

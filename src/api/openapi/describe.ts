@@ -69,7 +69,8 @@ export function errors(...statuses: (number | [number, string])[]): ZodOpenApiRe
   for (const entry of statuses) {
     const [status, reason] = typeof entry === 'number' ? [entry, ERROR_REASONS[entry] ?? 'Error'] : entry;
     const response = json(ErrorBodySchema, reason);
-    if (status === 503) response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
+    if (status === 503 || status === 429)
+      response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
     if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string' } } };
     responses[String(status) as `4${string}`] = response;
   }

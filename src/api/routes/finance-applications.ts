@@ -3,9 +3,22 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } 
 import { z } from 'zod';
 import {
   FinanceApplicationFailureType,
+  FinanceApplicationWaits,
   getFinanceApplication,
+  listFinanceApplications,
+  PAGE_TOKEN_PATTERN,
   startFinanceApplication,
+  TooManyStatusWaitsError,
+  waitForFinanceApplicationChange,
+  type FinanceApplicationState,
 } from '../../client/finance-applications';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  REFERENCE_PREFIX_PATTERN,
+  STATUS_FILTER_PATTERN,
+} from '../../shared/application-search';
+import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import { applicationSettingsFor, DEFAULT_SERVICE_SETTINGS, SettingsError } from '../../shared/application-settings';
@@ -71,6 +84,93 @@ export const ApplicationSchema = z
   })
   .meta({ id: 'Application' });
 
+const statusValue = z.string().regex(STATUS_FILTER_PATTERN, 'letters, digits and _ . : - (1 to 64)');
+const instant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .describe('RFC 3339 date-time with a time zone, e.g. 2026-11-21T15:00:00Z');
+
+/** GET /applications query: every parameter optional; an unknown one is a 400 (a typo never lists everything). */
+export const ListApplicationsQuerySchema = z
+  .strictObject({
+    status: statusValue.optional().describe('The latest recorded status, exactly'),
+    createdAfter: instant.optional().describe('Created at or after this instant (inclusive)'),
+    createdBefore: instant.optional().describe('Created before this instant (exclusive)'),
+    referencePrefix: z
+      .string()
+      .regex(REFERENCE_PREFIX_PATTERN, 'letters, digits and . _ ~ - (1 to 128)')
+      .optional()
+      .describe('Merchant references starting with this'),
+    pageSize: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE_SIZE)
+      .default(DEFAULT_PAGE_SIZE)
+      .describe(`Applications per page: ${DEFAULT_PAGE_SIZE} unless given, at most ${MAX_PAGE_SIZE}`),
+    pageToken: z
+      .string()
+      .regex(PAGE_TOKEN_PATTERN, 'a nextPageToken of an earlier answer')
+      .optional()
+      .describe('The nextPageToken of the previous page, with the same filters'),
+  })
+  .refine((q) => !q.createdAfter || !q.createdBefore || q.createdAfter < q.createdBefore, {
+    message: 'createdAfter must be before createdBefore',
+    path: ['createdAfter'],
+  });
+
+/** One item of GET /applications. */
+export const ApplicationSummarySchema = z
+  .object({
+    merchantReference: z.string(),
+    financeApplicationId: z.string().nullable(),
+    status: z.string().nullable().describe('The latest recorded status; null until the bank created the application'),
+    done: z.boolean().describe('The workflow has closed (terminal status, deadline or termination)'),
+    createdAt: z.iso.datetime().describe('When the application was first started'),
+  })
+  .meta({ id: 'ApplicationSummary' });
+
+export const ListApplicationsResponseSchema = z
+  .object({
+    applications: z.array(ApplicationSummarySchema).describe('Newest first'),
+    nextPageToken: z.string().nullable().describe('Pass as pageToken for the next page; null on the last page'),
+  })
+  .meta({ id: 'ApplicationList' });
+
+/** Timeouts of a long-poll: `30s` or `1500ms`, at most 60 s. */
+const TIMEOUT_PATTERN = /^(\d{1,6})(ms|s)$/;
+export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
+
+/** GET /applications/:ref query: the long-poll form when `waitForChangeFrom` is given. */
+export const GetApplicationQuerySchema = z
+  .object({
+    waitForChangeFrom: statusValue
+      .optional()
+      .describe('Answer once the status differs from this one (at once if it already does), or at the timeout'),
+    timeout: z
+      .string()
+      .regex(TIMEOUT_PATTERN, 'a duration like 30s or 1500ms')
+      .transform((value) => {
+        const [, amount, unit] = TIMEOUT_PATTERN.exec(value)!;
+        return Number(amount) * (unit === 's' ? 1000 : 1);
+      })
+      .pipe(z.number().min(1).max(STATUS_WAIT_LIMITS.maxTimeoutMs, 'at most 60s'))
+      .optional()
+      .describe('How long to wait: 30s unless given, at most 60s'),
+  })
+  .refine((q) => q.timeout === undefined || q.waitForChangeFrom !== undefined, {
+    message: 'timeout needs waitForChangeFrom',
+    path: ['timeout'],
+  });
+
+/**
+ * The long-poll's answer header: `changed` (the status differs from waitForChangeFrom), `timeout` (no change: the
+ * status in the body is still waitForChangeFrom) or `done` (no change, and none will come: the application is no
+ * longer followed).
+ */
+export const WAIT_OUTCOME_HEADER = 'Wait-Outcome';
+export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
+
 const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant reference' }) });
 
 /**
@@ -79,11 +179,29 @@ const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant r
  *   financeApplicationId, bank }`; 400 when `callbackUrl` is outside CALLBACK_ALLOWED_ORIGINS (here, or in the
  *   worker's verdict), 422 when the bank refused the application, 502 when it could not be reached.
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
+ *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
+ *   the status unchanged), with the Wait-Outcome header; 429 with Retry-After when the application takes no more
+ *   waits. Waits of this process are shared: one update per application and from-status (FinanceApplicationWaits).
+ * - `GET /applications?status=&createdAfter=&createdBefore=&referencePrefix=&pageSize=&pageToken=` →
+ *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
+  const waits = new FinanceApplicationWaits(deps.client);
 
   // Described in financeApplicationPaths below.
+  router.get('/applications', async (req, res) => {
+    const { pageSize, pageToken, ...filter } = ListApplicationsQuerySchema.parse(req.query);
+    let page;
+    try {
+      page = await listFinanceApplications(deps.client, filter, { pageSize, pageToken });
+    } catch (err) {
+      if (err instanceof RangeError) throw new HttpError(400, err.message, { field: 'pageToken' });
+      throw err;
+    }
+    sendAs(res, 200, ListApplicationsResponseSchema, page);
+  });
+
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const { merchantReference, callbackUrl, settings: asked, ...application } = StartApplicationSchema.parse(req.body);
@@ -121,22 +239,42 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
   router.get('/applications/:ref', async (req, res) => {
     const { ref } = req.params;
     if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
+    const { waitForChangeFrom, timeout } = GetApplicationQuerySchema.parse(req.query);
     try {
-      const s = await getFinanceApplication(deps.client, ref);
-      sendAs(res, 200, ApplicationSchema, {
-        merchantReference: s.merchantReference,
-        financeApplicationId: s.financeApplicationId ?? null,
-        status: s.status ?? null,
-        done: s.done,
-        history: s.history,
+      if (waitForChangeFrom === undefined) {
+        sendAs(res, 200, ApplicationSchema, applicationBody(await getFinanceApplication(deps.client, ref)));
+        return;
+      }
+      // A merchant that hangs up stops waiting: its share of the wait is released at once.
+      const gone = new AbortController();
+      res.on('close', () => gone.abort());
+      const { outcome, state } = await waitForFinanceApplicationChange(deps.client, ref, {
+        fromStatus: waitForChangeFrom,
+        timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
+        waits,
+        signal: gone.signal,
       });
+      res.setHeader(WAIT_OUTCOME_HEADER, WaitOutcomeSchema.parse(outcome));
+      sendAs(res, 200, ApplicationSchema, applicationBody(state));
     } catch (err) {
+      if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
+      if (err instanceof TooManyStatusWaitsError) throw new HttpError(429, err.message, undefined, 1);
       throw err;
     }
   });
 
   return router;
+}
+
+function applicationBody(s: FinanceApplicationState): z.input<typeof ApplicationSchema> {
+  return {
+    merchantReference: s.merchantReference,
+    financeApplicationId: s.financeApplicationId ?? null,
+    status: s.status ?? null,
+    done: s.done,
+    history: s.history,
+  };
 }
 
 /** The operator's defaults with this request's overrides; an inconsistent combination is a 400 naming the field. */
@@ -182,6 +320,26 @@ function callbackRefused(reason: string, origin: string | undefined): HttpError 
 /** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
 export const financeApplicationPaths: ApiPaths = {
   '/applications': {
+    get: {
+      'x-listener': 'internal',
+      operationId: 'listApplications',
+      tags: [Tag.Applications],
+      summary: 'List applications by status, creation window and reference prefix (paginated)',
+      description:
+        "Reads Temporal's visibility store (eventually consistent: a new application or status shows after a " +
+        'moment). Only the latest run of each application; newest first. Pass nextPageToken back as pageToken with ' +
+        'the same filters.',
+      security: merchantKeyRequired,
+      requestParams: { query: ListApplicationsQuerySchema },
+      responses: {
+        '200': json(ListApplicationsResponseSchema, 'One page of applications'),
+        ...errors(
+          [400, 'A parameter is unknown or invalid, or the page token belongs to other filters (`details`)'],
+          401,
+          503,
+        ),
+      },
+    },
     post: {
       'x-listener': 'internal',
       operationId: 'startApplication',
@@ -213,15 +371,30 @@ export const financeApplicationPaths: ApiPaths = {
       'x-listener': 'internal',
       operationId: 'getApplication',
       tags: [Tag.Applications],
-      summary: "The application's status and history",
+      summary: "The application's status and history; with waitForChangeFrom, a long-poll for its next change",
+      description:
+        'With `waitForChangeFrom`, answers as soon as the status differs from it (at once if it already does), or ' +
+        'at the timeout with the status unchanged; the `Wait-Outcome` header says which. Served by a workflow update ' +
+        '(no repeated reads); an application holds at most 5 waits at once (429 beyond).',
       security: merchantKeyRequired,
-      requestParams: { path: RefParams },
+      requestParams: { path: RefParams, query: GetApplicationQuerySchema },
       responses: {
-        '200': json(ApplicationSchema, 'The application'),
+        '200': {
+          ...json(ApplicationSchema, 'The application'),
+          headers: {
+            [WAIT_OUTCOME_HEADER]: {
+              description:
+                'Long-poll only: `changed` (the status differs from waitForChangeFrom), `timeout` (no change), ' +
+                '`done` (no change, and none will come)',
+              schema: { type: 'string', enum: [...WaitOutcomeSchema.options] },
+            },
+          },
+        },
         ...errors(
-          [400, 'Malformed URL (invalid percent-encoding)'],
+          [400, 'Malformed URL (invalid percent-encoding), or invalid waitForChangeFrom / timeout'],
           401,
           [404, 'No application for this reference'],
+          [429, 'The application already holds the most waits: retry after Retry-After'],
           503,
         ),
       },
