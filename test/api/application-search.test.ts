@@ -68,7 +68,12 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     for (const ref of second) await create(ref);
     afterLast = new Date(Date.now() + 1);
   });
-  afterAll(async () => stack?.close());
+  // Every answer of both listeners against the OpenAPI document (the list and the long-poll included).
+  afterEach(() => stack?.openApi.expectAllMatched());
+  afterAll(async () => {
+    if (stack) expect(stack.openApi.checked).toBeGreaterThan(0);
+    await stack?.close();
+  });
 
   it('lists by reference prefix, with every field of the contract', async () => {
     const page = await listingOf(`referencePrefix=${prefix}`, [...first, ...second]);

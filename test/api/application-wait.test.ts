@@ -65,7 +65,12 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
   beforeAll(async () => {
     stack = await startTestStack();
   });
-  afterAll(async () => stack?.close());
+  // Every answer of both listeners against the OpenAPI document (the list and the long-poll included).
+  afterEach(() => stack?.openApi.expectAllMatched());
+  afterAll(async () => {
+    if (stack) expect(stack.openApi.checked).toBeGreaterThan(0);
+    await stack?.close();
+  });
 
   const create = async (ref: string, settings: FinanceApplicationSettings = WEBHOOKS_ONLY) => {
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
