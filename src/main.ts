@@ -3,7 +3,7 @@
 import './load-env-file';
 import { processTracing } from './telemetry/preload';
 import { runEntry, StartupError } from './bootstrap';
-import { generatedKeyNotice, startListeners } from './api/server';
+import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
 import { createPayloadCodec } from './security/payload-codec';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
@@ -11,7 +11,7 @@ import { connectClient, connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
-import { startWorker, type BankEndpoints } from './worker';
+import { startWorker, type BankEndpoints } from './worker-factory';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
 

@@ -4,7 +4,7 @@ import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from './logging';
 import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from './shared/metric-names';
-import type { PaylaterWorkers } from './worker';
+import type { PaylaterWorkers } from './worker-factory';
 
 /**
  * The worker process's own listener on WORKER_METRICS_PORT (default 9464):

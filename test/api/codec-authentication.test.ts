@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express from 'express';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { codecAuthentication } from '../../src/api/server';
+import { codecAuthentication } from '../../src/api/listeners';
 import type { AppDeps } from '../../src/api/app';
 import { loadConfig } from '../../src/config';
 

@@ -25,7 +25,7 @@ import {
 } from '../../src/security/payload-codec';
 import { checkTemporal } from '../../src/temporal/connection';
 import { createDataConverter } from '../../src/temporal/data-converter';
-import { createWorker, type PaylaterWorkers } from '../../src/worker';
+import { createWorker, type PaylaterWorkers } from '../../src/worker-factory';
 import type { Tracing } from '../../src/telemetry/tracing';
 import type { ServiceSettings } from '../../src/shared/application-settings';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';

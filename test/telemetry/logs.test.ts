@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config';
 import { createLogger, resolveLogFormat } from '../../src/logging';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
-import { createWorkerBankClient } from '../../src/worker';
+import { createWorkerBankClient } from '../../src/worker-factory';
 import { startTestStack, type TestStack } from '../helpers/stack';
 
 function capture(): { lines: Record<string, unknown>[]; raw: string[]; sink: Writable } {

@@ -1,0 +1,297 @@
+/**
+ * The worker's factories: `createWorker` (the two Temporal Workers of one process: the main task queue and the
+ * rate-limited bank-reads queue) and `startWorker` (everything a worker process runs, wired from configuration).
+ * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
+ */
+import type { DataConverter } from '@temporalio/common';
+import {
+  NativeConnection,
+  Worker,
+  type State,
+  type WorkerOptions,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
+import type { Config, WorkerTuning } from './config';
+import {
+  createActivities,
+  createBankClient,
+  createCallbackDispatcher,
+  ReadPacer,
+  WebhookEvidence,
+  type Activities,
+  type BankClientHandle,
+} from './activities';
+import { bankClientLogger, type Logger } from './logging';
+import { activityLogIds } from './activities/log-attributes';
+import { workerTracingOptions, type Tracing } from './telemetry/tracing';
+import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
+import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
+
+/** How long a stopping worker lets running activities finish before they are cancelled. */
+export const SHUTDOWN_GRACE_TIME = '10s' as const;
+
+export interface WorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** TASK_QUEUE; the bank reads are served on bankReadsTaskQueue(taskQueue). */
+  taskQueue: string;
+  activities: Activities;
+  /**
+   * createDataConverter(...): the payload codec and the failure converter, the same as every client's. Both
+   * workers use it; a prebuilt bundle must have been built with its failure converter (buildWorkflowBundle does).
+   */
+  dataConverter: DataConverter;
+  /** A prebuilt bundle (bundleWorkflowCode) instead of bundling src/workflows at start. */
+  workflowBundle?: WorkflowBundleOption;
+  /** Sizing (config.worker); the SDK's defaults where absent. */
+  tuning?: WorkerTuning;
+  /** Ceiling on bank status reads per second across ALL workers (config.bank.maxReadsPerSecond); unset: none. */
+  bankMaxReadsPerSecond?: number;
+  /** The process's tracing (src/telemetry): activity spans and the workflow spans' sink; undefined: off. */
+  tracing?: Tracing;
+}
+
+/** The Workers of one worker process, run and stopped as one. */
+export interface PaylaterWorkers {
+  workers: {
+    /** TASK_QUEUE: every workflow and every activity. */
+    main: Worker;
+    /** bankReadsTaskQueue(TASK_QUEUE): the bank status reads only, under the task queue's rate limit. */
+    bankReads: Worker;
+  };
+  /** Runs both; settles once both have stopped, rejecting if either failed (the other is then shut down). */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown of whichever is running (no-op otherwise). */
+  shutdown(): void;
+  /** Both workers' state when they agree; FAILED if either failed; otherwise the one further from RUNNING. */
+  getState(): State;
+}
+
+/**
+ * The worker process's two Workers (DESIGN.md; src/shared/task-queues.ts):
+ * - main, on TASK_QUEUE: every workflow and ALL activities, the bank reads included, since runs started before
+ *   the bank-reads queue existed still schedule their reads here (those are not under the ceiling);
+ * - bank-reads, on bankReadsTaskQueue(TASK_QUEUE): only BANK_READ_ACTIVITIES, with the server-side
+ *   maxTaskQueueActivitiesPerSecond, so the ceiling holds across every worker, however many run.
+ */
+export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
+  const tuning = deps.tuning;
+  const activityTuning: Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'activityTaskPollerBehavior'> =
+    tuning
+      ? {
+          maxConcurrentActivityTaskExecutions: tuning.maxConcurrentActivityTaskExecutions,
+          // 1.24 ignores the older maxConcurrentActivityTaskPolls: the poller behaviour is what core reads.
+          activityTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxActivityTaskPollers },
+        }
+      : {};
+  const tracing = workerTracingOptions(deps.tracing);
+  const common = {
+    connection: deps.connection,
+    // The bank's ids on every activity log line; with tracing, the activity spans and their trace ids.
+    interceptors: { activity: [activityLogIds, ...tracing.activityInterceptors] },
+    sinks: tracing.sinks,
+    namespace: deps.namespace,
+    dataConverter: deps.dataConverter,
+    shutdownGraceTime: SHUTDOWN_GRACE_TIME,
+    ...activityTuning,
+  };
+  const reads: readonly string[] = BANK_READ_ACTIVITIES;
+  const bankReadActivities = Object.fromEntries(
+    Object.entries(deps.activities).filter(([name]) => reads.includes(name)),
+  );
+
+  // The activity-only worker first: no bundle, so it cannot fail on workflow code; disposed if main fails.
+  const bankReads = await Worker.create({
+    ...common,
+    taskQueue: bankReadsTaskQueue(deps.taskQueue),
+    activities: bankReadActivities,
+    ...(deps.bankMaxReadsPerSecond !== undefined
+      ? { maxTaskQueueActivitiesPerSecond: deps.bankMaxReadsPerSecond }
+      : {}),
+  });
+  let main: Worker;
+  try {
+    main = await Worker.create({
+      ...common,
+      taskQueue: deps.taskQueue,
+      ...(deps.workflowBundle
+        ? { workflowBundle: deps.workflowBundle }
+        : { workflowsPath: require.resolve('./workflows') }),
+      activities: deps.activities,
+      ...(tuning
+        ? ({
+            maxCachedWorkflows: tuning.maxCachedWorkflows,
+            maxConcurrentWorkflowTaskExecutions: tuning.maxConcurrentWorkflowTaskExecutions,
+            workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxWorkflowTaskPollers },
+          } satisfies Partial<WorkerOptions>)
+        : {}),
+    });
+  } catch (err) {
+    // A created Worker holds the connection until it has run: run it to a stop at once.
+    await bankReads.runUntil(Promise.resolve());
+    throw err;
+  }
+  return workerPair(main, bankReads);
+}
+
+function workerPair(main: Worker, bankReads: Worker): PaylaterWorkers {
+  const all = [main, bankReads];
+  const shutdown = () => {
+    for (const worker of all) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    workers: { main, bankReads },
+    async run() {
+      // One failing stops the other, so the process never serves half its queues.
+      const results = await Promise.allSettled(
+        all.map((worker) =>
+          worker.run().catch((err: unknown) => {
+            shutdown();
+            throw err;
+          }),
+        ),
+      );
+      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason;
+    },
+    shutdown,
+    getState() {
+      const [a, b] = [main.getState(), bankReads.getState()];
+      if (a === b) return a;
+      if (a === 'FAILED' || b === 'FAILED') return 'FAILED';
+      if (a === 'INITIALIZED' || b === 'INITIALIZED') return 'INITIALIZED';
+      return 'STOPPING';
+    },
+  };
+}
+
+export interface BankEndpoints {
+  authUrl: string;
+  baseUrl: string;
+}
+
+export interface RunningWorker {
+  workers: PaylaterWorkers;
+  /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker-metrics.ts). */
+  metricsServer: WorkerMetricsServer;
+  /** Settles when both workers have stopped (after stop(), or on a fatal error). */
+  done: Promise<void>;
+  /** Drains the workers, then closes the bank client's pools. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The worker's bank client. Its logger speaks Temporal's `(message, meta)` (src/activities/bank/logger.ts): a pino
+ * logger handed over as such would take meta for a format argument and drop the status and the cause.
+ */
+export function createWorkerBankClient(
+  config: Config,
+  bank: BankEndpoints,
+  logger: Logger,
+  onTokenRequest?: Parameters<typeof createBankClient>[0]['onTokenRequest'],
+): BankClientHandle {
+  return createBankClient({
+    authUrl: bank.authUrl,
+    baseUrl: bank.baseUrl,
+    clientId: config.bank.clientId,
+    clientSecret: config.bank.clientSecret,
+    logger: bankClientLogger(logger.child({ component: 'bank-client' })),
+    onTokenRequest,
+  });
+}
+
+/**
+ * Composition root of a worker process: bank client, callback dispatcher (with the callback allow-list's DNS
+ * guard), the callback allow-list and signing secrets, the process's one WebhookEvidence,
+ * activities, the two workers with the configured sizing; then runs them.
+ */
+export async function startWorker(options: {
+  config: Config;
+  logger: Logger;
+  connection: NativeConnection;
+  bank: BankEndpoints;
+  /** The process's data converter (createDataConverter), the same as its clients'. */
+  dataConverter: DataConverter;
+  /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
+  workflowBundle?: WorkflowBundleOption;
+  /** The process's tracing (processTracing()); undefined: off. */
+  tracing?: Tracing;
+  /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
+  runtimeMetricsUrl?: string;
+}): Promise<RunningWorker> {
+  const { config, logger } = options;
+  const metrics = createWorkerMetrics();
+  // Up before the workers: /healthz answers and /readyz says "starting" while the workflow bundle loads.
+  const metricsServer = await startWorkerMetricsServer({
+    port: config.workerMetricsPort,
+    registry: metrics.registry,
+    runtimeMetricsUrl: options.runtimeMetricsUrl,
+    logger: logger.child({ component: 'worker-metrics' }),
+  });
+  const bank = createWorkerBankClient(config, options.bank, logger, (outcome) =>
+    metrics.tokenRequests.inc({ outcome }),
+  );
+  const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
+  if (config.callbacks.developmentSecret) {
+    // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
+    logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
+  }
+  const activities = createActivities({
+    bank: bank.client,
+    webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
+    callbacks: config.callbacks,
+    callbackDispatcher,
+    // One per process: a webhook seen by any activity of this worker slows every application's polls.
+    webhookEvidence: new WebhookEvidence(),
+    // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
+    readPacer: new ReadPacer(config.bank.maxReadsPerSecond),
+    metrics,
+  });
+  const closeClients = async () => {
+    await bank.close();
+    await callbackDispatcher.close();
+    await metricsServer.close();
+  };
+  let workers: PaylaterWorkers;
+  try {
+    workers = await createWorker({
+      connection: options.connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      activities,
+      dataConverter: options.dataConverter,
+      workflowBundle: options.workflowBundle,
+      tuning: config.worker,
+      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+      tracing: options.tracing,
+    });
+  } catch (err) {
+    await closeClients();
+    throw err;
+  }
+  metricsServer.setWorkers(workers);
+  const done = workers.run().finally(closeClients);
+  logger.info(
+    {
+      taskQueue: config.temporal.taskQueue,
+      bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
+      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+      ...config.worker,
+      // What callbacks may reach, and how many secrets sign them (never the secrets).
+      callbackAllowedOrigins: config.callbacks.allowList.origins,
+      callbackLoopbackAllowed: config.callbacks.allowList.loopback,
+      callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      workerMetricsPort: metricsServer.port,
+    },
+    'workers running',
+  );
+  return {
+    workers,
+    metricsServer,
+    done,
+    async stop() {
+      workers.shutdown();
+      await done;
+    },
+  };
+}
