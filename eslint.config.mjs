@@ -10,6 +10,7 @@ export default tseslint.config(
       'dist/**',
       'dist-bench/**',
       'dist-chaos/**',
+      'dist-cluster/**',
       'node_modules/**',
       'coverage/**',
       '.temporal/**',
@@ -79,7 +80,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'cluster/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',
