@@ -51,9 +51,14 @@ init() {
       fail "could not create namespace $ns"
   fi
   # A namespace just created can take a moment to reach every frontend: list until it answers.
-  until listed=$("$cli" operator search-attribute list --address "$TEMPORAL_ADDRESS" -n "$ns" -o json); do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "cannot list search attributes of namespace $ns"
-    sleep 2
+  until listed=$("$cli" operator search-attribute list --address "$TEMPORAL_ADDRESS" -n "$ns" -o json 2>/dev/null); do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      # Once more with its error shown.
+      listed=$("$cli" operator search-attribute list --address "$TEMPORAL_ADDRESS" -n "$ns" -o json) ||
+        fail "cannot list search attributes of namespace $ns"
+      break
+    fi
+    sleep 1
   done
   missing=""
   for name in $SEARCH_ATTRIBUTES; do
