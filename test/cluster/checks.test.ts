@@ -1,5 +1,4 @@
 import { temporal } from '@temporalio/proto';
-import Long from 'long';
 import {
   activityOutcome,
   judgeTakeover,
@@ -12,6 +11,8 @@ import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 
 const { EventType, IndexedValueType } = temporal.api.enums.v1;
 type Event = temporal.api.history.v1.IHistoryEvent;
+/** A history event as the server sends it (ids as Long), from plain numbers. */
+const event = (plain: Record<string, unknown>): Event => temporal.api.history.v1.HistoryEvent.fromObject(plain);
 
 describe('searchAttributeProblems', () => {
   const all = Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((n) => [n, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]));
@@ -30,26 +31,30 @@ describe('searchAttributeProblems', () => {
   });
 });
 
-const scheduled = (id: number, activityId: string): Event => ({
-  eventId: Long.fromNumber(id),
-  eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
-  activityTaskScheduledEventAttributes: { activityId, activityType: { name: 'getApplicationStatus' } },
-});
-const started = (id: number, scheduledEventId: number, identity: string, attempt: number): Event => ({
-  eventId: Long.fromNumber(id),
-  eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
-  activityTaskStartedEventAttributes: { scheduledEventId: Long.fromNumber(scheduledEventId), identity, attempt },
-});
-const completed = (id: number, scheduledEventId: number): Event => ({
-  eventId: Long.fromNumber(id),
-  eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-  activityTaskCompletedEventAttributes: { scheduledEventId: Long.fromNumber(scheduledEventId) },
-});
-const canceled = (id: number, scheduledEventId: number): Event => ({
-  eventId: Long.fromNumber(id),
-  eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
-  activityTaskCanceledEventAttributes: { scheduledEventId: Long.fromNumber(scheduledEventId) },
-});
+const scheduled = (id: number, activityId: string): Event =>
+  event({
+    eventId: id,
+    eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    activityTaskScheduledEventAttributes: { activityId, activityType: { name: 'getApplicationStatus' } },
+  });
+const started = (id: number, scheduledEventId: number, identity: string, attempt: number): Event =>
+  event({
+    eventId: id,
+    eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+    activityTaskStartedEventAttributes: { scheduledEventId, identity, attempt },
+  });
+const completed = (id: number, scheduledEventId: number): Event =>
+  event({
+    eventId: id,
+    eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    activityTaskCompletedEventAttributes: { scheduledEventId },
+  });
+const canceled = (id: number, scheduledEventId: number): Event =>
+  event({
+    eventId: id,
+    eventType: EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
+    activityTaskCanceledEventAttributes: { scheduledEventId },
+  });
 
 describe('activityOutcome', () => {
   const history = [
