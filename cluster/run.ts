@@ -73,7 +73,7 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 class Failure extends Error {}
 
-async function portAllocator(): Promise<() => Promise<number>> {
+function portAllocator(): () => Promise<number> {
   const raw = process.env.CLUSTER_PORT_BASE;
   if (!raw) return freePort;
   const base = Number(raw);
@@ -122,7 +122,7 @@ async function main(): Promise<number> {
     process.env.CLUSTER_DIR ?? join(root, 'data', 'cluster', new Date().toISOString().replace(/[:.]/g, '-'));
   mkdirSync(runDir, { recursive: true });
   const logOf = (name: string) => join(runDir, `${name}.log`);
-  const port = await portAllocator();
+  const port = portAllocator();
   const cli = findTemporalCli();
   if (!cli) throw new Failure(MISSING_BINARY_HELP);
   out(`${COMMAND}: logs in ${runDir}; node ${process.version}`);
