@@ -25,6 +25,7 @@ import {
 } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
 import { createDataConverter } from '../src/temporal/data-converter';
+import { financeApplicationWorkflowId } from '../src/shared/ids';
 import {
   activityOutcome,
   judgeTakeover,
@@ -34,14 +35,7 @@ import {
   type VisibleApplication,
 } from './checks';
 import { startPostgres, type Postgres } from './postgres';
-import {
-  clusterToolchain,
-  runSetup,
-  serverEnv,
-  serverPorts,
-  temporalServer,
-  SERVER_PORT_COUNT,
-} from './temporal-server';
+import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } from './temporal-server';
 
 /**
  * `npm run test:cluster`: the production path on one machine. A throwaway PostgreSQL, the Temporal server built
@@ -157,12 +151,7 @@ async function main(): Promise<number> {
     };
     await runSetup(root, 'schema', schemaEnv, logOf('setup'));
     await runSetup(root, 'schema', schemaEnv, logOf('setup')); // again: a set-up database is left as it is
-    const ports = serverPorts(
-      (
-        (list: number[]) => () =>
-          list.shift()!
-      )(await takePorts(port, SERVER_PORT_COUNT)),
-    );
+    const ports = await serverPorts(port);
     const address = `127.0.0.1:${ports.grpc}`;
     stack.server = temporalServer(
       tools,
@@ -460,6 +449,11 @@ async function main(): Promise<number> {
       await sleep(3_000); // visibility and a callback on its way are eventual: look again
     }
     for (const f of truthFindings) findings.push(`${f.category.toUpperCase()} ${f.subject}: ${f.what}`);
+    // The history of each application with a finding, for the post-mortem (Web UI JSON import format).
+    for (const ref of new Set(truthFindings.map((f) => f.subject).filter((s) => refs.has(s)))) {
+      const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
+      writeFileSync(join(runDir, `history-${ref}.json`), JSON.stringify(history, null, 2));
+    }
     findings.push(...visibility);
 
     const outcomes = await Promise.all(
@@ -475,7 +469,7 @@ async function main(): Promise<number> {
         `${takeover.finishedBeforeKill} finished before the kill, ${takeover.closedOtherwise} canceled by their workflow`,
     );
 
-    for (const p of [stack.server, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
+    for (const p of [stack.postgres.process, stack.server, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
       for (const e of p?.unexpectedExits ?? []) findings.push(`${e.name} exited on its own (${e.code ?? e.signal})`);
     }
     writeFileSync(join(runDir, 'result.json'), JSON.stringify({ findings, pendingAtKill, outcomes, run }, null, 2));
@@ -500,12 +494,6 @@ function lifecycle(statuses: string[], everyMs: number, dropWebhooks: boolean): 
     steps: statuses.map((status) => ({ status, afterMs: everyMs, ...(dropWebhooks ? { dropWebhook: true } : {}) })),
     webhooks: { drop: false },
   };
-}
-
-async function takePorts(port: () => Promise<number>, n: number): Promise<number[]> {
-  const ports: number[] = [];
-  for (let i = 0; i < n; i++) ports.push(await port());
-  return ports;
 }
 
 /** Waits until every worker polls the task queue; returns their identities in the order of `workers`. */

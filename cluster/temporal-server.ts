@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ManagedProcess } from '../chaos/processes';
 import type { Postgres } from './postgres';
@@ -40,15 +41,36 @@ export interface ServerPorts {
   service: { history: number; matching: number; worker: number };
 }
 
-export const SERVER_PORT_COUNT = 10;
+/**
+ * The SQL stores keep each host's membership port in a smallint column (cluster_membership.rpc_port): a
+ * membership port above 32767 makes every service fail at start ("value out of range for type smallint").
+ * Ports the OS hands out (32768 and up on Linux) cannot be used for these; a free one below is picked instead.
+ */
+export async function freeMembershipPort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) {
+      taken.add(port);
+      return port;
+    }
+  }
+}
 
-export function serverPorts(next: () => number): ServerPorts {
+export async function serverPorts(next: () => Promise<number>): Promise<ServerPorts> {
+  const taken = new Set<number>();
+  const low = () => freeMembershipPort(taken);
   return {
-    grpc: next(),
-    http: next(),
-    internalHttp: next(),
-    membership: { frontend: next(), history: next(), matching: next(), worker: next() },
-    service: { history: next(), matching: next(), worker: next() },
+    grpc: await next(),
+    http: await next(),
+    internalHttp: await next(),
+    membership: { frontend: await low(), history: await low(), matching: await low(), worker: await low() },
+    service: { history: await next(), matching: await next(), worker: await next() },
   };
 }
 
