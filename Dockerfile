@@ -1,5 +1,6 @@
-# The worker, the API and the bank sandbox share one image; compose picks the command.
-FROM node:20-bookworm-slim AS build
+# The worker, the API and the bank sandbox share one image; compose picks the command (`node dist/...`: the build
+# output, never compiled at start). Node 24, the current LTS (the suite runs on it and on Node 20: .ci/run).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No Temporal binaries in the image (the postinstall toolchain is for local runs): the cluster is separate.
@@ -12,14 +13,17 @@ RUN npm run build \
   && node -e "require('./dist/prebuilt-workflow-bundle.js').loadWorkflowBundle()" \
   && npm prune --omit=dev --ignore-scripts
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 # dist holds the bundle and its inputs (dist/workflows, dist/shared), which the worker hashes at start.
 COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
+# `npm run worker|api|sandbox` work in the image too: their pre-script checks the build output (node only).
+COPY scripts/check-build.mjs ./scripts/
 USER node
-# 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics).
-EXPOSE 3000 3001
+# 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
+# 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).
+EXPOSE 3000 3001 9464
 CMD ["node", "dist/worker.js"]

@@ -35,6 +35,8 @@ const MS_PER_TICK = 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encodi
  * the API (`src/api/server.ts` as `npm run api` runs it, compiled by `npm run bench`) and the bare loop; the
  * webhooks are sent by a third process standing in for the bank (bench/load-loop.ts has both loops). This
  * process runs the dev server, the worker and the bank sandbox the workflows were created with.
+ * A third path, a bare `node:http` relay (bench/relay-receiver.ts: parse, signal, 202, nothing else), measures the
+ * HTTP hop alone: the floor any receiver has on top of the bare loop, and so what of the gap is the receiver's own.
  * RECEIVER_BENCH_CPU_PROF=<dir> starts that process with `--cpu-prof` (profile written on exit);
  * RECEIVER_BENCH_API_LOG=<file> keeps its log lines (otherwise discarded, as a collector would take them).
  * It asserts nothing; compare the ratios within one run (2 cores shared by everything here).
@@ -52,6 +54,8 @@ export async function benchReceiver(): Promise<void> {
   let api: ChildStats | undefined;
   let bare: LoadLoopProcess | undefined;
   let bank: LoadLoopProcess | undefined;
+  let relay: ChildStats | undefined;
+  let relayBank: LoadLoopProcess | undefined;
 
   try {
     stack.sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 3_600_000 }] });
@@ -80,6 +84,8 @@ export async function benchReceiver(): Promise<void> {
     api = await startApiProcess({ temporalAddress: env.address, taskQueue });
     bare = await startLoadLoop({ mode: 'signal', address: env.address, namespace: 'default', targets });
     bank = await startLoadLoop({ mode: 'webhook', apiUrl: api.url, connections: 16, targets });
+    relay = await startRelay({ address: env.address, namespace: 'default' });
+    relayBank = await startLoadLoop({ mode: 'webhook', apiUrl: relay.url, connections: 16, targets });
     const answers = new Map<number, number>();
     const countAnswers = (result: LoadLoopResult) => {
       for (const [status, n] of Object.entries(result.statuses))
@@ -89,7 +95,8 @@ export async function benchReceiver(): Promise<void> {
 
     process.stdout.write(
       `receiver: API pid ${api.pid} (${api.entry}); bare signal loop pid ${bare.pid}; webhook sender pid ` +
-        `${bank.pid}; ${WORKFLOWS} parked workflows; ${ROUNDS} alternating rounds per concurrency\n`,
+        `${bank.pid}; bare HTTP relay pid ${relay.pid} (bench/relay-receiver.ts); ${WORKFLOWS} parked workflows; ` +
+        `${ROUNDS} alternating rounds per concurrency\n`,
     );
     const rows: Row[] = [];
     for (const [concurrency, count] of [
@@ -99,9 +106,11 @@ export async function benchReceiver(): Promise<void> {
       // Warm-up of both paths (JIT, connections, workflow caches): not counted.
       await bare.run(concurrency, 100);
       countAnswers(await bank.run(concurrency, 100));
+      await relayBank.run(concurrency, 100);
       const sample = {
         bare: { ms: 0, ticks: 0, lat: [] as number[] },
         receiver: { ms: 0, ticks: 0, lat: [] as number[] },
+        relay: { ms: 0, ticks: 0, lat: [] as number[] },
       };
       const acceptedBefore = answers.get(202) ?? 0;
       for (let round = 0; round < ROUNDS; round++) {
@@ -115,12 +124,20 @@ export async function benchReceiver(): Promise<void> {
         sample.receiver.ticks += api.cpuTicks() - ticks;
         sample.receiver.ms += r.ms;
         sample.receiver.lat.push(...r.latencies);
+        ticks = relay.cpuTicks();
+        const h = await relayBank.run(concurrency, count);
+        sample.relay.ticks += relay.cpuTicks() - ticks;
+        sample.relay.ms += h.ms;
+        sample.relay.lat.push(...h.latencies);
       }
       const accepted = (answers.get(202) ?? 0) - acceptedBefore;
       const perSec = (x: { ms: number }) => ((ROUNDS * count) / x.ms) * 1000;
       const b = summarize(sample.bare.lat);
       const r = summarize(sample.receiver.lat);
       const ratio = perSec(sample.receiver) / perSec(sample.bare);
+      const h = summarize(sample.relay.lat);
+      const relayRatio = perSec(sample.relay) / perSec(sample.bare);
+      const relayCpu = (sample.relay.ticks * MS_PER_TICK) / (ROUNDS * count);
       const bareCpu = (sample.bare.ticks * MS_PER_TICK) / (ROUNDS * count);
       const apiCpu = (sample.receiver.ticks * MS_PER_TICK) / accepted;
       rows.push(
@@ -140,6 +157,14 @@ export async function benchReceiver(): Promise<void> {
           `receiver / bare throughput, c=${concurrency}`,
           `${ratio.toFixed(2)} ${ratio >= TARGET_RATIO ? '(meets target)' : '(BELOW target)'}`,
           `≥ ${TARGET_RATIO}`,
+          '—',
+        ],
+        [
+          `bare HTTP relay → signal → 202, c=${concurrency} (the HTTP hop alone)`,
+          `${fmt(perSec(sample.relay))}/s, p50 ${ms(h.p50)}, p99 ${ms(h.p99)}; relay / bare ${relayRatio.toFixed(2)}; ` +
+            `receiver / relay ${(perSec(sample.receiver) / perSec(sample.relay)).toFixed(2)}; relay CPU ` +
+            `${relayCpu.toFixed(2)} ms/webhook`,
+          'the floor of any receiver',
           '—',
         ],
         [
@@ -170,6 +195,8 @@ export async function benchReceiver(): Promise<void> {
     ]);
     printTable(rows);
   } finally {
+    await relayBank?.stop();
+    await relay?.stop();
     await bank?.stop();
     await bare?.stop();
     await api?.stop();
@@ -271,6 +298,30 @@ async function startApiProcess(options: { temporalAddress: string; taskQueue: st
     entry: 'dist-bench/src/api/server.js',
     cpuTicks: () => cpuTicksOf(pid),
     stop: () => stopChild(child, exited),
+  };
+}
+
+/** bench/relay-receiver.ts as a child process; resolves once it listens. */
+async function startRelay(setup: { address: string; namespace: string }): Promise<ChildStats> {
+  const child = fork(join(__dirname, 'relay-receiver.js'), [], {
+    env: { PATH: process.env.PATH, RELAY_SETUP: JSON.stringify(setup) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`relay exited with ${code}`)));
+    child.once('message', (message) => resolve(message as { port: number }));
+  });
+  const pid = child.pid!;
+  return {
+    pid,
+    url: `http://127.0.0.1:${port}`,
+    entry: 'dist-bench/bench/relay-receiver.js',
+    cpuTicks: () => cpuTicksOf(pid),
+    async stop() {
+      if (child.connected) child.disconnect();
+      await stopChild(child, exited);
+    },
   };
 }
 

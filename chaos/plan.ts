@@ -1,4 +1,5 @@
 import type { ApiFault, ApplicationScript, ConsentSetup } from '../src/sandbox/types';
+import { BANK_POOL } from '../src/sandbox/consents';
 import { seededRng, type Rng } from './prng';
 
 /**
@@ -108,16 +109,8 @@ const LIFECYCLES: readonly { weight: number; steps: string[] }[] = [
   { weight: 5, steps: ['EXPIRED'] },
 ];
 
-const BANKS: readonly { bankCode: string; bankName: string }[] = [
-  { bankCode: 'ALDR', bankName: 'Alder Cooperative Bank' },
-  { bankCode: 'BRCH', bankName: 'Birchwood Bank' },
-  { bankCode: 'CDAR', bankName: 'Cedar Trust' },
-  { bankCode: 'DNMR', bankName: 'Danmark Regional Bank' },
-  { bankCode: 'ELMB', bankName: 'Elm Street Bank' },
-  { bankCode: 'FJRD', bankName: 'Fjord Merchant Bank' },
-  { bankCode: 'GRNT', bankName: 'Granite Savings' },
-  { bankCode: 'KSTR', bankName: 'Kestrel Savings Bank' },
-];
+/** The sandbox's pool of other banks, in bank-code order (the order the seeded shuffles were drawn from). */
+const BANKS = [...BANK_POOL].sort((a, b) => a.bankCode.localeCompare(b.bankCode));
 
 /** Refresh bounds of the plan: short enough for a run of minutes, long enough for the bank's normal delays. */
 export const REFRESH_TIMING = {

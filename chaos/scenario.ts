@@ -12,6 +12,7 @@ import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelive
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
 import { webhookHash } from '../src/security/webhook-hash';
 import { createDataConverter } from '../src/temporal/data-converter';
+import { consentRefreshWorkflowType } from '../src/shared/consent-refresh';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { DuplicateFinanceApplicationId, RefreshTaskId } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
@@ -693,7 +694,7 @@ async function compareAll(
     if (res.status === 200 && (res.body as RefreshView).taskId === latest.taskId) latest.view = res.body as RefreshView;
   }
   const recordedTaskIds = new Set<string>();
-  for await (const wf of client.workflow.list({ query: `WorkflowType = 'consentRefreshWorkflow'` })) {
+  for await (const wf of client.workflow.list({ query: `WorkflowType = '${consentRefreshWorkflowType}'` })) {
     const taskId = wf.typedSearchAttributes.get(RefreshTaskId);
     if (taskId) recordedTaskIds.add(taskId);
   }

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
+import { envFileResult } from './load-env-file';
 import { createLogger, installTemporalLogging, type Logger } from './logging';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
 import { processTracing } from './telemetry/preload';
@@ -47,6 +48,26 @@ export function runEntry(
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
   }
   const logger = createLogger({ level: config.logLevel, name, format: config.logFormat });
+  const envFile = envFileResult();
+  // Names only: a .env holds secrets.
+  if (envFile.path)
+    logger.info(
+      { envFile: envFile.path, applied: envFile.applied, keptFromEnvironment: envFile.overridden },
+      'read .env (variables already in the environment win)',
+    );
+  logger.info(
+    {
+      temporal: {
+        address: config.temporal.address ?? 'embedded dev server',
+        addressFrom: config.temporal.connection.addressFrom,
+        namespace: config.temporal.namespace,
+        tls: config.temporal.connection.tls,
+        // Whether an API key is configured, never the key (a field named apiKey would be redacted anyway).
+        auth: config.temporal.connection.apiKey ? 'api-key' : 'none',
+      },
+    },
+    'Temporal connection settings',
+  );
   if (config.payloadEncryption.developmentKey) {
     logger.warn(
       { keyId: DEVELOPMENT_PAYLOAD_KEY_ID },

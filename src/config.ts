@@ -13,6 +13,19 @@ import {
   type CallbackAllowList,
 } from './security/callback-url';
 import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/callback-signature';
+import {
+  DEFAULT_SERVICE_SETTINGS,
+  DEFAULT_STATUS_ORDER,
+  DEFAULT_TERMINAL_STATUSES,
+  formatDuration,
+  parseDurationMs,
+  pollSettingsProblems,
+  SETTING_BOUNDS,
+  statusVocabulary,
+  type Bounds,
+  type ServiceSettings,
+} from './shared/application-settings';
+import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -87,6 +100,32 @@ const wholeNumber = (min: number) =>
     .max(1_000_000, 'must be at most 1000000');
 const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** A duration (`30s`, `5m`, `1h`, `30d`, or whole milliseconds) within `bounds`; undefined when unset. */
+const duration = (bounds: Bounds) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .optional()
+      .transform((value, ctx): number | undefined => {
+        if (value === undefined) return undefined;
+        const ms = parseDurationMs(value);
+        if (ms === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'must be a duration such as 500ms, 30s, 5m, 1h or 30d' });
+          return z.NEVER;
+        }
+        if (ms < bounds.min || ms > bounds.max) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+          });
+          return z.NEVER;
+        }
+        return ms;
+      }),
+  );
+/** A comma-separated list of status names (checked together in the schema's refinement). */
+const statusList = optionalList;
 /** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
 const payloadKeys = z.preprocess(
   emptyToUndefined,
@@ -245,16 +284,16 @@ const envSchema = (role: ConfigRole) =>
       /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
       MERCHANT_API_KEYS: optionalString,
 
-      // Temporal: unset address → the embedded dev server. The connection itself (API key, TLS) is read by
-      // @temporalio/envconfig from the same environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*).
+      // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
+      // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
+      // the embedded dev server; no namespace from either → "default".
       TEMPORAL_ADDRESS: z.preprocess(
         emptyToUndefined,
-        z
-          .string()
-          .regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'must be host:port, for example localhost:7233')
-          .optional(),
+        z.string().regex(TEMPORAL_ADDRESS_PATTERN, 'must be host:port, for example localhost:7233').optional(),
       ),
-      TEMPORAL_NAMESPACE: z.preprocess(emptyToUndefined, z.string().min(1).default('default')),
+      TEMPORAL_NAMESPACE: optionalString,
+      TEMPORAL_PROFILE: optionalString,
+      TEMPORAL_CONFIG_FILE: optionalString,
       TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
       TEMPORAL_UI_PORT: port(8233),
       TEMPORAL_DEV_SERVER_PORT: port(7233),
@@ -275,6 +314,27 @@ const envSchema = (role: ConfigRole) =>
           .max(100_000, 'must be at most 100000')
           .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
       ),
+
+      // The bank's vocabulary and the lifecycle of new applications (src/shared/application-settings.ts).
+      BANK_STATUS_ORDER: statusList,
+      BANK_TERMINAL_STATUSES: statusList,
+      POLL_FAST_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+      POLL_RESPONSIVE_WINDOW: duration(SETTING_BOUNDS.responsiveWindowMs),
+      POLL_BACKOFF_FACTOR: z.preprocess(
+        emptyToUndefined,
+        z.coerce
+          .number({ error: 'must be a number' })
+          .min(SETTING_BOUNDS.pollBackoffFactor.min, `must be at least ${SETTING_BOUNDS.pollBackoffFactor.min}`)
+          .max(SETTING_BOUNDS.pollBackoffFactor.max, `must be at most ${SETTING_BOUNDS.pollBackoffFactor.max}`)
+          .optional(),
+      ),
+      POLL_SLOW_INTERVAL: duration(SETTING_BOUNDS.slowPollIntervalMs),
+      POLL_NO_WEBHOOK_INTERVAL: duration(SETTING_BOUNDS.noWebhookPollIntervalMs),
+      APPLICATION_DEADLINE: duration(SETTING_BOUNDS.deadlineMs),
+      // Consent refreshes and transactionEvents.
+      REFRESH_TIMEOUT: duration(SETTING_BOUNDS.refreshTimeoutMs),
+      REFRESH_QUIET_PERIOD: duration(SETTING_BOUNDS.refreshQuietPeriodMs),
+      TRANSACTION_EVENTS_WINDOW: duration(SETTING_BOUNDS.transactionEventsWindowMs),
 
       // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
       // (every workflow task replays its history): for debugging only.
@@ -323,6 +383,7 @@ const envSchema = (role: ConfigRole) =>
     })
     .superRefine((env, ctx) => {
       callbackIssues(env, ctx);
+      settingsIssues(env, ctx);
       // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
       if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
         ctx.addIssue({
@@ -424,6 +485,69 @@ const envSchema = (role: ConfigRole) =>
 
 export type Env = z.infer<ReturnType<typeof envSchema>>;
 
+/** The environment's settings of new workflows: the defaults overridden by whatever is set. */
+function serviceSettings(env: Env): ServiceSettings {
+  const d = DEFAULT_SERVICE_SETTINGS;
+  const { vocabulary } = statusVocabulary(
+    env.BANK_STATUS_ORDER ?? DEFAULT_STATUS_ORDER,
+    env.BANK_TERMINAL_STATUSES ?? DEFAULT_TERMINAL_STATUSES,
+  );
+  return {
+    applications: {
+      fastPollIntervalMs: env.POLL_FAST_INTERVAL ?? d.applications.fastPollIntervalMs,
+      responsiveWindowMs: env.POLL_RESPONSIVE_WINDOW ?? d.applications.responsiveWindowMs,
+      pollBackoffFactor: env.POLL_BACKOFF_FACTOR ?? d.applications.pollBackoffFactor,
+      slowPollIntervalMs: env.POLL_SLOW_INTERVAL ?? d.applications.slowPollIntervalMs,
+      noWebhookPollIntervalMs: env.POLL_NO_WEBHOOK_INTERVAL ?? d.applications.noWebhookPollIntervalMs,
+      deadlineMs: env.APPLICATION_DEADLINE ?? d.applications.deadlineMs,
+      ...vocabulary,
+    },
+    refresh: {
+      timeoutMs: env.REFRESH_TIMEOUT ?? d.refresh.timeoutMs,
+      quietPeriodMs: env.REFRESH_QUIET_PERIOD ?? d.refresh.quietPeriodMs,
+    },
+    transactionEvents: { coalesceWindowMs: env.TRANSACTION_EVENTS_WINDOW ?? d.transactionEvents.coalesceWindowMs },
+  };
+}
+
+/** The vocabulary's consistency and the poll intervals' order, each problem naming its variable. */
+function settingsIssues(
+  env: {
+    BANK_STATUS_ORDER?: string[];
+    BANK_TERMINAL_STATUSES?: string[];
+    POLL_FAST_INTERVAL?: number;
+    POLL_SLOW_INTERVAL?: number;
+    POLL_NO_WEBHOOK_INTERVAL?: number;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const { problems } = statusVocabulary(
+    env.BANK_STATUS_ORDER ?? DEFAULT_STATUS_ORDER,
+    env.BANK_TERMINAL_STATUSES ?? DEFAULT_TERMINAL_STATUSES,
+  );
+  for (const p of problems) {
+    const variable = p.list === 'order' ? 'BANK_STATUS_ORDER' : 'BANK_TERMINAL_STATUSES';
+    // A default list is never the culprit: name the one that was set.
+    const setOne =
+      env.BANK_STATUS_ORDER === undefined
+        ? 'BANK_TERMINAL_STATUSES'
+        : env.BANK_TERMINAL_STATUSES === undefined
+          ? 'BANK_STATUS_ORDER'
+          : variable;
+    ctx.addIssue({ code: 'custom', path: [setOne], message: p.message });
+  }
+  const d = DEFAULT_SERVICE_SETTINGS.applications;
+  const intervals = {
+    fastPollIntervalMs: env.POLL_FAST_INTERVAL ?? d.fastPollIntervalMs,
+    slowPollIntervalMs: env.POLL_SLOW_INTERVAL ?? d.slowPollIntervalMs,
+    noWebhookPollIntervalMs: env.POLL_NO_WEBHOOK_INTERVAL ?? d.noWebhookPollIntervalMs,
+  };
+  for (const p of pollSettingsProblems(intervals)) {
+    const variable = p.field === 'slowPollIntervalMs' ? 'POLL_SLOW_INTERVAL' : 'POLL_NO_WEBHOOK_INTERVAL';
+    ctx.addIssue({ code: 'custom', path: [variable], message: `${p.message}: see POLL_FAST_INTERVAL` });
+  }
+}
+
 /** The allow-list in force: the configured origins; unset, loopback on the embedded stack and nothing otherwise. */
 function callbackAllowList(origins: string[] | undefined, embedded: boolean): CallbackAllowList {
   return { origins: origins ?? [], loopback: origins === undefined && embedded };
@@ -490,9 +614,12 @@ export interface Config {
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   temporal: {
-    /** Undefined: start the embedded dev server. */
+    /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
     address?: string;
+    /** From TEMPORAL_NAMESPACE or the profile; "default" when neither sets it. */
     namespace: string;
+    /** What the address came from, whether an API key and TLS are on (for the start-up log; no secret). */
+    connection: Pick<TemporalProfile, 'addressFrom' | 'apiKey' | 'tls'>;
     taskQueue: string;
     devServer: { port: number; uiPort: number; dataDir: string };
   };
@@ -508,6 +635,11 @@ export interface Config {
     maxReadsPerSecond: number;
   };
   worker: WorkerTuning;
+  /**
+   * Settings of the workflows this process starts (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES, POLL_*,
+   * APPLICATION_DEADLINE, REFRESH_*, TRANSACTION_EVENTS_WINDOW); merchants override some per request.
+   */
+  settings: ServiceSettings;
   webhooks: WebhookSettings;
   transactionsCallbackUrl?: string;
   /** Payload encryption (src/security/payload-codec.ts, src/temporal/data-converter.ts). */
@@ -531,7 +663,7 @@ export interface Config {
     /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
     developmentSecret: boolean;
   };
-  /** The raw environment, for @temporalio/envconfig (TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
+  /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
 
@@ -573,6 +705,8 @@ export function loadConfig(
     );
   }
   const e = parsed.data;
+  const temporal = resolveTemporalProfile(env);
+  if (!temporal.profile) throw new ConfigError(temporal.issues);
   const embeddedBank = !e.BANK_BASE_URL;
   // Unset keys only on the embedded stack (the schema requires them with a real bank): one made for this run.
   const merchantApiKeys =
@@ -589,8 +723,13 @@ export function loadConfig(
     workerMetricsPort: e.WORKER_METRICS_PORT,
     merchantApiKeys,
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
+      address: temporal.profile.address,
+      namespace: temporal.profile.namespace,
+      connection: {
+        addressFrom: temporal.profile.addressFrom,
+        apiKey: temporal.profile.apiKey,
+        tls: temporal.profile.tls,
+      },
       taskQueue: e.TASK_QUEUE,
       devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
     },
@@ -612,6 +751,7 @@ export function loadConfig(
       maxActivityTaskPollers:
         e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
     },
+    settings: serviceSettings(e),
     webhooks: {
       publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,
       hashSecret: e.WEBHOOK_HASH_SECRET ?? DEV_DEFAULTS.WEBHOOK_HASH_SECRET,

@@ -1,4 +1,6 @@
-// First: tracing's instrumentations must be registered before http and express are loaded.
+// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// are loaded.
+import './load-env-file';
 import { processTracing } from './telemetry/preload';
 import { runEntry, StartupError } from './bootstrap';
 import { generatedKeyNotice, startListeners } from './api/server';
@@ -10,6 +12,8 @@ import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker';
+import { happyPath } from './shared/application-settings';
+import { sandboxStateFile } from './sandbox/persistence';
 
 /**
  * `npm start`: the whole stack in one process tree. With nothing configured: the Temporal dev server
@@ -76,7 +80,10 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
           // The real bank activates webhooks from the next full hour; the demo shows them at once.
           activation: 'immediate',
         },
-        lifecycle: { stepMs: 10_000 },
+        // The configured vocabulary (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES), so the demo bank speaks it too.
+        lifecycle: { stepMs: 10_000, statuses: happyPath(config.settings.applications) },
+        // Its memory in the data folder beside Temporal's (src/sandbox/persistence.ts): a restart goes on.
+        persistence: { file: sandboxStateFile(config.temporal.devServer.dataDir, projectRoot()) },
         logger: logger.child({ component: 'bank-sandbox' }),
       },
       { port: config.bank.sandboxPort, host: '127.0.0.1' },

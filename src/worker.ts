@@ -1,4 +1,6 @@
-// First: tracing's instrumentations must be registered before http and express are loaded.
+// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// are loaded.
+import './load-env-file';
 import { processTracing } from './telemetry/preload';
 import type { DataConverter } from '@temporalio/common';
 import {
@@ -305,7 +307,8 @@ if (require.main === module) {
     async ({ config, logger, onShutdown, shutdown, stopSignal, runtimeMetricsUrl }) => {
       if (!config.temporal.address) {
         throw new StartupError(
-          'TEMPORAL_ADDRESS is required for `npm run worker` (use `npm start` for the embedded stack)',
+          'A Temporal address is required for `npm run worker`: set TEMPORAL_ADDRESS, or TEMPORAL_PROFILE to a ' +
+            'profile with an address (use `npm start` for the embedded stack)',
         );
       }
       if (!config.bank.authUrl || !config.bank.baseUrl) {

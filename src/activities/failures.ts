@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { BankFailureType } from '../shared/failure-types';
 import {
   BankError,
@@ -34,6 +34,17 @@ export function toApplicationFailure(err: unknown): unknown {
   if (!(err instanceof BankError)) return err;
   const details: BankFailureDetails = { operation: err.operation, status: err.status };
 
+  if (err instanceof BankRejectedError && err.status === 404 && err.operation === 'getApplicationStatus') {
+    return ApplicationFailure.create({
+      type: BankFailureType.ApplicationUnknown,
+      message: err.message,
+      nonRetryable: true,
+      // The workflow reports it once (a status, a metric, one log line); the SDK need not log every read at error.
+      category: ApplicationFailureCategory.BENIGN,
+      details: [{ ...details, bankError: err.bankError, bankMessage: err.bankMessage }],
+      cause: err,
+    });
+  }
   if (err instanceof BankRejectedError) {
     return ApplicationFailure.create({
       type: BankFailureType.Rejected,

@@ -6,7 +6,7 @@ import { financeApplicationWebhookUrl } from '../security/webhook-hash';
 import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
 import { pollDelayMs } from '../shared/poll-policy';
-import { POLL_STATUS_UNCHANGED } from '../shared/failure-types';
+import { BankFailureType, POLL_STATUS_UNCHANGED } from '../shared/failure-types';
 import { CALLBACK_UNAVAILABLE, postMerchantCallback } from './merchant-callback';
 import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
 import { CallbackSigner } from '../security/callback-signature';
@@ -140,6 +140,8 @@ export function createActivities(deps: ActivityDeps): Activities {
         status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
       } catch (err) {
         const failure = toApplicationFailure(err);
+        // The bank no longer knows the application: polling at this pace cannot help, the workflow decides.
+        if (failure instanceof ApplicationFailure && failure.type === BankFailureType.ApplicationUnknown) throw failure;
         log.warn('Poll read failed; polling goes on', {
           merchantReference,
           financeApplicationId,

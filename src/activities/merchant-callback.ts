@@ -10,8 +10,9 @@ import {
 } from '../security/callback-url';
 import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
 import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../shared/failure-types';
-import { parseRetryAfter } from './bank/errors';
-import { readBodyText, withDeadline } from './bank/http';
+import { readBodyText } from '../http-client/body';
+import { withDeadline } from '../http-client/deadline';
+import { parseRetryAfter } from '../http-client/retry-after';
 import { MAX_RATE_LIMIT_DELAY_MS } from './failures';
 
 /** A merchant callback that may work later (5xx, 408, 429, network, timeout); retried by the retry policy. */

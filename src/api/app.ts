@@ -5,6 +5,7 @@ import type { Logger } from '../logging';
 import type { CallbackAllowList } from '../security/callback-url';
 import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey } from '../security/api-keys';
+import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
 import { errorHandler, HttpError } from './errors';
 import { requestLog } from './request-log';
@@ -25,6 +26,11 @@ export interface AppDeps {
   webhooks: WebhookSettings;
   /** The merchant facade's API keys (MERCHANT_API_KEYS); read per request. */
   merchantApiKeys: readonly MerchantApiKey[];
+  /**
+   * Settings of the workflows this app starts (the environment's: config.settings); absent: the built-in defaults
+   * (DEFAULT_SERVICE_SETTINGS). Merchants override some per request.
+   */
+  settings?: ServiceSettings;
   /** Where transactionEvent workflows deliver changed accounts (TRANSACTIONS_CALLBACK_URL); optional. */
   transactionsCallbackUrl?: string;
   /** Origins a merchant's `callbackUrl` may use (CALLBACK_ALLOWED_ORIGINS); absent: none. */

@@ -1,4 +1,6 @@
-// First: tracing's instrumentations must be registered before http and express are loaded.
+// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// are loaded.
+import '../load-env-file';
 import { processTracing } from '../telemetry/preload';
 import type { Client, Connection } from '@temporalio/client';
 import { runEntry, StartupError } from '../bootstrap';
@@ -23,6 +25,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     taskQueue: config.temporal.taskQueue,
     webhooks: config.webhooks,
     merchantApiKeys: config.merchantApiKeys.keys,
+    settings: config.settings,
     transactionsCallbackUrl: config.transactionsCallbackUrl,
     callbackAllowList: config.callbacks.allowList,
     logger: deps.logger,
@@ -119,7 +122,8 @@ if (require.main === module) {
     async ({ config, logger, onShutdown, shutdown, stopSignal }) => {
       if (!config.temporal.address) {
         throw new StartupError(
-          'TEMPORAL_ADDRESS is required for `npm run api` (use `npm start` for the embedded stack)',
+          'A Temporal address is required for `npm run api`: set TEMPORAL_ADDRESS, or TEMPORAL_PROFILE to a ' +
+            'profile with an address (use `npm start` for the embedded stack)',
         );
       }
       // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait

@@ -7,6 +7,7 @@ import {
 import {
   attachRefreshUpdate,
   consentRefreshProgressQuery,
+  consentRefreshWorkflowType,
   lateAccountEventsQuery,
   type ConsentRefreshInput,
   type ConsentRefreshProgress,
@@ -64,7 +65,7 @@ export async function startConsentRefresh(
   if (input.lateReportsCallbackUrl === undefined && options.lateReportsCallbackUrl !== undefined)
     input = { ...input, lateReportsCallbackUrl: options.lateReportsCallbackUrl };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof consentRefreshWorkflow>(
-    'consentRefreshWorkflow',
+    consentRefreshWorkflowType,
     {
       workflowId,
       taskQueue: options.taskQueue,

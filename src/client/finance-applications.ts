@@ -7,6 +7,7 @@ import {
 } from '@temporalio/client';
 import {
   financeApplicationStateQuery,
+  financeApplicationWorkflowType,
   startFinanceApplicationUpdate,
   type FinanceApplicationInput,
   type FinanceApplicationSettings,
@@ -64,7 +65,7 @@ export async function startFinanceApplication(
     startRequestId: requestId,
   };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof financeApplicationWorkflow>(
-    'financeApplicationWorkflow',
+    financeApplicationWorkflowType,
     {
       workflowId,
       taskQueue: options.taskQueue,

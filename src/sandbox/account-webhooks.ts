@@ -121,4 +121,19 @@ export class AccountWebhooks {
   clearLog(): void {
     this.log = [];
   }
+
+  /**
+   * Takes back a persisted log (src/sandbox/persistence.ts). The restored records are the tasks' records too (one
+   * object each), so `resolveShared` swaps in the task's copy; a delivery still pending is sent again from its first
+   * attempt (at least once: the receiver deduplicates).
+   */
+  restore(log: WebhookDelivery[], resolveShared: (d: WebhookDelivery) => WebhookDelivery = (d) => d): void {
+    this.log = log.map(resolveShared);
+    for (const delivery of this.log) {
+      if (delivery.outcome !== 'pending' || delivery.url === null || this.endpoint === null) continue;
+      delivery.url = this.endpoint;
+      delivery.attempts = [];
+      void this.deps.sender.send(delivery, { headers: this.headers() });
+    }
+  }
 }

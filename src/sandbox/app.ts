@@ -7,6 +7,7 @@ import { systemClock } from './clock';
 import { Consents } from './consents';
 import { bankRoutes, errorHandler } from './routes/bank';
 import { controlRoutes } from './routes/control';
+import { loadSandboxState, SandboxStateWriter } from './persistence';
 import { Timers } from './timers';
 import { TokenStore } from './tokens';
 import { DEFAULT_RETRY, WebhookSender, type RetryPolicy } from './webhook-sender';
@@ -46,6 +47,9 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
   };
   const ttl = positive('tokenTtlSeconds', options.tokenTtlSeconds, 3600);
   const stepMs = positive('lifecycle.stepMs', options.lifecycle?.stepMs, DEFAULT_STEP_MS);
+  const statuses = options.lifecycle?.statuses;
+  if (statuses !== undefined && (statuses.length === 0 || statuses.some((s) => typeof s !== 'string' || s === '')))
+    throw new Error('lifecycle.statuses must list at least one non-empty status');
   const bankDelayMs = options.refresh?.bankDelayMs ?? DEFAULT_BANK_DELAY_MS;
   if (!(bankDelayMs[0] >= 0 && bankDelayMs[1] >= bankDelayMs[0]))
     throw new Error('refresh.bankDelayMs must be [min, max] with 0 <= min <= max');
@@ -63,6 +67,7 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     clock,
     logger,
     stepMs,
+    statuses,
     faults: faultsNow,
     headers: () => accountWebhooks.headers(),
   });
@@ -72,6 +77,31 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
   let tokenRequests = 0;
   const hung = new Set<Response>();
   let stopped = false;
+
+  // A persisted sandbox takes back its memory before it serves anything, then saves each change.
+  let writer: SandboxStateWriter | undefined;
+  if (options.persistence) {
+    const saved = loadSandboxState(options.persistence.file);
+    if (saved) {
+      applications.restore(saved.applications);
+      consents.restore(saved.consents);
+      const shared = new Map(consents.allTasks().flatMap((t) => t.events.map((d) => [d.deliveryId, d] as const)));
+      accountWebhooks.restore(saved.accountWebhooks ?? [], (d) => shared.get(d.deliveryId) ?? d);
+      logger.info(
+        { file: options.persistence.file, applications: saved.applications.length, savedAt: saved.savedAt },
+        'bank sandbox state restored',
+      );
+    }
+    writer = new SandboxStateWriter(
+      options.persistence.file,
+      () => ({
+        applications: applications.snapshot(),
+        consents: consents.snapshot(),
+        accountWebhooks: accountWebhooks.sent(),
+      }),
+      options.persistence.everyMs,
+    );
+  }
 
   const startSpontaneous = (): void => {
     const every = options.transactionEvents?.everyMs;
@@ -163,6 +193,8 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     app,
     control,
     stop: () => {
+      // Saved first, while pending deliveries are still pending (cancelling them below would mark them cancelled).
+      writer?.stop();
       stopped = true;
       timers.cancelAll();
       releaseHung();

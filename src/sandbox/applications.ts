@@ -14,10 +14,23 @@ import type {
   WebhookFaults,
 } from './types';
 
-/** The default lifecycle: CREATED (at creation) → IN_PROGRESS → APPROVED → SIGNED → COMPLETED, `stepMs` apart. */
-export function defaultScript(stepMs: number): ApplicationScript {
+/** The default lifecycle's statuses: the first at creation, each next one `stepMs` later. */
+export const DEFAULT_LIFECYCLE_STATUSES: readonly string[] = [
+  'CREATED',
+  'IN_PROGRESS',
+  'APPROVED',
+  'SIGNED',
+  'COMPLETED',
+];
+
+/** The default lifecycle: `statuses[0]` (at creation), then each next status `stepMs` after the previous one. */
+export function defaultScript(
+  stepMs: number,
+  statuses: readonly string[] = DEFAULT_LIFECYCLE_STATUSES,
+): ApplicationScript {
   return {
-    steps: (['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'] as const).map((status) => ({ status, afterMs: stepMs })),
+    initialStatus: statuses[0],
+    steps: statuses.slice(1).map((status) => ({ status, afterMs: stepMs })),
   };
 }
 
@@ -31,6 +44,14 @@ interface ApplicationState {
   record: ApplicationRecord;
   /** Sends held back by the reorder switch, released newest first after the last step. */
   held: (() => Promise<void>)[];
+  /** The next scripted step and when it is due (epoch ms): what a restarted sandbox resumes. */
+  next?: { index: number; at: number };
+}
+
+/** One application as persisted (src/sandbox/persistence.ts): its record and its next step. */
+export interface ApplicationSnapshot {
+  record: ApplicationRecord;
+  next?: { index: number; at: number };
 }
 
 /**
@@ -54,6 +75,8 @@ export class Applications {
       clock: Clock;
       logger: Logger;
       stepMs: number;
+      /** The default lifecycle's statuses (another bank's vocabulary: SandboxOptions.lifecycle.statuses). */
+      statuses?: readonly string[];
       faults: () => WebhookFaults;
       /** The Webhook Security Header as `Authorization`, when set (6.3: "sent in each webhook call"). */
       headers: () => Record<string, string>;
@@ -74,13 +97,14 @@ export class Applications {
   async create(body: CreateApplicationRequest): Promise<ApplicationRecord> {
     const now = isoAt(this.deps.clock());
     const script = this.scriptFor(body);
+    const initial = script.initialStatus ?? this.deps.statuses?.[0] ?? DEFAULT_LIFECYCLE_STATUSES[0]!;
     const record: ApplicationRecord = {
       financeApplicationId: randomUUID(),
       createRequest: structuredClone(body),
       createdAt: now,
-      status: 'CREATED',
+      status: initial,
       updatedAt: now,
-      statusHistory: [{ status: 'CREATED', at: now }],
+      statusHistory: [{ status: initial, at: now }],
       script,
       webhooks: [],
     };
@@ -137,6 +161,28 @@ export class Applications {
     this.states.clear();
   }
 
+  /** Every application with its next step, for persistence. */
+  snapshot(): ApplicationSnapshot[] {
+    return [...this.states.values()].map(({ record, next }) => ({ record, ...(next ? { next } : {}) }));
+  }
+
+  /**
+   * Takes back persisted applications: each goes on with its next step at its due time (at once when overdue), and
+   * each webhook still pending is sent again from its first attempt (at least once; held reorders are sent as is).
+   */
+  restore(snapshots: ApplicationSnapshot[]): void {
+    for (const { record, next } of snapshots) {
+      const state: ApplicationState = { record, held: [] };
+      this.states.set(record.financeApplicationId, state);
+      if (next) this.scheduleAt(state, next.index, next.at);
+      for (const delivery of record.webhooks) {
+        if (delivery.outcome !== 'pending' || delivery.url === null) continue;
+        delivery.attempts = [];
+        void this.deps.sender.send(delivery, { headers: this.deps.headers() });
+      }
+    }
+  }
+
   private mustGet(id: string): ApplicationState {
     const state = this.states.get(id);
     if (!state) throw new Error(`unknown financeApplicationId ${id}`);
@@ -148,19 +194,26 @@ export class Applications {
       const rule = this.rules[i]!;
       if (matches(rule.match, body)) return structuredClone(rule.script);
     }
-    return defaultScript(this.deps.stepMs);
+    return defaultScript(this.deps.stepMs, this.deps.statuses);
   }
 
   private schedule(state: ApplicationState, index: number): void {
     const step = state.record.script.steps[index];
     if (!step) return;
-    this.deps.timers.after(step.afterMs, () => void this.step(state, index));
+    this.scheduleAt(state, index, this.deps.clock() + step.afterMs);
+  }
+
+  private scheduleAt(state: ApplicationState, index: number, at: number): void {
+    if (!state.record.script.steps[index]) return;
+    state.next = { index, at };
+    this.deps.timers.after(at - this.deps.clock(), () => void this.step(state, index));
   }
 
   private async step(state: ApplicationState, index: number): Promise<void> {
     const { script } = state.record;
     const step = script.steps[index]!;
     const isLast = index === script.steps.length - 1;
+    state.next = undefined;
     let first: Promise<void> = Promise.resolve();
     if (this.change(state, step.status)) {
       first = this.emit(

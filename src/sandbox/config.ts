@@ -24,6 +24,22 @@ const sandboxEnvSchema = z.object({
   ),
   SANDBOX_TOKEN_TTL_SECONDS: optional(intFrom(1, 86_400)),
   SANDBOX_STEP_MS: optional(intFrom(0, 3_600_000)),
+  /** Another bank's vocabulary: the default lifecycle's statuses, comma-separated, the first at creation. */
+  SANDBOX_STATUSES: optional(
+    z
+      .string()
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z
+          .array(z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be status names'))
+          .min(1, 'must list at least one status'),
+      ),
+  ),
   SANDBOX_ACTIVATION: optional(z.enum(['next-full-hour', 'immediate'])),
   SANDBOX_LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])).default('info'),
 });
@@ -55,7 +71,7 @@ export function loadSandboxConfig(env: NodeJS.ProcessEnv): SandboxServerConfig {
       clientId: e.SANDBOX_CLIENT_ID,
       clientSecret: e.SANDBOX_CLIENT_SECRET,
       tokenTtlSeconds: e.SANDBOX_TOKEN_TTL_SECONDS,
-      lifecycle: { stepMs: e.SANDBOX_STEP_MS },
+      lifecycle: { stepMs: e.SANDBOX_STEP_MS, statuses: e.SANDBOX_STATUSES },
       accountWebhook: {
         endpoint: e.SANDBOX_ACCOUNT_WEBHOOK_URL,
         securityHeader: e.SANDBOX_WEBHOOK_SECURITY_HEADER,

@@ -15,7 +15,7 @@ import type {
 } from './types';
 
 /** Banks other than the operating bank that a derived consent may link. */
-const BANK_POOL: readonly { bankCode: string; bankName: string }[] = [
+export const BANK_POOL: readonly { bankCode: string; bankName: string }[] = [
   { bankCode: 'KSTR', bankName: 'Kestrel Savings Bank' },
   { bankCode: 'ALDR', bankName: 'Alder Cooperative Bank' },
   { bankCode: 'BRCH', bankName: 'Birchwood Bank' },
@@ -52,6 +52,24 @@ export function deriveConsent(consentId: string): { operatingAccounts: string[];
 
 const accountIdOf = (account: ConsentAccount): string => (typeof account === 'string' ? account : account.accountId);
 
+/** A bank's accountEvent not emitted yet: what a restarted sandbox resumes. */
+interface PendingBankEvent {
+  taskId: string;
+  bankCode: string;
+  /** Epoch ms. */
+  dueAt: number;
+  refreshIndex: number;
+  copies: number;
+}
+
+/** Consents and refresh tasks as persisted (src/sandbox/persistence.ts). */
+export interface ConsentsSnapshot {
+  overrides: [string, ConsentSetup][];
+  refreshCounts: [string, number][];
+  tasks: RefreshTaskRecord[];
+  pending: PendingBankEvent[];
+}
+
 /**
  * Consents and refresh tasks (bank-interface 4.4 and 6.2): PUT /refresh starts a task; each linked bank other
  * than the operating bank answers separately, after its own delay, with one accountEvent.
@@ -60,6 +78,7 @@ export class Consents {
   private overrides = new Map<string, ConsentSetup>();
   private refreshCounts = new Map<string, number>();
   private tasks: RefreshTaskRecord[] = [];
+  private pending: PendingBankEvent[] = [];
 
   constructor(
     private readonly deps: {
@@ -101,6 +120,58 @@ export class Consents {
     this.overrides.clear();
     this.refreshCounts.clear();
     this.tasks = [];
+    this.pending = [];
+  }
+
+  snapshot(): ConsentsSnapshot {
+    return {
+      overrides: [...this.overrides],
+      refreshCounts: [...this.refreshCounts],
+      tasks: this.tasks,
+      pending: this.pending,
+    };
+  }
+
+  /**
+   * Takes back persisted consents and tasks: each bank that had not answered yet answers at its due time (at once
+   * when overdue; a shuffled task's banks then answer in their natural order).
+   */
+  restore(snapshot: ConsentsSnapshot): void {
+    this.overrides = new Map(snapshot.overrides);
+    this.refreshCounts = new Map(snapshot.refreshCounts);
+    this.tasks = snapshot.tasks;
+    for (const p of snapshot.pending) {
+      const task = this.tasks.find((t) => t.taskId === p.taskId);
+      const bank = task?.banks.find((b) => b.bankCode === p.bankCode);
+      if (!task || !bank) continue;
+      this.pending.push(p);
+      this.deps.timers.after(p.dueAt - this.deps.clock(), () => void this.emitBank(task, bank, p));
+    }
+  }
+
+  /** One bank's accountEvent for a task (bank-interface 6.2: one webhook per bank per consent). */
+  private emitBank(
+    task: RefreshTaskRecord,
+    bank: ConsentBank,
+    how: { refreshIndex: number; copies: number },
+  ): Promise<void> {
+    this.pending = this.pending.filter((p) => !(p.taskId === task.taskId && p.bankCode === bank.bankCode));
+    const body: AccountEventBody = {
+      consentId: task.consentId,
+      taskId: task.taskId,
+      taskStatus: bank.taskStatus ?? TASK_STATUS_FINISHED,
+      bankCode: bank.bankCode,
+      bankName: bank.bankName,
+      accounts: bank.accounts.map((account) => ({
+        accountId: accountIdOf(account),
+        eventType:
+          (typeof account === 'string' ? undefined : account.eventType) ??
+          (how.refreshIndex === 0 ? 'ADDED' : 'UPDATED'),
+      })),
+    };
+    const result = this.deps.webhooks.emit('accountEvent', { ...body }, 'refresh', how.copies);
+    task.events.push(...result.deliveries);
+    return result.firstAttempt;
   }
 
   /** Starts a refresh task; with eventBeforeResponse, resolves after the first bank's event was attempted once. */
@@ -123,23 +194,11 @@ export class Consents {
     this.deps.logger.info({ consentId, taskId: task.taskId, banks: task.banks.length }, 'refresh started');
 
     const answering = task.banks.filter((bank) => !bank.neverAnswers).sort((a, b) => a.delayMs - b.delayMs);
-    const emit = (bank: ConsentBank): Promise<void> => {
-      const body: AccountEventBody = {
-        consentId,
-        taskId: task.taskId,
-        taskStatus: bank.taskStatus ?? TASK_STATUS_FINISHED,
-        bankCode: bank.bankCode,
-        bankName: bank.bankName,
-        accounts: bank.accounts.map((account) => ({
-          accountId: accountIdOf(account),
-          eventType:
-            (typeof account === 'string' ? undefined : account.eventType) ?? (refreshIndex === 0 ? 'ADDED' : 'UPDATED'),
-        })),
-      };
-      const result = this.deps.webhooks.emit('accountEvent', { ...body }, 'refresh', consent.duplicateEvents);
-      task.events.push(...result.deliveries);
-      return result.firstAttempt;
-    };
+    const how = { refreshIndex, copies: consent.duplicateEvents };
+    const requestedAt = this.deps.clock();
+    for (const bank of answering)
+      this.pending.push({ taskId: task.taskId, bankCode: bank.bankCode, dueAt: requestedAt + bank.delayMs, ...how });
+    const emit = (bank: ConsentBank): Promise<void> => this.emitBank(task, bank, how);
 
     let before: Promise<void> = Promise.resolve();
     let rest = answering;

@@ -38,11 +38,13 @@ export interface ApplicationScriptStep {
 }
 
 /**
- * Status script of a finance application. The initial status is always CREATED (not a step); each step is a
+ * Status script of a finance application. The initial status is `initialStatus` (not a step); each step is a
  * change that happens `afterMs` after the previous one. A step whose status equals the current one is no change:
  * nothing is recorded and no webhook is sent.
  */
 export interface ApplicationScript {
+  /** The status at creation (not a step, no webhook); default the lifecycle's first status (CREATED). */
+  initialStatus?: string;
   steps: ApplicationScriptStep[];
   webhooks?: WebhookFaults & {
     /**
@@ -269,8 +271,11 @@ export interface SandboxOptions {
   /** Default 3600. */
   tokenTtlSeconds?: number;
   accountWebhook?: AccountWebhookSettings;
-  /** Default timing of the default script CREATED → IN_PROGRESS → APPROVED → SIGNED → COMPLETED; default 10000. */
-  lifecycle?: { stepMs?: number };
+  /**
+   * The default script: `statuses` (default CREATED → IN_PROGRESS → APPROVED → SIGNED → COMPLETED; another bank's
+   * vocabulary when set: the first at creation), one every `stepMs` (default 10000).
+   */
+  lifecycle?: { stepMs?: number; statuses?: string[] };
   /** Defaults: 6 attempts, 500 ms doubling up to 30 s, 5 s timeout per attempt. */
   webhookRetry?: { attempts?: number; initialDelayMs?: number; maxDelayMs?: number; timeoutMs?: number };
   /** Default [1000, 4000]: each bank's accountEvent comes a random delay in this range after PUT /refresh. */
@@ -279,6 +284,11 @@ export interface SandboxOptions {
   webhookFaults?: WebhookFaults;
   /** Spontaneous transactionEvents for consents seen so far (embedded demo); off by default. */
   transactionEvents?: { everyMs: number };
+  /**
+   * Keep the sandbox's memory in this file (src/sandbox/persistence.ts): loaded at creation, saved at most `everyMs`
+   * (default 250) after each change and at stop. Absent: memory only (tests).
+   */
+  persistence?: { file: string; everyMs?: number };
   /** Default Date.now. */
   clock?: Clock;
   /** Default: silent. */

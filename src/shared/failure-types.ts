@@ -13,6 +13,11 @@ export const BankFailureType = {
   Unavailable: 'BankUnavailable',
   /** 2xx whose body does not match the wire format: not retried (the same answer would come back). */
   InvalidResponse: 'BankInvalidResponse',
+  /**
+   * 404 on the status read of an application the bank created: the bank no longer knows it (an anomaly the workflow
+   * reports: FinanceApplicationStatus UNKNOWN_AT_BANK). Not retried by the activity: the workflow paces the next read.
+   */
+  ApplicationUnknown: 'BankApplicationUnknown',
 } as const;
 export type BankFailureType = (typeof BankFailureType)[keyof typeof BankFailureType];
 
@@ -21,6 +26,7 @@ export const NON_RETRYABLE_BANK_FAILURES: string[] = [
   BankFailureType.Rejected,
   BankFailureType.Unauthorized,
   BankFailureType.InvalidResponse,
+  BankFailureType.ApplicationUnknown,
 ];
 
 /** A merchant callback URL answered 4xx: not retried. */

@@ -11,6 +11,9 @@ import {
   type CreateApplicationResponse,
 } from './bank-wire';
 
+/** The workflow type name: the merchant client starts it by this name (the workflow's function name). */
+export const financeApplicationWorkflowType = 'financeApplicationWorkflow';
+
 /** How the workflow learned a status: the create response, a read after a webhook, or a fallback poll. */
 export type StatusSource = 'create' | 'webhook' | 'poll';
 
@@ -107,8 +110,14 @@ export interface FinanceApplicationState {
   history: StatusChange[];
   /** True once the workflow stopped following the application. */
   done: boolean;
-  /** Why it stopped: a terminal status or the deadline. */
-  outcome?: 'terminal' | 'deadline';
+  /** Why it stopped: a terminal status, the deadline, or the bank no longer knowing the application. */
+  outcome?: 'terminal' | 'deadline' | 'unknown_at_bank';
+  /**
+   * Set while the bank answers 404 on the status read of this application (an anomaly: the bank lost it, or a
+   * sandbox restarted without its memory). FinanceApplicationStatus then reads UNKNOWN_AT_BANK; cleared when the bank
+   * reports a status again. Absent in runs from before this check.
+   */
+  unknownAtBank?: { since: string; lastAt: string; reads: number };
   /** A webhook for this application arrived: polling has slowed down. */
   webhooksLive: boolean;
   /**
@@ -166,6 +175,16 @@ export const financeApplicationStatusChangedSignal = defineSignal<[{ financeAppl
 
 /** Current status, history and counters. */
 export const financeApplicationStateQuery = defineQuery<FinanceApplicationState>('financeApplicationState');
+
+/**
+ * The FinanceApplicationStatus search attribute (not one of the bank's statuses) while the bank answers 404 on the
+ * status of an application it created. Polling slows to the safety net (slowPollIntervalMs between polls); after
+ * UNKNOWN_AT_BANK_GIVE_UP_MS of nothing but 404s, and at least UNKNOWN_AT_BANK_MIN_READS of them, the workflow ends
+ * with outcome `unknown_at_bank` rather than polling a bank that forgot it until the deadline.
+ */
+export const UNKNOWN_AT_BANK_STATUS = 'UNKNOWN_AT_BANK';
+export const UNKNOWN_AT_BANK_GIVE_UP_MS = 24 * 60 * 60_000;
+export const UNKNOWN_AT_BANK_MIN_READS = 3;
 
 /** `ApplicationFailure.type` values the workflow and its update throw. */
 export const FinanceApplicationFailureType = {

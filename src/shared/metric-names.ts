@@ -7,7 +7,7 @@
 export const WorkflowMetric = {
   /** Applications created at the bank (once per application, not per run). */
   applicationsStarted: 'paylater_finance_applications_started',
-  /** Applications ended; labels `outcome` (terminal | deadline | create_rejected | create_failed | callback_refused), `status`. */
+  /** Applications ended; labels `outcome` (terminal | deadline | unknown_at_bank | create_rejected | create_failed | callback_refused), `status`. */
   applicationsFinished: 'paylater_finance_applications_finished',
   /** Status changes recorded; label `source` (webhook | poll | create). */
   statusChanges: 'paylater_finance_application_status_changes',
@@ -15,6 +15,8 @@ export const WorkflowMetric = {
   unannouncedChanges: 'paylater_finance_application_unannounced_changes',
   /** From the first pending webhook of a batch (the workflow task that took its signal) to the change it announced. */
   webhookDelay: 'paylater_finance_application_webhook_delay_seconds',
+  /** Applications the bank stopped knowing (404 on their status read), counted once per run of 404s. */
+  unknownAtBank: 'paylater_finance_application_unknown_at_bank',
   /** Other applications the bank created for one merchant reference. */
   duplicatesDetected: 'paylater_finance_application_duplicates_detected',
   /** Consent refreshes ended; label `ended_by` (all-reported | quiet-period | timeout | not-started). */

@@ -4,19 +4,25 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { makeDeadlineBoundRetryInterceptor } from './grpc-retry';
 import { tracingClientInterceptors, type Tracing } from '../telemetry/tracing';
+import { envForEnvconfig } from './profile';
 import { isPermanentTemporalError, untilReachable, type WaitOptions } from './wait-for-temporal';
 
 export interface TemporalTarget {
+  /** config.temporal.address (from TEMPORAL_ADDRESS or the profile), or the embedded dev server's. */
   address: string;
+  /** config.temporal.namespace (from TEMPORAL_NAMESPACE or the profile, else "default"). */
   namespace: string;
-  /** The environment read by @temporalio/envconfig for TEMPORAL_API_KEY, TEMPORAL_TLS_* and profiles. */
+  /** The environment read by @temporalio/envconfig for TEMPORAL_API_KEY, TEMPORAL_TLS_* and the profile. */
   env: Record<string, string | undefined>;
 }
 
-/** Connection options from @temporalio/envconfig, with the address we resolved (embedded or configured). */
+/**
+ * Connection options from @temporalio/envconfig (API key, TLS, gRPC metadata of the environment and the profile).
+ * The address and namespace are the ones loadConfig resolved from the same sources (src/temporal/profile.ts), so
+ * setting them here changes nothing but the embedded case, where the address is the dev server's.
+ */
 function connectConfig(target: TemporalTarget) {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(target.env)) if (v !== undefined) env[k] = v;
+  const env = envForEnvconfig(target.env);
   env.TEMPORAL_ADDRESS = target.address;
   env.TEMPORAL_NAMESPACE = target.namespace;
   return loadClientConnectConfig({ overrideEnvVars: env });
@@ -25,8 +31,8 @@ function connectConfig(target: TemporalTarget) {
 export class TemporalUnreachableError extends Error {
   constructor(address: string, cause: unknown) {
     super(
-      `Cannot reach Temporal at ${address} (TEMPORAL_ADDRESS): ${(cause as Error)?.message ?? String(cause)}. ` +
-        'Check the address, or unset TEMPORAL_ADDRESS to start the embedded dev server.',
+      `Cannot reach Temporal at ${address} (TEMPORAL_ADDRESS or the TEMPORAL_PROFILE's address): ` +
+        `${(cause as Error)?.message ?? String(cause)}. Check the address, or unset it to start the embedded dev server.`,
     );
     this.name = 'TemporalUnreachableError';
   }

@@ -1,6 +1,9 @@
 import type { CreateApplicationResponse } from '../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
+  UNKNOWN_AT_BANK_GIVE_UP_MS,
+  UNKNOWN_AT_BANK_MIN_READS,
+  UNKNOWN_AT_BANK_STATUS,
   type FinanceApplicationCarriedState,
   type FinanceApplicationSettings,
   type FinanceApplicationState,
@@ -161,6 +164,42 @@ export class FinanceApplication {
     this.state.failedReads += 1;
   }
 
+  /**
+   * The bank answered 404 on the status of our application (after creating it): counted as a failed read. Returns
+   * true the first time of a run of 404s (the workflow reports the anomaly once).
+   */
+  unknownAtBank(at: number): boolean {
+    this.state.statusReads += 1;
+    this.state.failedReads += 1;
+    const iso = new Date(at).toISOString();
+    const current = this.state.unknownAtBank;
+    if (current) {
+      current.reads += 1;
+      current.lastAt = iso;
+      return false;
+    }
+    this.state.unknownAtBank = { since: iso, lastAt: iso, reads: 1 };
+    return true;
+  }
+
+  /** The bank reported a status again after 404s: the anomaly is over. Returns whether there was one. */
+  knownAgain(): boolean {
+    if (!this.state.unknownAtBank) return false;
+    delete this.state.unknownAtBank;
+    return true;
+  }
+
+  /** Nothing but 404s for UNKNOWN_AT_BANK_GIVE_UP_MS and at least UNKNOWN_AT_BANK_MIN_READS reads: stop following it. */
+  givesUpOnUnknown(now: number): boolean {
+    const u = this.state.unknownAtBank;
+    return !!u && u.reads >= UNKNOWN_AT_BANK_MIN_READS && now - Date.parse(u.since) >= UNKNOWN_AT_BANK_GIVE_UP_MS;
+  }
+
+  /** The FinanceApplicationStatus search attribute: the bank's status, or UNKNOWN_AT_BANK during the anomaly. */
+  searchStatus(): string {
+    return this.state.unknownAtBank ? UNKNOWN_AT_BANK_STATUS : (this.state.status ?? 'UNKNOWN');
+  }
+
   /** Records `status` once, if it moves forward; a stale or repeated status changes nothing. */
   record(status: string, source: StatusSource, at: Date): StatusChange | undefined {
     if (!this.advances(status)) return undefined;
@@ -193,7 +232,7 @@ export class FinanceApplication {
     return Date.parse(this.state.deadlineAt);
   }
 
-  finish(outcome: 'terminal' | 'deadline'): void {
+  finish(outcome: NonNullable<FinanceApplicationState['outcome']>): void {
     this.state.done = true;
     this.state.outcome = outcome;
   }
@@ -264,7 +303,10 @@ export class FinanceApplication {
         : 'polling with backoff until a webhook is seen';
     const head = s.done
       ? `**${s.status ?? 'UNKNOWN'}**, finished (${s.outcome})`
-      : `**${s.status ?? 'creating'}**, ${mode}`;
+      : s.unknownAtBank
+        ? `**${UNKNOWN_AT_BANK_STATUS}** (last known ${s.status ?? 'none'}): the bank answers 404 since ${s.unknownAtBank.since} ` +
+          `(${s.unknownAtBank.reads} reads); slow polling`
+        : `**${s.status ?? 'creating'}**, ${mode}`;
     return [
       head,
       `Application \`${s.financeApplicationId ?? '-'}\` · webhooks ${s.webhooksReceived} · reads ${s.statusReads}`,

@@ -29,6 +29,7 @@ import {
   type FinanceApplicationState,
   type StatusChange,
   type StatusSource,
+  UNKNOWN_AT_BANK_STATUS,
 } from '../shared/finance-application';
 import {
   DuplicateFinanceApplicationId,
@@ -74,6 +75,13 @@ export const CALLBACK_ALLOW_LIST_PATCH = 'check-callback-url-before-create';
  * callback; runs from before only count such webhooks as mismatched.
  */
 export const DUPLICATES_PATCH = 'report-duplicate-applications';
+
+/**
+ * Versioning: new runs treat a 404 on the status read of their application (BankApplicationUnknown) as an anomaly:
+ * FinanceApplicationStatus UNKNOWN_AT_BANK, a metric, one log line, slow polling, and an end after a day of nothing
+ * but 404s (src/shared/finance-application.ts). Runs from before it count the 404 as a failed read.
+ */
+export const UNKNOWN_AT_BANK_PATCH = 'report-application-unknown-at-bank';
 
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
@@ -182,7 +190,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   if (continued) return continued;
 
   describe();
-  upsertSearchAttributes([{ key: FinanceApplicationStatus, value: state.status ?? 'UNKNOWN' }]);
+  upsertSearchAttributes([{ key: FinanceApplicationStatus, value: app.searchStatus() }]);
   notifierStop = 'drain';
   await notifierDone;
   await condition(allHandlersFinished);
@@ -210,6 +218,14 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       if (deadlinePassed || now() >= app.deadline()) {
         app.finish('deadline');
         log.warn('Finance application deadline reached before a terminal status', logIds());
+        break;
+      }
+      if (app.givesUpOnUnknown(now())) {
+        app.finish('unknown_at_bank');
+        log.error('The bank has not known this application for a day: no longer followed', {
+          ...logIds(),
+          unknownAtBank: state.unknownAtBank,
+        });
         break;
       }
       if (poll?.settled) {
@@ -329,10 +345,16 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   function took(poll: Poll): boolean {
     if (poll.read) {
       const change = app.read(poll.read.status, 'poll', new Date(), poll.read.webhooksKnown);
+      knownAgain();
       if (change) changed(change);
       return false;
     }
     if (poll.error === undefined || isCancellation(poll.error) || isCancelledActivity(poll.error)) return false;
+    // The loop then waits slowPollIntervalMs (or a webhook) before it polls again.
+    if (failureType(poll.error) === BankFailureType.ApplicationUnknown && patched(UNKNOWN_AT_BANK_PATCH)) {
+      unknownAtBank();
+      return true;
+    }
     app.readFailed();
     log.error('Polling activity failed; polling starts again later', {
       ...logIds(),
@@ -409,11 +431,33 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         source: source === 'webhook' ? 'webhook' : 'poll',
       });
       const change = app.read(read.status, source, new Date(), read.webhooksKnown);
+      knownAgain();
       if (change) changed(change, announcedAt);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      readFailed(err, source);
+      if (failureType(err) === BankFailureType.ApplicationUnknown && patched(UNKNOWN_AT_BANK_PATCH)) unknownAtBank();
+      else readFailed(err, source);
     }
+  }
+
+  /** A 404 on our application's status: reported once per run of 404s (search attribute, metric, log, Web UI). */
+  function unknownAtBank(): void {
+    if (!app.unknownAtBank(now())) return;
+    upsertSearchAttributes([{ key: FinanceApplicationStatus, value: UNKNOWN_AT_BANK_STATUS }]);
+    workflowMetrics.unknownAtBank();
+    log.error('The bank no longer knows this application (404 on its status read); polling slows to the safety net', {
+      ...logIds(),
+      lastKnownStatus: state.status,
+    });
+    describe();
+  }
+
+  /** A status read succeeded after 404s: the search attribute shows the bank's status again. */
+  function knownAgain(): void {
+    if (!app.knownAgain()) return;
+    upsertSearchAttributes([{ key: FinanceApplicationStatus, value: app.searchStatus() }]);
+    log.info('The bank knows this application again', logIds());
+    describe();
   }
 
   /** The read of runs from before the poll policy (main task queue, as their histories have it). */

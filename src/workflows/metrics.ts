@@ -36,6 +36,15 @@ export const workflowMetrics = {
       )
       .add(1, { webhooks_live: String(webhooksLive) });
   },
+  unknownAtBank(): void {
+    metricMeter
+      .createCounter(
+        WorkflowMetric.unknownAtBank,
+        '{application}',
+        'Applications the bank no longer knows (404 on the status read of an application it created)',
+      )
+      .add(1);
+  },
   webhookDelay(seconds: number): void {
     metricMeter
       .createHistogram(

@@ -1,5 +1,5 @@
 import type { LookupAddress } from 'node:dns';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Webhook } from 'standardwebhooks';
 import type { Agent } from 'undici';
@@ -99,9 +99,22 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     const status = { financeApplicationId: 'fa-1', merchantReference: 'ref-1' };
 
     it('4xx → BankRejected, non-retryable, status in details', async () => {
-      bank.override('getApplicationStatus', reply(404, { error: 'not_found', message: 'no such application' }));
+      bank.override('getApplicationStatus', reply(400, { error: 'not_found', message: 'no such application' }));
       const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
       expect(failure.type).toBe(BankFailureType.Rejected);
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.details?.[0]).toMatchObject({
+        status: 400,
+        bankError: 'not_found',
+        bankMessage: 'no such application',
+      });
+    });
+
+    it('404 on the status read → BankApplicationUnknown, non-retryable, benign (the workflow reports it once)', async () => {
+      bank.override('getApplicationStatus', reply(404, { error: 'not_found', message: 'no such application' }));
+      const failure = await failureOf(runActivity(env, activities.getApplicationStatus, status));
+      expect(failure.type).toBe(BankFailureType.ApplicationUnknown);
+      expect(failure.category).toBe(ApplicationFailureCategory.BENIGN);
       expect(failure.nonRetryable).toBe(true);
       expect(failure.details?.[0]).toMatchObject({
         status: 404,

@@ -7,8 +7,8 @@ import {
   BankRejectedError,
   BankUnauthorizedError,
   BankUnavailableError,
-  parseRetryAfter,
 } from '../../src/activities/bank/errors';
+import { parseRetryAfter } from '../../src/http-client/retry-after';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 
 const clientId = 'merchant-app';

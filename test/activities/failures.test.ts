@@ -24,6 +24,10 @@ describe('toApplicationFailure', () => {
     [new BankRateLimitedError('startRefresh', 2000), BankFailureType.RateLimited, false],
     [new BankUnavailableError('startRefresh', 'down', { status: 503 }), BankFailureType.Unavailable, false],
     [new BankInvalidResponseError('createApplication', 200, 'x'), BankFailureType.InvalidResponse, true],
+    // A 404 on the status read: the bank no longer knows the application (the workflow reports the anomaly).
+    [new BankRejectedError('getApplicationStatus', 404, 'not_found', 'gone'), BankFailureType.ApplicationUnknown, true],
+    // A 404 elsewhere is an ordinary refusal.
+    [new BankRejectedError('startRefresh', 404, 'not_found', 'gone'), BankFailureType.Rejected, true],
   ])('%s → type and retryability', (err, type, nonRetryable) => {
     const failure = map(err);
     expect([failure.type, failure.nonRetryable]).toEqual([type, nonRetryable]);

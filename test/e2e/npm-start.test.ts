@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -191,6 +191,102 @@ describe('npm start (embedded default)', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('an application halfway through, Ctrl-C, npm start again: the application goes on to its end', async () => {
+    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    const dataDir = mkdtempSync(join(tmpdir(), 'paylater-restart-'));
+    const key = `restart-merchant-key-${randomUUID()}`;
+    const env = {
+      PORT: String(port),
+      INTERNAL_PORT: String(internalPort),
+      TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
+      SANDBOX_PORT: String(sandboxPort),
+      TEMPORAL_DATA_DIR: dataDir,
+      // The same key across both runs (a generated one changes at each start).
+      MERCHANT_API_KEYS: `restart-shop:${key}`,
+    };
+    const facade = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${internalPort}${path}`, {
+        ...init,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      });
+    const ready = () =>
+      eventually(
+        async () => ((await fetch(`http://127.0.0.1:${internalPort}/readyz`)).status === 200 ? true : undefined),
+        90_000,
+        250,
+      );
+    const merchantReference = `restart-${randomUUID()}`;
+    const read = async () =>
+      (await (await facade(`/applications/${merchantReference}`)).json()) as {
+        status: string;
+        done: boolean;
+        financeApplicationId: string;
+        history: { status: string }[];
+      };
+    let app = run(env);
+    try {
+      await ready();
+      const created = await facade('/applications', {
+        method: 'POST',
+        body: JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/return' }),
+      });
+      expect(created.status).toBe(201);
+      // Halfway: the embedded bank (a step every 10 s) has moved it on, not to its end.
+      const halfway = await eventually(
+        async () => {
+          const s = await read();
+          return s.status === 'IN_PROGRESS' || s.status === 'APPROVED' ? s : undefined;
+        },
+        60_000,
+        250,
+      );
+      expect(halfway.done).toBe(false);
+
+      app.child.kill('SIGINT'); // Ctrl-C
+      expect(await app.exit).toBe(0);
+      // The bank's memory, beside Temporal's SQLite file, for the owner only.
+      const stateFile = join(dataDir, 'bank-sandbox.json');
+      expect(statSync(stateFile).mode & 0o777).toBe(0o600);
+      expect(readFileSync(stateFile, 'utf8')).toContain(halfway.financeApplicationId);
+
+      app = run(env);
+      await ready();
+      const end = await eventually(
+        async () => {
+          const s = await read();
+          return s.done ? s : undefined;
+        },
+        90_000,
+        500,
+      );
+      expect(end).toMatchObject({ status: 'COMPLETED', financeApplicationId: halfway.financeApplicationId });
+      // The bank knew it all along: its own record went on to COMPLETED, and no status read met a 404.
+      const truth = (await (
+        await fetch(`http://127.0.0.1:${sandboxPort}/_sandbox/applications/${halfway.financeApplicationId}`)
+      ).json()) as { status: string; statusHistory: { status: string }[] };
+      expect(truth.statusHistory.map((h) => h.status)).toEqual([
+        'CREATED',
+        'IN_PROGRESS',
+        'APPROVED',
+        'SIGNED',
+        'COMPLETED',
+      ]);
+      expect(app.output()).not.toMatch(/BankRejected|HTTP 404/);
+      app.child.kill('SIGINT');
+      expect(await app.exit).toBe(0);
+    } finally {
+      if (app.child.exitCode === null) app.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
 
   it('waits for an unreachable TEMPORAL_ADDRESS, naming it, and stops cleanly on SIGTERM', async () => {
     const app = run({

@@ -26,6 +26,7 @@ import { checkTemporal } from '../../src/temporal/connection';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../../src/worker';
 import type { Tracing } from '../../src/telemetry/tracing';
+import type { ServiceSettings } from '../../src/shared/application-settings';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
@@ -56,6 +57,8 @@ export interface TestStackOptions {
    * that wants it): spans of the facade, the receiver, the sandbox and the bank client over the same provider.
    */
   tracing?: Tracing;
+  /** AppDeps.settings: the settings of workflows the facade and the receiver start (config.settings); built-in defaults when absent. */
+  settings?: ServiceSettings;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -146,6 +149,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return merchantApiKeys;
     },
     transactionsCallbackUrl: options.transactionsCallbackUrl,
+    settings: options.settings,
     callbackAllowList,
     startDeadlineMs: options.startDeadlineMs,
     logger,

@@ -29,6 +29,8 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-callback-refused.json',
         // Recorded with duplicate applications reported (DUPLICATES_PATCH).
         'finance-application-v3-duplicate-application.json',
+        // Recorded with an application the bank no longer knows (UNKNOWN_AT_BANK_PATCH).
+        'finance-application-v3-unknown-at-bank.json',
       ]),
     );
   });

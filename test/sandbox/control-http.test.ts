@@ -53,6 +53,24 @@ describe('sandbox control over HTTP', () => {
     expect((await control('DELETE', '/application-scripts')).status).toBe(204);
   });
 
+  test('a script in another bank vocabulary: its own initial status, then its steps', async () => {
+    const rule = await control('POST', '/application-scripts', {
+      script: { initialStatus: 'RECEIVED', steps: [{ status: 'PAID_OUT', afterMs: 1 }] },
+      match: { merchantReference: 'other-bank' },
+    });
+    expect(rule.status).toBe(201);
+    const created = await api(sbx.url, t, 'POST', '/applications', {
+      redirectUrl: 'https://m.example/r',
+      merchantReference: 'other-bank',
+    });
+    const id = created.body.financeApplicationId as string;
+    await waitFor(() => sbx.control.application(id)?.status === 'PAID_OUT', 'PAID_OUT');
+    expect(sbx.control.application(id)!.statusHistory.map((h) => h.status)).toEqual(['RECEIVED', 'PAID_OUT']);
+    expect((await control('POST', '/application-scripts', { script: { initialStatus: '', steps: [] } })).status).toBe(
+      400,
+    );
+  });
+
   test('consents, events, faults, tokens, reads and reset', async () => {
     const setup = {
       operatingAccounts: ['OP-9'],

@@ -41,6 +41,13 @@ describe('standalone sandbox configuration', () => {
     });
   });
 
+  test('another bank vocabulary: SANDBOX_STATUSES, the first at creation', () => {
+    expect(loadSandboxConfig({ SANDBOX_STATUSES: 'RECEIVED, UNDER_REVIEW,PAID_OUT' }).options.lifecycle).toEqual({
+      stepMs: undefined,
+      statuses: ['RECEIVED', 'UNDER_REVIEW', 'PAID_OUT'],
+    });
+  });
+
   test.each([
     ['SANDBOX_PORT', 'abc'],
     ['SANDBOX_PORT', '70000'],
@@ -50,6 +57,8 @@ describe('standalone sandbox configuration', () => {
     ['SANDBOX_ACCOUNT_WEBHOOK_URL', 'not a url'],
     ['SANDBOX_ACCOUNT_WEBHOOK_URL', 'http://127.0.0.1/wh?x=1'],
     ['SANDBOX_WEBHOOK_SECURITY_HEADER', 'no:colons'],
+    ['SANDBOX_STATUSES', ' , '],
+    ['SANDBOX_STATUSES', 'RECEIVED,not a status'],
   ])('a bad %s (%s) is refused with a message naming it', (name, value) => {
     expect(() => loadSandboxConfig({ [name]: value })).toThrow(SandboxConfigError);
     expect(() => loadSandboxConfig({ [name]: value })).toThrow(name);

@@ -116,4 +116,29 @@ describe('FinanceApplication (plain state object)', () => {
       'settings.deadlineMs must be a positive number',
     ]);
   });
+
+  it('an application the bank no longer knows: reported once, counted, given up after a day and three reads', () => {
+    const app = created();
+    expect(app.searchStatus()).toBe('CREATED');
+    expect(app.unknownAtBank(T0 + 60_000)).toBe(true); // the first 404: report it
+    expect(app.unknownAtBank(T0 + 20 * 60_000)).toBe(false);
+    expect(app.state.unknownAtBank).toEqual({
+      since: at(60).toISOString(),
+      lastAt: at(20 * 60).toISOString(),
+      reads: 2,
+    });
+    expect(app.state).toMatchObject({ status: 'CREATED', failedReads: 2 });
+    expect(app.searchStatus()).toBe('UNKNOWN_AT_BANK');
+    expect(app.details()).toContain('**UNKNOWN_AT_BANK** (last known CREATED)');
+    const day = 24 * 3600 * 1000;
+    expect(app.givesUpOnUnknown(T0 + 60_000 + day)).toBe(false); // a day, but two reads only
+    app.unknownAtBank(T0 + 60_000 + day - 1);
+    expect(app.givesUpOnUnknown(T0 + 60_000 + day - 2)).toBe(false); // three reads, not yet a day
+    expect(app.givesUpOnUnknown(T0 + 60_000 + day)).toBe(true);
+    // The bank knows it again: the anomaly is over, the next 404 is reported anew.
+    expect(app.knownAgain()).toBe(true);
+    expect(app.knownAgain()).toBe(false);
+    expect(app.searchStatus()).toBe('CREATED');
+    expect(app.unknownAtBank(T0 + 2 * day)).toBe(true);
+  });
 });

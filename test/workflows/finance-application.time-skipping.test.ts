@@ -4,6 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities, WebhookEvidence } from '../../src/activities';
 import type { Activities } from '../../src/activities/types';
+import { BankRejectedError } from '../../src/activities/bank/errors';
 import type { ApplicationStatusResponse } from '../../src/shared/bank-wire';
 import {
   financeApplicationStatusChangedSignal,
@@ -38,7 +39,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
    * A bank whose application `fa-<ref>` has status CREATED, then each scripted status from its offset after
    * creation (server time). Records the server time of every status read.
    */
-  function fakeBank(script: { status: string; afterMs: number }[] = []) {
+  function fakeBank(script: { status: string; afterMs: number }[] = [], options: { forgetAfterMs?: number } = {}) {
     const createdAt = new Map<string, number>();
     const reads = new Map<string, number[]>();
     const now = async () => Number(await env.currentTimeMs());
@@ -53,6 +54,9 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
         async getApplicationStatus(id: string): Promise<ApplicationStatusResponse> {
           const at = await now();
           reads.set(id, [...(reads.get(id) ?? []), at]);
+          // A bank that lost the application (a sandbox restarted without its memory): 404, as the real client throws it.
+          if (options.forgetAfterMs !== undefined && at - createdAt.get(id)! >= options.forgetAfterMs)
+            throw new BankRejectedError('getApplicationStatus', 404, 'not_found', 'Unknown finance application');
           return { financeApplicationId: id, status: statusOf(id, at) };
         },
         startRefresh: () => Promise.reject(new Error('not used')),
@@ -227,5 +231,29 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     expect(deadlineAfterCreation).toBeLessThanOrEqual(30 * DAY);
     expect(deadlineAfterCreation).toBeGreaterThan(30 * DAY - HOUR);
     expect(bank.readsOf(ref).length).toBeGreaterThanOrEqual(28);
+  });
+
+  it('an application the bank forgot: UNKNOWN_AT_BANK, slow polling, and an end after a day of 404s', async () => {
+    const forgetAfter = 2 * HOUR;
+    const bank = fakeBank([{ status: 'IN_PROGRESS', afterMs: HOUR }], { forgetAfterMs: forgetAfter });
+    const ref = `forgotten-${randomUUID()}`;
+    const [result] = await run(bank.activities, [{ merchantReference: ref }]);
+    expect(result).toMatchObject({
+      done: true,
+      outcome: 'unknown_at_bank',
+      status: 'IN_PROGRESS', // the last status the bank reported
+      unknownAtBank: { reads: expect.any(Number) },
+    });
+    const since = Date.parse(result!.unknownAtBank!.since) - bank.createdAt(ref);
+    expect(since).toBeGreaterThanOrEqual(forgetAfter);
+    const reads = bank.readsOf(ref);
+    const notFound = reads.filter((t) => t >= forgetAfter);
+    expect(notFound.length).toBe(result!.unknownAtBank!.reads);
+    // A day of 404s, then no more reads: far from the 30-day deadline.
+    expect(notFound.at(-1)! - since).toBeGreaterThanOrEqual(DAY);
+    expect(notFound.at(-1)! - since).toBeLessThanOrEqual(DAY + HOUR);
+    // Polling slowed to the safety net: at most one read per 15 minutes (the slow interval) over that day.
+    expect(notFound.length).toBeGreaterThanOrEqual(3);
+    expect(notFound.length).toBeLessThanOrEqual(DAY / (15 * MINUTE) + 1);
   });
 });

@@ -13,10 +13,12 @@ import {
   BankRejectedError,
   BankUnauthorizedError,
   BankUnavailableError,
-  parseRetryAfter,
   type BankOperation,
 } from './errors';
-import { classifyTransportError, discardBody, raceAbort, readBodyText, withDeadline } from './http';
+import { classifyTransportError } from './transport-errors';
+import { discardBody, readBodyText, safeJson } from '../../http-client/body';
+import { raceAbort, withDeadline } from '../../http-client/deadline';
+import { parseRetryAfter } from '../../http-client/retry-after';
 import { silentLogger, type BankLogger } from './logger';
 import {
   applicationStatusResponseSchema,
@@ -181,13 +183,5 @@ export class BankClient {
     // 3xx are not followed (the bank documents none) and count as a refusal like 4xx.
     const body = bankErrorBodySchema.safeParse(safeJson(text));
     throw new BankRejectedError(call.operation, status, body.success ? body.data.error : undefined, bankMessage(text));
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }

@@ -6,10 +6,12 @@ import {
   BankRejectedError,
   BankUnauthorizedError,
   BankUnavailableError,
-  parseRetryAfter,
   truncate,
 } from './errors';
-import { classifyTransportError, raceAbort, readBodyText, withDeadline } from './http';
+import { classifyTransportError } from './transport-errors';
+import { readBodyText, safeJson } from '../../http-client/body';
+import { raceAbort, withDeadline } from '../../http-client/deadline';
+import { parseRetryAfter } from '../../http-client/retry-after';
 import { silentLogger, type BankLogger } from './logger';
 import { bankErrorBodySchema, describeIssues, tokenResponseSchema } from './schemas';
 
@@ -167,14 +169,6 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
       return new BankUnauthorizedError('token', status, detail);
     }
     return new BankRejectedError('token', status, oauthError, detail);
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }
 

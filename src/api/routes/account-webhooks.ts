@@ -8,10 +8,12 @@ import {
   lateAccountEventSignal,
   lateAccountEventsWorkflowType,
   transactionEventSignal,
+  transactionEventsWorkflowType,
   type LateAccountEventSignalInput,
   type LateReportReason,
   type TransactionEventSignalInput,
 } from '../../shared/consent-refresh';
+import { DEFAULT_SERVICE_SETTINGS } from '../../shared/application-settings';
 import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
 import { ConsentId, RefreshTaskId } from '../../shared/search-attributes';
 import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
@@ -157,11 +159,18 @@ export function accountWebhookRoutes(deps: AppDeps): Router {
         const event = webhook.event;
         const workflowId = transactionEventsWorkflowId(event.consentId);
         await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
-          'transactionEventsWorkflow',
+          transactionEventsWorkflowType,
           {
             workflowId,
             taskQueue: deps.taskQueue,
-            args: [{ consentId: event.consentId, callbackUrl: deps.transactionsCallbackUrl }],
+            args: [
+              {
+                consentId: event.consentId,
+                callbackUrl: deps.transactionsCallbackUrl,
+                // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
+                coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
+              },
+            ],
             signal: transactionEventSignal,
             signalArgs: [event],
             typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],

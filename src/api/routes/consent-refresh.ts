@@ -8,29 +8,14 @@ import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
-
-const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** A duration as milliseconds (number) or a string such as "500ms", "30s", "5m", "1h". */
-const DurationSchema = z
-  .union([
-    z.number().int().positive(),
-    z
-      .string()
-      .regex(/^\d+(\.\d+)?\s*(ms|s|m|h)$/, 'must be milliseconds or a string like "30s", "5m", "1h"')
-      .transform((s) => {
-        const [, value, unit] = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(s)!;
-        return Math.round(Number(value) * UNIT_MS[unit!]!);
-      }),
-  ])
-  .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, 'must be between 1 ms and 24 h');
+import { DEFAULT_SERVICE_SETTINGS, SETTING_BOUNDS } from '../../shared/application-settings';
+import { durationField } from '../settings-schemas';
 
 const StartRefreshBody = z
   .object({
     expectedBankCodes: z.array(z.string().trim().min(1).max(64)).max(100).optional(),
-    timeout: DurationSchema.optional(),
-    quietPeriod: DurationSchema.optional(),
+    timeout: durationField(SETTING_BOUNDS.refreshTimeoutMs).optional(),
+    quietPeriod: durationField(SETTING_BOUNDS.refreshQuietPeriodMs).optional(),
   })
   .strict();
 
@@ -58,11 +43,16 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const body = StartRefreshBody.parse(req.body ?? {});
+    // The operator's defaults (REFRESH_TIMEOUT, REFRESH_QUIET_PERIOD) unless the request sets its own.
+    const defaults = (deps.settings ?? DEFAULT_SERVICE_SETTINGS).refresh;
+    const timeout = body.timeout ?? defaults.timeoutMs;
+    // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
+    const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(
           deps.client,
-          { consentId, ...body },
+          { consentId, expectedBankCodes: body.expectedBankCodes, timeout, quietPeriod },
           { taskQueue: deps.taskQueue, lateReportsCallbackUrl: deps.transactionsCallbackUrl },
         ),
       );

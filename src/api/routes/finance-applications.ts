@@ -8,6 +8,8 @@ import {
 } from '../../client/finance-applications';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
+import { applicationSettingsFor, DEFAULT_SERVICE_SETTINGS, SettingsError } from '../../shared/application-settings';
+import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from '../settings-schemas';
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
@@ -20,6 +22,8 @@ export const StartApplicationSchema = z.looseObject({
   redirectUrl: httpUrl,
   /** Ours, not the bank's: where each status change is pushed. */
   callbackUrl: httpUrl.optional(),
+  /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
+  settings: ApplicationSettingsSchema.optional(),
 });
 
 /**
@@ -34,7 +38,8 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
-    const { merchantReference, callbackUrl, ...application } = StartApplicationSchema.parse(req.body);
+    const { merchantReference, callbackUrl, settings: asked, ...application } = StartApplicationSchema.parse(req.body);
+    const settings = settingsOf(deps, asked);
     if (callbackUrl !== undefined) {
       const verdict = checkCallbackUrl(callbackUrl, deps.callbackAllowList ?? NO_CALLBACKS);
       if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin);
@@ -44,7 +49,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       started = await withStartDeadline(deps, 'Creating the finance application', () =>
         startFinanceApplication(
           deps.client,
-          { merchantReference, callbackUrl, application },
+          { merchantReference, callbackUrl, application, settings },
           { taskQueue: deps.taskQueue },
         ),
       );
@@ -83,6 +88,23 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
   });
 
   return router;
+}
+
+/** The operator's defaults with this request's overrides; an inconsistent combination is a 400 naming the field. */
+function settingsOf(deps: AppDeps, asked: Parameters<typeof applicationOverrides>[0]) {
+  try {
+    return applicationSettingsFor(
+      (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications,
+      applicationOverrides(asked),
+    );
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    throw new HttpError(
+      400,
+      err.problems.map((p) => `settings.${requestFieldOf(p.field)} ${p.message}`).join('; '),
+      err.problems.map((p) => ({ path: `settings.${requestFieldOf(p.field)}`, message: p.message })),
+    );
+  }
 }
 
 /** The bank's refusal is the merchant's to fix (422); an unreachable bank is ours (502). Others pass through. */

@@ -9,6 +9,7 @@ const webhookFaults = z.object({
 });
 
 const script = z.object({
+  initialStatus: z.string().min(1).optional(),
   steps: z.array(
     z.object({ status: z.string().min(1), afterMs: z.number().min(0), dropWebhook: z.boolean().optional() }),
   ),

@@ -1,0 +1,22 @@
+import {
+  consentRefreshWorkflowType,
+  lateAccountEventsWorkflowType,
+  transactionEventsWorkflowType,
+} from '../../src/shared/consent-refresh';
+import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
+import * as workflows from '../../src/workflows';
+
+/**
+ * The client, the receivers and the parent workflow start workflows by these names; Temporal knows a workflow
+ * type by the exported function's name. A rename on one side only would start workflows no worker runs.
+ */
+describe('workflow type names', () => {
+  it.each([
+    [financeApplicationWorkflowType, workflows.financeApplicationWorkflow],
+    [consentRefreshWorkflowType, workflows.consentRefreshWorkflow],
+    [transactionEventsWorkflowType, workflows.transactionEventsWorkflow],
+    [lateAccountEventsWorkflowType, workflows.lateAccountEventsWorkflow],
+  ])('%s is the name of an exported workflow function', (name, fn) => {
+    expect(fn.name).toBe(name);
+  });
+});
