@@ -25,6 +25,8 @@ import {
 } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
 import { createDataConverter } from '../src/temporal/data-converter';
+import { consentRefreshWorkflowType } from '../src/shared/consent-refresh';
+import { financeApplicationWorkflowType } from '../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import {
   activityOutcome,
@@ -420,7 +422,7 @@ async function main(): Promise<number> {
       }
       const recordedTaskIds = new Set<string>();
       for await (const wf of client.workflow.list({
-        query: `WorkflowType = 'consentRefreshWorkflow' AND ConsentId = '${refreshConsent}'`,
+        query: `WorkflowType = '${consentRefreshWorkflowType}' AND ConsentId = '${refreshConsent}'`,
       })) {
         const taskId = wf.typedSearchAttributes.get(RefreshTaskId);
         if (taskId) recordedTaskIds.add(taskId);
@@ -550,7 +552,7 @@ async function visibleApplications(client: Client, refs: string[]): Promise<Visi
     refs.map(async (ref) => {
       const found: VisibleApplication['found'] = [];
       for await (const wf of client.workflow.list({
-        query: `WorkflowType = 'financeApplicationWorkflow' AND MerchantReference = '${ref}'`,
+        query: `WorkflowType = '${financeApplicationWorkflowType}' AND MerchantReference = '${ref}'`,
       })) {
         found.push({
           workflowId: wf.workflowId,
