@@ -232,7 +232,7 @@ describe('docker-compose.yml', () => {
 
   it('registers every contract search attribute', () => {
     const setup = readFileSync(join(root, 'deploy/temporal/setup.sh'), 'utf8');
-    const registered = /for name in ([A-Za-z ]+); do/.exec(setup)?.[1]?.split(' ');
+    const registered = /^SEARCH_ATTRIBUTES="([A-Za-z ]+)"$/m.exec(setup)?.[1]?.split(' ');
     for (const name of SEARCH_ATTRIBUTE_NAMES) expect(registered).toContain(name);
   });
 
