@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { findTemporalCli } from '../../src/temporal/binaries';
-import { connectTestTemporal, type TemporalTestContext } from '../helpers/temporal';
+import { connectTestTemporal, eventually, type TemporalTestContext } from '../helpers/temporal';
 
 /**
  * deploy/temporal/setup.sh against the suite's real dev server (its `schema` step runs on PostgreSQL in
@@ -25,6 +25,19 @@ function setup(step: string, env: Record<string, string>) {
     encoding: 'utf8',
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TEMPORAL_CLI: findTemporalCli()!, ...env },
   });
+}
+
+/** A namespace as an operator would create it, and waited for until the frontend knows it. */
+async function createNamespace(namespace: string) {
+  const created = spawnSync(
+    findTemporalCli()!,
+    ['operator', 'namespace', 'create', '--address', t.address, '-n', namespace],
+    {
+      encoding: 'utf8',
+    },
+  );
+  expect(created.stderr).toBe('');
+  await eventually(() => t.connection.workflowService.describeNamespace({ namespace }));
 }
 
 async function customAttributes(namespace: string) {
@@ -48,10 +61,7 @@ test('init creates the namespace and every search attribute, and a second run ch
 
 test('init completes a namespace that has some of the attributes', async () => {
   const namespace = `setup-sh-${randomUUID()}`;
-  await t.connection.workflowService.registerNamespace({
-    namespace,
-    workflowExecutionRetentionPeriod: { seconds: 86_400 },
-  });
+  await createNamespace(namespace);
   await t.connection.operatorService.addSearchAttributes({ namespace, searchAttributes: { ConsentId: KEYWORD } });
   const run = setup('init', { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: namespace });
   expect(run.status).toBe(0);
@@ -62,10 +72,7 @@ test('init completes a namespace that has some of the attributes', async () => {
 
 test('init fails, naming it, when an attribute exists with another type', async () => {
   const namespace = `setup-sh-${randomUUID()}`;
-  await t.connection.workflowService.registerNamespace({
-    namespace,
-    workflowExecutionRetentionPeriod: { seconds: 86_400 },
-  });
+  await createNamespace(namespace);
   await t.connection.operatorService.addSearchAttributes({
     namespace,
     searchAttributes: { MerchantReference: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT },
