@@ -102,7 +102,26 @@ interface Stack {
   connection?: Connection;
 }
 
-async function stopAll(stack: Stack): Promise<void> {
+const stopping = new WeakMap<Stack, Promise<void>>();
+
+/** Stops everything the run started, clients first; once, whoever asks first (the run's end or a signal). */
+function stopAll(stack: Stack): Promise<void> {
+  const once = stopping.get(stack) ?? stopInOrder(stack);
+  stopping.set(stack, once);
+  return once;
+}
+
+/**
+ * On a signal: every process stopped at once (a Ctrl-C reaches the whole process group, so each child is stopping
+ * already; stopping them all first keeps any from being restarted), then the temp PostgreSQL folder removed.
+ */
+async function abortAll(stack: Stack): Promise<void> {
+  const all = [...stack.workers, ...stack.apis, stack.sandbox, stack.server, stack.postgres?.process];
+  await Promise.all(all.map((p) => p?.stop(5_000)));
+  await stack.postgres?.stop();
+}
+
+async function stopInOrder(stack: Stack): Promise<void> {
   await stack.connection?.close().catch(() => undefined);
   await Promise.all([...stack.workers, ...stack.apis].map((p) => p.stop()));
   await stack.sandbox?.stop();
@@ -131,6 +150,7 @@ async function main(): Promise<number> {
   );
 
   const stack: Stack = { workers: [], apis: [] };
+  running = stack;
   const findings: string[] = [];
   try {
     // ---- PostgreSQL and the Temporal server, set up by setup.sh ---------------------------------------------
@@ -612,11 +632,27 @@ async function waitForTransactions(merchant: MerchantEndpoint, consentId: string
   }
 }
 
-process.once('SIGINT', () => process.exit(130));
-process.once('SIGTERM', () => process.exit(143));
+// Ctrl-C or SIGTERM: stop what is running the normal way (PostgreSQL's fast shutdown frees its shared memory),
+// bounded; a second signal, or the bound, exits at once (the exit handlers then SIGKILL what is left).
+let running: Stack | undefined;
+let signalled = false;
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    signalled = true;
+    process.once(signal, () => process.exit(code));
+    const stopping = running ? abortAll(running) : Promise.resolve();
+    void Promise.race([stopping, sleep(20_000)]).finally(() => process.exit(code));
+  });
+}
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    if (!signalled) process.exit(code);
+  },
   (err: unknown) => {
+    if (signalled) return; // the signal handler stops the stack and exits
     process.stderr.write(
       `${COMMAND} failed: ${err instanceof Failure ? err.message : ((err as Error)?.stack ?? String(err))}\n`,
     );
