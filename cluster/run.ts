@@ -117,7 +117,7 @@ function stopAll(stack: Stack): Promise<void> {
  */
 async function abortAll(stack: Stack): Promise<void> {
   const all = [...stack.workers, ...stack.apis, stack.sandbox, stack.server, stack.postgres?.process];
-  await Promise.all(all.map((p) => p?.stop(5_000)));
+  await Promise.all(all.filter((p) => p !== undefined).map((p) => p.stop(5_000)));
   await stack.postgres?.stop();
 }
 
