@@ -11,6 +11,7 @@ export default tseslint.config(
       'packages/*/dist/**',
       'dist-bench/**',
       'dist-chaos/**',
+      'dist-cluster/**',
       'node_modules/**',
       'coverage/**',
       '.temporal/**',
@@ -80,7 +81,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'cluster/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

