@@ -108,7 +108,7 @@ export function createActivities(deps: ActivityDeps): Activities {
           status: status.status,
           source,
         });
-        return { ...status, webhooksKnown: evidence.known() };
+        return { ...status, webhooksKnown: evidence.known(), readAt: new Date().toISOString() };
       } catch (err) {
         throw failed('getApplicationStatus', err, { merchantReference, financeApplicationId });
       }
@@ -166,7 +166,7 @@ export function createActivities(deps: ActivityDeps): Activities {
       if (seenStatuses.includes(status.status))
         throw again(`status ${status.status} unchanged; next read in ${delayMs} ms`);
       log.debug('Poll found a new status', { merchantReference, financeApplicationId, status: status.status });
-      return { ...status, webhooksKnown };
+      return { ...status, webhooksKnown, readAt: new Date().toISOString() };
     },
 
     async startRefresh({ consentId }) {

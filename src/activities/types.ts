@@ -6,6 +6,12 @@ import type { CallbackUrlVerdict } from '../security/callback-url';
 export type StatusRead = ApplicationStatusResponse & {
   /** True when webhooks are known to reach us: this application's own, or another's recently (worker-wide). */
   webhooksKnown: boolean;
+  /**
+   * When this read got the bank's answer, by the worker's clock (ISO). The workflow records a change no earlier than
+   * this: its own clock can lag after a worker failover (learnedAt in src/workflows/finance-application-state.ts).
+   * Absent in results recorded before it existed.
+   */
+  readAt?: string;
 };
 
 /**

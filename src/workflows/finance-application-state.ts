@@ -23,6 +23,18 @@ export type ResolvedSettings = Required<Omit<FinanceApplicationSettings, 'contin
   Pick<FinanceApplicationSettings, 'continueAsNewAfterEvents'>;
 
 /** Settings with defaults filled in, or the problems that make them invalid (each naming its field). */
+/**
+ * When a read's status was learned: the workflow's time, or the read's own time (`readAt`, the worker's clock) when
+ * that is later. Workflow time can lag: a workflow task retried on another worker after its sticky queue timed out
+ * has been seen to run with the time of the last completed task, seconds before the read it records. A change is
+ * never recorded before the read that found it; `readAt` only ever moves the time later (a skewed worker clock moves
+ * it by the skew at most), and results without it (recorded before it existed) keep the workflow's time.
+ */
+export function learnedAt(workflowNow: number, readAt: string | undefined): Date {
+  const read = readAt === undefined ? Number.NaN : Date.parse(readAt);
+  return new Date(Number.isFinite(read) && read > workflowNow ? read : workflowNow);
+}
+
 export function resolveSettings(s: FinanceApplicationSettings = {}): {
   settings: ResolvedSettings;
   problems: string[];

@@ -48,7 +48,7 @@ import {
   MERCHANT_CALLBACK_ACTIVITY_OPTIONS,
   POLL_ACTIVITY_OPTIONS,
 } from './activity-options';
-import { FinanceApplication, resolveSettings } from './finance-application-state';
+import { FinanceApplication, learnedAt, resolveSettings } from './finance-application-state';
 import { workflowMetrics } from './metrics';
 import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
 
@@ -403,7 +403,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   /** Takes what a settled poll found: a new status, a cancellation (ignored) or a failure (logged: true). */
   function took(poll: Poll): boolean {
     if (poll.read) {
-      const change = app.read(poll.read.status, 'poll', new Date(), poll.read.webhooksKnown);
+      const change = app.read(poll.read.status, 'poll', learnedAt(now(), poll.read.readAt), poll.read.webhooksKnown);
       knownAgain();
       if (change) changed(change);
       return false;
@@ -489,7 +489,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         merchantReference,
         source: source === 'webhook' ? 'webhook' : 'poll',
       });
-      const change = app.read(read.status, source, new Date(), read.webhooksKnown);
+      const change = app.read(read.status, source, learnedAt(now(), read.readAt), read.webhooksKnown);
       knownAgain();
       if (change) changed(change, announcedAt);
     } catch (err) {

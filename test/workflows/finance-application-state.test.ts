@@ -1,4 +1,4 @@
-import { FinanceApplication, resolveSettings } from '../../src/workflows/finance-application-state';
+import { FinanceApplication, learnedAt, resolveSettings } from '../../src/workflows/finance-application-state';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
@@ -140,5 +140,17 @@ describe('FinanceApplication (plain state object)', () => {
     expect(app.knownAgain()).toBe(false);
     expect(app.searchStatus()).toBe('CREATED');
     expect(app.unknownAtBank(T0 + 2 * day)).toBe(true);
+  });
+});
+
+describe('learnedAt', () => {
+  const t = Date.parse('2026-11-21T17:05:14.278Z');
+  it("takes the read's time when the workflow's clock lags behind it (a failed-over workflow task)", () => {
+    expect(learnedAt(t, '2026-11-21T17:05:25.837Z').toISOString()).toBe('2026-11-21T17:05:25.837Z');
+  });
+  it("keeps the workflow's time when the read is older (time-skipping) or absent (older results)", () => {
+    expect(learnedAt(t, '2026-11-21T17:00:00.000Z').getTime()).toBe(t);
+    expect(learnedAt(t, undefined).getTime()).toBe(t);
+    expect(learnedAt(t, 'not a time').getTime()).toBe(t);
   });
 });
