@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import type { ApplicationRecord } from '../src/sandbox/types';
-import { SEARCH_ATTRIBUTE_NAMES } from '../src/shared/search-attributes';
+import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../src/shared/search-attributes';
 
 /**
  * The cluster run's own verdicts, pure so they are unit-tested (test/cluster/checks.test.ts); the run gathers
@@ -10,16 +10,23 @@ import { SEARCH_ATTRIBUTE_NAMES } from '../src/shared/search-attributes';
 
 type IHistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
-const KEYWORD = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+const { IndexedValueType } = temporal.api.enums.v1;
 
-/** Contract search attributes missing from the namespace, or registered with a type other than Keyword. */
+/** Every contract search attribute with its type. */
+const CONTRACT: [name: string, type: 'Keyword' | 'Datetime'][] = [
+  ...SEARCH_ATTRIBUTE_NAMES.map((name) => [name, 'Keyword'] as [string, 'Keyword']),
+  ...DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [name, 'Datetime'] as [string, 'Datetime']),
+];
+
+/** Contract search attributes missing from the namespace, or registered with another type than the contract's. */
 export function searchAttributeProblems(custom: Record<string, number | string | null | undefined>): string[] {
   const problems: string[] = [];
-  for (const name of SEARCH_ATTRIBUTE_NAMES) {
+  for (const [name, wanted] of CONTRACT) {
+    const key = `INDEXED_VALUE_TYPE_${wanted.toUpperCase()}` as keyof typeof IndexedValueType;
     const type = custom[name];
     if (type === undefined || type === null) problems.push(`search attribute ${name} is not registered`);
-    else if (type !== KEYWORD && type !== 'INDEXED_VALUE_TYPE_KEYWORD') {
-      problems.push(`search attribute ${name} has type ${String(type)}, not Keyword`);
+    else if (type !== IndexedValueType[key] && type !== key) {
+      problems.push(`search attribute ${name} has type ${String(type)}, not ${wanted}`);
     }
   }
   return problems;

@@ -21,6 +21,7 @@ import {
   FinanceApplicationId,
   FinanceApplicationStatus,
   RefreshTaskId,
+  DATETIME_SEARCH_ATTRIBUTE_NAMES,
   SEARCH_ATTRIBUTE_NAMES,
 } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
@@ -205,7 +206,9 @@ async function main(): Promise<number> {
       Object.fromEntries(Object.entries(listed.customAttributes ?? {}).map(([k, v]) => [k, v])),
     );
     if (saProblems.length) throw new Failure(saProblems.join('; '));
-    out(`  search attributes registered on the SQL visibility store: ${SEARCH_ATTRIBUTE_NAMES.join(', ')}`);
+    out(
+      `  search attributes registered on the SQL visibility store: ${[...SEARCH_ATTRIBUTE_NAMES, ...DATETIME_SEARCH_ATTRIBUTE_NAMES].join(', ')}`,
+    );
 
     // ---- the application: sandbox, two APIs, two workers ----------------------------------------------------
     const secrets = {

@@ -15,9 +15,12 @@ type Event = temporal.api.history.v1.IHistoryEvent;
 const event = (plain: Record<string, unknown>): Event => temporal.api.history.v1.HistoryEvent.fromObject(plain);
 
 describe('searchAttributeProblems', () => {
-  const all = Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((n) => [n, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]));
+  const all: Record<string, number | undefined> = {
+    ...Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((n) => [n, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    FinanceApplicationCreatedAt: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  };
 
-  test('every contract attribute as Keyword: no problem', () => {
+  test('every contract attribute with its type: no problem', () => {
     expect(searchAttributeProblems(all)).toEqual([]);
   });
 
@@ -27,6 +30,9 @@ describe('searchAttributeProblems', () => {
     expect(problems).toEqual([
       expect.stringContaining('ConsentId has type'),
       'search attribute RefreshTaskId is not registered',
+    ]);
+    expect(searchAttributeProblems({ ...all, FinanceApplicationCreatedAt: undefined })).toEqual([
+      'search attribute FinanceApplicationCreatedAt is not registered',
     ]);
   });
 });
