@@ -26,7 +26,7 @@ describe('bank client and activities against the sandbox', () => {
   const seenTokens = new Set<string>();
 
   /** One clock for the sandbox and the client, so a token expires without the test waiting. */
-  const start = async (tokenTtlSeconds = 3600): Promise<void> => {
+  const start = async (tokenTtlSeconds = 3600, callTimeoutMs = 1_000): Promise<void> => {
     now = Date.parse('2030-03-01T10:00:00Z');
     logs = captureLogs();
     sandbox = await startSandbox({
@@ -41,7 +41,7 @@ describe('bank client and activities against the sandbox', () => {
       baseUrl: sandbox.url,
       clientId,
       clientSecret,
-      callTimeoutMs: 1_000,
+      callTimeoutMs,
       now: () => now,
       logger: logs.logger,
     });
@@ -68,7 +68,8 @@ describe('bank client and activities against the sandbox', () => {
   });
 
   it('200 concurrent calls with a cold cache make exactly one token request', async () => {
-    await start();
+    // 200 reads at once on a loaded machine: a generous deadline (the point is the one token request).
+    await start(3600, 15_000);
     const { financeApplicationId } = await handle.client.createApplication({
       redirectUrl: 'https://shop.example/back',
     });
@@ -123,13 +124,23 @@ describe('bank client and activities against the sandbox', () => {
   describe('each error class maps to its ApplicationFailure', () => {
     it('4xx → BankRejected, non-retryable, with the status', async () => {
       await start();
+      // No redirectUrl: the bank refuses the create request.
+      const failure = await failureOf(
+        runActivity(env, activities.createApplication, { merchantReference: 'sbx-1', application: {} as never }),
+      );
+      expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Rejected, true]);
+      expect(failure.details?.[0]).toMatchObject({ status: 400 });
+    });
+
+    it('404 on the status read → BankApplicationUnknown, non-retryable (the workflow reports the anomaly)', async () => {
+      await start();
       const failure = await failureOf(
         runActivity(env, activities.getApplicationStatus, {
           financeApplicationId: 'no-such-app',
           merchantReference: 'sbx-1',
         }),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Rejected, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.ApplicationUnknown, true]);
       expect(failure.details?.[0]).toMatchObject({ status: 404, bankError: 'not_found' });
     });
 
