@@ -678,6 +678,9 @@ export interface WebhookSettings {
   securityHeader: string;
 }
 
+/** What the webhook receivers check (the API needs no PUBLIC_BASE_URL: only the workers build webhook URLs). */
+export type WebhookSecrets = Pick<WebhookSettings, 'hashSecret' | 'previousHashSecret' | 'securityHeader'>;
+
 /** The development key's name when MERCHANT_API_KEYS is unset on the embedded stack. */
 export const DEV_API_KEY_NAME = 'dev';
 

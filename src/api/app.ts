@@ -1,6 +1,6 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
-import type { WebhookSettings } from '../config';
+import type { WebhookSecrets } from '../config';
 import type { Logger } from '../logging';
 import type { CallbackAllowList } from '../security/callback-url';
 import { loggablePath } from '../security/redaction';
@@ -24,8 +24,8 @@ export interface AppDeps {
   /** Temporal client: every route is one call through it. */
   client: Client;
   taskQueue: string;
-  /** Read per request (a getter may swap them: a rotation in tests). */
-  webhooks: WebhookSettings;
+  /** The receivers' secrets (WEBHOOK_HASH_SECRET[_PREVIOUS], WEBHOOK_SECURITY_HEADER); read per request. */
+  webhooks: WebhookSecrets;
   /** The merchant facade's API keys (MERCHANT_API_KEYS); read per request. */
   merchantApiKeys: readonly MerchantApiKey[];
   /**

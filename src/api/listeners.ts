@@ -21,7 +21,11 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
   return {
     client: deps.client,
     taskQueue: config.temporal.taskQueue,
-    webhooks: config.webhooks,
+    webhooks: {
+      hashSecret: config.webhooks.hashSecret,
+      previousHashSecret: config.webhooks.previousHashSecret,
+      securityHeader: config.webhooks.securityHeader,
+    },
     merchantApiKeys: config.merchantApiKeys.keys,
     settings: config.settings,
     transactionsCallbackUrl: config.transactionsCallbackUrl,

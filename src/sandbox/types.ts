@@ -1,64 +1,33 @@
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { CreateApplicationRequest } from '../shared/bank-wire';
+import type {
+  AccountWebhookActivationSchema,
+  AccountWebhookSettingsSchema,
+  ApiFaultSchema,
+  ApiRouteSchema,
+  ApplicationScriptSchema,
+  ApplicationScriptStepSchema,
+  ConsentAccountSchema,
+  ConsentBankSchema,
+  ConsentSetupSchema,
+  WebhookFaultsSchema,
+} from './control-schemas';
+
+// The control inputs' types are derived from their zod schemas (control-schemas.ts: documented there).
 
 /** Epoch milliseconds. Injectable so tests can place "now" anywhere (e.g. at hh:31 for the activation rule). */
 export type Clock = () => number;
 
-/** When account webhooks become active after being enabled (bank-interface 6.2 "Activation"). */
-export type AccountWebhookActivation = 'next-full-hour' | 'immediate';
+export type AccountWebhookActivation = z.infer<typeof AccountWebhookActivationSchema>;
 
-/** The application settings of bank-interface 6.3 ("Webhook Endpoint" and "Webhook Security Header"). */
-export interface AccountWebhookSettings {
-  /** Absolute http(s) URL without query parameters (6.3: "must not contain any parameters"). Unset: events are recorded, never sent. */
-  endpoint?: string;
-  /** Empty or matching `[ a-zA-Z0-9=+/]*`; when non-empty it is sent as the `Authorization` header. */
-  securityHeader?: string;
-  /** Default 'next-full-hour': enabled at hh:31 → active from the next hh:00 (UTC hours). */
-  activation?: AccountWebhookActivation;
-}
+export type AccountWebhookSettings = z.infer<typeof AccountWebhookSettingsSchema>;
 
-/** Webhook faults; per run (SandboxOptions.webhookFaults / setWebhookFaults) or per application script. */
-export interface WebhookFaults {
-  /** Never send (recorded with outcome 'dropped'). */
-  drop?: boolean;
-  /** Copies delivered of each webhook, concurrently (default 1; 3 = the webhook and two duplicates). */
-  duplicate?: number;
-  /** Wait this long before the first attempt. */
-  delayMs?: number;
-}
+export type WebhookFaults = z.infer<typeof WebhookFaultsSchema>;
 
-/** One scripted status change of a finance application. */
-export interface ApplicationScriptStep {
-  /** The new status; any non-empty string (the known set is FINANCE_APPLICATION_STATUSES). */
-  status: string;
-  /** Delay after the previous step (or after creation for the first step). */
-  afterMs: number;
-  /** Drop only this step's webhook. */
-  dropWebhook?: boolean;
-}
+export type ApplicationScriptStep = z.infer<typeof ApplicationScriptStepSchema>;
 
-/**
- * Status script of a finance application. The initial status is `initialStatus` (not a step); each step is a
- * change that happens `afterMs` after the previous one. A step whose status equals the current one is no change:
- * nothing is recorded and no webhook is sent.
- */
-export interface ApplicationScript {
-  /** The status at creation (not a step, no webhook); default the lifecycle's first status (CREATED). */
-  initialStatus?: string;
-  steps: ApplicationScriptStep[];
-  webhooks?: WebhookFaults & {
-    /**
-     * Hold every webhook of the application until its last step happened, then deliver them newest first,
-     * so each webhook arrives after a later status is already readable.
-     */
-    reorder?: boolean;
-    /**
-     * The first step happens at creation (its afterMs is ignored) and its webhook's first attempt is completed
-     * before the 201 is written, so the webhook reaches the client before the id does.
-     */
-    beforeCreateResponse?: boolean;
-  };
-}
+export type ApplicationScript = z.infer<typeof ApplicationScriptSchema>;
 
 /**
  * Which create requests a script applies to: a predicate (in-process only) or an object whose entries must all
@@ -67,33 +36,11 @@ export interface ApplicationScript {
  */
 export type ApplicationMatch = ((body: CreateApplicationRequest) => boolean) | Record<string, unknown>;
 
-/** An account as configured for a consent: an id, or an id with the item eventType to send (default ADDED on the first refresh of the consent in this run, UPDATED afterwards). */
-export type ConsentAccount = string | { accountId: string; eventType?: string };
+export type ConsentAccount = z.infer<typeof ConsentAccountSchema>;
 
-/** One bank other than the operating bank, linked to a consent. */
-export interface ConsentBank {
-  bankCode: string;
-  bankName: string;
-  accounts: ConsentAccount[];
-  /** taskStatus of this bank's accountEvent; default FINISHED (send e.g. FAILED to script a failure). */
-  taskStatus?: string;
-  /** This bank never answers a refresh: no accountEvent at all. */
-  neverAnswers?: boolean;
-  /** Delay of this bank's accountEvent after PUT /refresh; default random in refresh.bankDelayMs. */
-  delayMs?: number;
-}
+export type ConsentBank = z.infer<typeof ConsentBankSchema>;
 
-/** Override of a consent's data and refresh behaviour; omitted fields keep the data derived from the consentId. */
-export interface ConsentSetup {
-  operatingAccounts?: string[];
-  banks?: ConsentBank[];
-  /** Copies of each accountEvent (default 1). */
-  duplicateEvents?: number;
-  /** Deliver the banks' events in the reverse of their natural (delay) order, all after the longest delay. */
-  shuffle?: boolean;
-  /** The first bank's event is attempted (first attempt completed) before the 202 of PUT /refresh is written. */
-  eventBeforeResponse?: boolean;
-}
+export type ConsentSetup = z.infer<typeof ConsentSetupSchema>;
 
 /** A consent's data as the sandbox uses it (derived from the consentId, then overridden by setConsent). */
 export interface ResolvedConsent {
@@ -105,28 +52,9 @@ export interface ResolvedConsent {
   eventBeforeResponse: boolean;
 }
 
-/** API routes as named by fault injection and by the api-call log. */
-export type ApiRoute = 'token' | 'createApplication' | 'getStatus' | 'refresh';
+export type ApiRoute = z.infer<typeof ApiRouteSchema>;
 
-/**
- * A fault on the bank's API: applies to the next `count` calls (default 1; 'unlimited' for the whole run) of
- * `route` ('*' = any route). Faults are queued; each call consumes at most one (the oldest that matches).
- * - '5xx': answer `status` (default 503) with a JSON error body.
- * - '429': answer 429 with `Retry-After: retryAfterSeconds` (default 1).
- * - 'latency': wait `latencyMs` (default 1000), then answer normally.
- * - 'hang': never answer (the socket is destroyed when the sandbox closes).
- * With `afterActing`, '5xx', '429' and 'hang' apply after the bank has done the work (the application is created,
- * the refresh started): the ambiguous answer a client must retry safely.
- */
-export interface ApiFault {
-  route: ApiRoute | '*';
-  kind: '5xx' | '429' | 'latency' | 'hang';
-  afterActing?: boolean;
-  count?: number | 'unlimited';
-  status?: number;
-  retryAfterSeconds?: number;
-  latencyMs?: number;
-}
+export type ApiFault = z.infer<typeof ApiFaultSchema>;
 
 export type WebhookKind = 'financeApplication' | 'accountEvent' | 'transactionEvent';
 

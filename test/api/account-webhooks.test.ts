@@ -179,7 +179,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     const app = createPublicApp({
       client,
       taskQueue: 'unused',
-      webhooks: { publicBaseUrl: 'http://unused', hashSecret: 'x'.repeat(32), securityHeader: 'Token abc=' },
+      webhooks: { hashSecret: 'x'.repeat(32), securityHeader: 'Token abc=' },
       merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
       metrics,

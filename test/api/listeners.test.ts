@@ -17,7 +17,7 @@ describe('createPublicApp and createInternalApp', () => {
   const deps: AppDeps = {
     client: {} as Client,
     taskQueue: 'unused',
-    webhooks: { publicBaseUrl: '', hashSecret: 'x'.repeat(32), securityHeader: '' },
+    webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'ops', key: KEY }],
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),

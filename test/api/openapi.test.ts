@@ -46,7 +46,7 @@ function deps(checkTemporal: () => Promise<void> = () => Promise.resolve()): App
   return {
     client: {} as Client,
     taskQueue: 'openapi-test',
-    webhooks: { publicBaseUrl: 'http://localhost', hashSecret: 'x'.repeat(32), securityHeader: '' },
+    webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'test', key: 'k'.repeat(32) }],
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),

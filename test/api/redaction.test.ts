@@ -51,7 +51,6 @@ describe('redaction: no credential reaches a log line', () => {
       client,
       taskQueue: 'unused',
       webhooks: {
-        publicBaseUrl: 'http://unused',
         hashSecret: HASH_SECRET,
         previousHashSecret: PREVIOUS_SECRET,
         securityHeader: SECURITY_HEADER,

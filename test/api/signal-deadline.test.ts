@@ -191,7 +191,7 @@ describe('signal deadline and gRPC retries', () => {
     const app = createPublicApp({
       client: clientWith({ interceptors: [makeDeadlineBoundRetryInterceptor()] }),
       taskQueue: 'unused',
-      webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
+      webhooks: { hashSecret, securityHeader: '' },
       merchantApiKeys: [],
       logger: pino({ level: 'info' }, sink),
       metrics,
@@ -251,7 +251,7 @@ describe('signal deadline and gRPC retries', () => {
     const app = createPublicApp({
       client: broken,
       taskQueue: 'unused',
-      webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
+      webhooks: { hashSecret, securityHeader: '' },
       merchantApiKeys: [],
       logger: pino({ level: 'info' }, sink),
       metrics: createMetrics(),

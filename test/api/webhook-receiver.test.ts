@@ -45,7 +45,7 @@ describe('receiver pipeline (both webhook routes)', () => {
     const app = createPublicApp({
       client,
       taskQueue: 'unused',
-      webhooks: { publicBaseUrl: '', hashSecret: HASH_SECRET, securityHeader: HEADER },
+      webhooks: { hashSecret: HASH_SECRET, securityHeader: HEADER },
       merchantApiKeys: [],
       logger: pino({ level: 'silent' }),
       metrics,

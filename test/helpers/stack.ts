@@ -15,7 +15,7 @@ import {
   type BankClientHandle,
 } from '../../src/activities';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
-import { loadConfig, type WebhookSettings, type WorkerTuning } from '../../src/config';
+import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTuning } from '../../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
 import type { MerchantApiKey } from '../../src/security/api-keys';
 import {
@@ -89,7 +89,7 @@ export interface TestStack {
   /** The receiver's and the activities' current webhook settings (live: see setWebhooks). */
   readonly webhooks: WebhookSettings;
   /** Changes the settings both sides read per call, as a restart with new variables would (a rotation). */
-  setWebhooks(changes: Partial<Omit<WebhookSettings, 'publicBaseUrl'>>): void;
+  setWebhooks(changes: Partial<WebhookSecrets>): void;
   /** Replaces the facade's keys, as a restart with another MERCHANT_API_KEYS would (revocation). */
   setMerchantApiKeys(keys: MerchantApiKey[]): void;
   /**
@@ -148,12 +148,16 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     securityHeader,
   };
   let merchantApiKeys: MerchantApiKey[] = options.merchantApiKeys ?? [{ name: 'test', key: TEST_API_KEY }];
+  // A plain object the receivers read per request; setWebhooks changes it as rolling the API processes would.
+  const receiverSecrets: WebhookSecrets = {
+    hashSecret,
+    previousHashSecret: options.previousHashSecret,
+    securityHeader,
+  };
   const appDeps: AppDeps = {
     client: t.client,
     taskQueue: t.taskQueue,
-    get webhooks() {
-      return webhooks;
-    },
+    webhooks: receiverSecrets,
     get merchantApiKeys() {
       return merchantApiKeys;
     },
@@ -259,6 +263,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     setWebhooks(changes) {
       webhooks = { ...webhooks, ...changes };
+      Object.assign(receiverSecrets, changes);
     },
     setMerchantApiKeys(keys) {
       merchantApiKeys = keys;

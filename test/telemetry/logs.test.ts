@@ -89,7 +89,7 @@ describe('request log on both listeners', () => {
     const deps: AppDeps = {
       client,
       taskQueue: 'unused',
-      webhooks: { publicBaseUrl: 'http://unused', hashSecret: HASH_SECRET, securityHeader: 'Basic eDp5' },
+      webhooks: { hashSecret: HASH_SECRET, securityHeader: 'Basic eDp5' },
       merchantApiKeys: [{ name: 'shop', key: 'request-log-test-key-0123456789abcdef' }],
       logger: createLogger({ level: 'debug', destination: sink }),
       metrics: createMetrics(),

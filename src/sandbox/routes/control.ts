@@ -1,62 +1,13 @@
 import express, { type Router } from 'express';
 import { z } from 'zod';
+import {
+  AccountWebhookSettingsSchema,
+  ApiFaultSchema,
+  ApplicationScriptSchema,
+  ConsentSetupSchema,
+  WebhookFaultsSchema,
+} from '../control-schemas';
 import type { SandboxControl } from '../types';
-
-const webhookFaults = z.object({
-  drop: z.boolean().optional(),
-  duplicate: z.number().int().min(1).optional(),
-  delayMs: z.number().min(0).optional(),
-});
-
-const script = z.object({
-  initialStatus: z.string().min(1).optional(),
-  steps: z.array(
-    z.object({ status: z.string().min(1), afterMs: z.number().min(0), dropWebhook: z.boolean().optional() }),
-  ),
-  webhooks: webhookFaults
-    .extend({ reorder: z.boolean().optional(), beforeCreateResponse: z.boolean().optional() })
-    .optional(),
-});
-
-const account = z.union([
-  z.string().min(1),
-  z.object({ accountId: z.string().min(1), eventType: z.string().min(1).optional() }),
-]);
-
-const consentSetup = z.object({
-  operatingAccounts: z.array(z.string().min(1)).optional(),
-  banks: z
-    .array(
-      z.object({
-        bankCode: z.string().min(1),
-        bankName: z.string().min(1),
-        accounts: z.array(account),
-        taskStatus: z.string().min(1).optional(),
-        neverAnswers: z.boolean().optional(),
-        delayMs: z.number().min(0).optional(),
-      }),
-    )
-    .optional(),
-  duplicateEvents: z.number().int().min(1).optional(),
-  shuffle: z.boolean().optional(),
-  eventBeforeResponse: z.boolean().optional(),
-});
-
-const apiFault = z.object({
-  route: z.enum(['token', 'createApplication', 'getStatus', 'refresh', '*']),
-  kind: z.enum(['5xx', '429', 'latency', 'hang']),
-  count: z.union([z.number().int().min(1), z.literal('unlimited')]).optional(),
-  status: z.number().int().min(500).max(599).optional(),
-  retryAfterSeconds: z.number().int().min(0).optional(),
-  latencyMs: z.number().min(0).optional(),
-  afterActing: z.boolean().optional(),
-});
-
-const accountWebhook = z.object({
-  endpoint: z.string().optional(),
-  securityHeader: z.string().optional(),
-  activation: z.enum(['next-full-hour', 'immediate']).optional(),
-});
 
 /**
  * The control over HTTP, for other processes (benchmarks, a sandbox run with `npm run sandbox`). No auth: the
@@ -91,7 +42,10 @@ export function controlRoutes(control: SandboxControl): Router {
   };
 
   router.post('/application-scripts', (req, res) => {
-    const body = parse(z.object({ script, match: z.record(z.string(), z.unknown()).optional() }), req.body);
+    const body = parse(
+      z.object({ script: ApplicationScriptSchema, match: z.record(z.string(), z.unknown()).optional() }),
+      req.body,
+    );
     res.status(201).json({ ruleId: control.setApplicationScript(body.script, body.match) });
   });
   router.delete('/application-scripts', (_req, res) => {
@@ -123,19 +77,19 @@ export function controlRoutes(control: SandboxControl): Router {
     res.status(202).json({ count });
   });
   router.put('/webhook-faults', (req, res) => {
-    control.setWebhookFaults(parse(webhookFaults, req.body));
+    control.setWebhookFaults(parse(WebhookFaultsSchema, req.body));
     res.status(204).end();
   });
   router.put('/account-webhook', (req, res) => {
     try {
-      control.setAccountWebhook(parse(accountWebhook, req.body));
+      control.setAccountWebhook(parse(AccountWebhookSettingsSchema, req.body));
     } catch (err) {
       throw Object.assign(err instanceof Error ? err : new Error(String(err)), { status: 400 });
     }
     res.json({ activeFrom: control.accountWebhookActiveFrom() });
   });
   router.put('/consents/:consentId', (req, res) => {
-    control.setConsent(req.params.consentId, parse(consentSetup, req.body));
+    control.setConsent(req.params.consentId, parse(ConsentSetupSchema, req.body));
     res.status(204).end();
   });
   router.get('/consents/:consentId', (req, res) => {
@@ -159,7 +113,7 @@ export function controlRoutes(control: SandboxControl): Router {
     res.status(202).end();
   });
   router.post('/api-faults', (req, res) => {
-    control.injectApiFault(parse(apiFault, req.body));
+    control.injectApiFault(parse(ApiFaultSchema, req.body));
     res.status(204).end();
   });
   router.delete('/api-faults', (_req, res) => {
