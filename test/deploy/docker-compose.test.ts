@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
@@ -7,6 +7,7 @@ import { loadSandboxConfig } from '../../src/sandbox/config';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server';
 import { interpolate, renderCompose, type ComposeService } from '../helpers/compose';
+import { findPromtool } from '../helpers/prometheus';
 
 /**
  * No Docker engine runs here, so the compose file is rendered as compose would (test/helpers/compose.ts: anchors,
@@ -64,21 +65,6 @@ const dependsOn = (s: ComposeService): string[] =>
 /** One-shot jobs: they run to completion once (schema set-up, namespace and search attributes). */
 const ONE_SHOT = ['temporal-setup', 'temporal-init'];
 
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-/** As the toolchain script finds it: PROMTOOL_PATH, .temporal/bin, then PATH. */
-function findPromtool(): string | undefined {
-  for (const c of [process.env.PROMTOOL_PATH, join(root, '.temporal', 'bin', 'promtool')])
-    if (c && executable(c)) return c;
-  const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : undefined;
-}
 const promtool = findPromtool();
 const withPromtool = promtool || process.env.CI ? it : it.skip;
 

@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createMetrics } from '../../src/api/metrics';
 import { WorkflowMetric } from '../../src/shared/metric-names';
 import { TEMPORAL_SDK_METRICS, createWorkerMetrics } from '../../src/worker-metrics';
+import { findPromtool } from '../helpers/prometheus';
 
 /**
  * deploy/prometheus and deploy/grafana: promtool checks the rules and runs their unit tests, and every series an
@@ -16,23 +17,6 @@ const root = join(__dirname, '..', '..');
 const rulesDir = join(root, 'deploy', 'prometheus');
 const ruleFiles = readdirSync(rulesDir).filter((f) => f.endsWith('.rules.yml'));
 const testFiles = readdirSync(rulesDir).filter((f) => f.endsWith('.test.yml'));
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** As the toolchain script finds it: PROMTOOL_PATH, .temporal/bin, then PATH. */
-function findPromtool(): string | undefined {
-  const candidates = [process.env.PROMTOOL_PATH, join(root, '.temporal', 'bin', 'promtool')];
-  for (const c of candidates) if (c && executable(c)) return c;
-  const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : undefined;
-}
 
 const promtool = findPromtool();
 const withPromtool = promtool || process.env.CI ? it : it.skip;

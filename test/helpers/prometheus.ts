@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { join } from 'node:path';
+
 /** One sample of the Prometheus text exposition format. */
 export interface Sample {
   name: string;
@@ -24,4 +28,21 @@ export function sumOf(samples: Sample[], name: string, match: Record<string, str
   return samples
     .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** As the toolchain script finds promtool: PROMTOOL_PATH, .temporal/bin, then PATH; undefined when absent. */
+export function findPromtool(): string | undefined {
+  const candidates = [process.env.PROMTOOL_PATH, join(__dirname, '..', '..', '.temporal', 'bin', 'promtool')];
+  for (const c of candidates) if (c && executable(c)) return c;
+  const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
+  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : undefined;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
