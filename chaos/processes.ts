@@ -122,3 +122,21 @@ export async function waitForHttp(url: string, timeoutMs: number): Promise<numbe
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** A call to the sandbox's control API over HTTP (`/_sandbox/...`): JSON in and out, a non-2xx answer throws. */
+export async function sandboxCall<T = unknown>(
+  sandboxUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(`${sandboxUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}

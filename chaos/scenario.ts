@@ -38,7 +38,7 @@ import {
   type FaultPlan,
   type TimedFault,
 } from './plan';
-import { ManagedProcess, sleep, waitForHttp, waitForTemporal } from './processes';
+import { ManagedProcess, sandboxCall, sleep, waitForHttp, waitForTemporal } from './processes';
 import {
   compareApplications,
   compareRefreshes,
@@ -360,7 +360,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     );
 
     for (const app of plan.applications) {
-      await sandboxCall(stack, 'POST', '/_sandbox/application-scripts', {
+      await sandboxCall(stack.sandboxUrl, 'POST', '/_sandbox/application-scripts', {
         script: app.script,
         match: { merchantReference: app.merchantReference },
       });
@@ -406,7 +406,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     });
     await Promise.all([...faultRuns, ...creations]);
     await restarts;
-    await sandboxCall(stack, 'DELETE', '/_sandbox/api-faults');
+    await sandboxCall(stack.sandboxUrl, 'DELETE', '/_sandbox/api-faults');
     o.log(`  load phase over after ${secs(Date.now() - loadStart)}; waiting for every workflow to finish`);
 
     // ---- settle -----------------------------------------------------------------------------------------------
@@ -495,18 +495,6 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function sandboxCall<T = unknown>(stack: Stack, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${stack.sandboxUrl}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
 async function applyFault(stack: Stack, fault: TimedFault, killed: { name: string; at: number }[]): Promise<void> {
   switch (fault.kind) {
     case 'kill-worker': {
@@ -518,10 +506,10 @@ async function applyFault(stack: Stack, fault: TimedFault, killed: { name: strin
       return;
     }
     case 'api-fault':
-      await sandboxCall(stack, 'POST', '/_sandbox/api-faults', fault.fault);
+      await sandboxCall(stack.sandboxUrl, 'POST', '/_sandbox/api-faults', fault.fault);
       return;
     case 'transaction-burst':
-      await sandboxCall(stack, 'POST', `/_sandbox/consents/${fault.consentId}/transaction-events`, {
+      await sandboxCall(stack.sandboxUrl, 'POST', `/_sandbox/consents/${fault.consentId}/transaction-events`, {
         count: fault.count,
         withinMs: fault.withinMs,
       });
@@ -564,7 +552,7 @@ async function refreshConsent(
 ): Promise<void> {
   for (let i = 0; i < consent.runs.length; i++) {
     const planned = consent.runs[i]!;
-    await sandboxCall(stack, 'PUT', `/_sandbox/consents/${consent.consentId}`, planned.setup);
+    await sandboxCall(stack.sandboxUrl, 'PUT', `/_sandbox/consents/${consent.consentId}`, planned.setup);
     const run: OurRefreshRun = { consentId: consent.consentId, run: i + 1, requestedAt: new Date().toISOString() };
     runs.push(run);
     const res = await facade.startWithRetry(
@@ -612,7 +600,7 @@ async function readRefresh(
 
 async function waitForTaskEvents(stack: Stack, taskId: string, bound: number): Promise<void> {
   while (Date.now() < bound) {
-    const tasks = await sandboxCall<RefreshTaskRecord[]>(stack, 'GET', '/_sandbox/refresh-tasks');
+    const tasks = await sandboxCall<RefreshTaskRecord[]>(stack.sandboxUrl, 'GET', '/_sandbox/refresh-tasks');
     const task = tasks.find((t) => t.taskId === taskId);
     const events = task?.events ?? [];
     const expected = task ? task.banks.filter((b) => !b.neverAnswers).length : 0;
@@ -638,8 +626,8 @@ async function waitForApplications(facade: Facade, plan: FaultPlan, bound: numbe
 async function waitForBankDeliveries(stack: Stack, boundMs: number): Promise<void> {
   const bound = Date.now() + boundMs;
   while (Date.now() < bound) {
-    const apps = await sandboxCall<ApplicationRecord[]>(stack, 'GET', '/_sandbox/applications');
-    const account = await sandboxCall<WebhookDelivery[]>(stack, 'GET', '/_sandbox/account-webhooks');
+    const apps = await sandboxCall<ApplicationRecord[]>(stack.sandboxUrl, 'GET', '/_sandbox/applications');
+    const account = await sandboxCall<WebhookDelivery[]>(stack.sandboxUrl, 'GET', '/_sandbox/account-webhooks');
     const pending = [...apps.flatMap((a) => a.webhooks), ...account].filter((d) => d.outcome === 'pending');
     if (pending.length === 0) return;
     await sleep(2_000);
@@ -665,10 +653,10 @@ async function compareAll(
   answered: Map<string, string>,
   runs: OurRefreshRun[],
 ) {
-  const bankApps = await sandboxCall<ApplicationRecord[]>(stack, 'GET', '/_sandbox/applications');
-  const tasks = await sandboxCall<RefreshTaskRecord[]>(stack, 'GET', '/_sandbox/refresh-tasks');
-  const accountWebhooks = await sandboxCall<WebhookDelivery[]>(stack, 'GET', '/_sandbox/account-webhooks');
-  const apiCalls = await sandboxCall<ApiCallRecord[]>(stack, 'GET', '/_sandbox/api-calls');
+  const bankApps = await sandboxCall<ApplicationRecord[]>(stack.sandboxUrl, 'GET', '/_sandbox/applications');
+  const tasks = await sandboxCall<RefreshTaskRecord[]>(stack.sandboxUrl, 'GET', '/_sandbox/refresh-tasks');
+  const accountWebhooks = await sandboxCall<WebhookDelivery[]>(stack.sandboxUrl, 'GET', '/_sandbox/account-webhooks');
+  const apiCalls = await sandboxCall<ApiCallRecord[]>(stack.sandboxUrl, 'GET', '/_sandbox/api-calls');
 
   const ours: OurApplication[] = [];
   for (const app of plan.applications) {

@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { freePort } from '../bench/processes';
 import { Facade, startMerchantEndpoint, type MerchantEndpoint } from '../chaos/merchant';
-import { ManagedProcess, sleep, waitForHttp } from '../chaos/processes';
+import { ManagedProcess, sandboxCall, sleep, waitForHttp } from '../chaos/processes';
 import {
   compareApplications,
   compareRefreshes,
@@ -79,18 +79,6 @@ function portAllocator(): () => Promise<number> {
   }
   let next = base;
   return () => Promise.resolve(next++);
-}
-
-async function sandboxCall<T = unknown>(sandboxUrl: string, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${sandboxUrl}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
 }
 
 interface Stack {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../../src/security/payload-codec';
+import { configIssuesOf as issuesOf } from '../helpers/config';
 
 const key32 = () => randomBytes(32).toString('base64');
 const PAYLOAD_KEYS = `2026-01:${key32()},2025-07:${key32()}`;
@@ -17,19 +18,6 @@ const REAL_BANK = {
   WEBHOOK_SECURITY_HEADER: 'Basic c2hvcDpob29r=',
   PAYLOAD_ENCRYPTION_KEYS: PAYLOAD_KEYS,
 };
-
-function issuesOf(
-  env: Record<string, string>,
-  role?: 'all' | 'api' | 'worker',
-): { variable: string; message: string }[] {
-  try {
-    loadConfig(env, { role });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('runs the embedded stack with nothing configured', () => {

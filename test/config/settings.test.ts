@@ -1,15 +1,6 @@
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { DEFAULT_SERVICE_SETTINGS } from '../../src/shared/application-settings';
-
-function issuesOf(env: Record<string, string>): { variable: string; message: string }[] {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { configIssuesOf as issuesOf } from '../helpers/config';
 
 describe('settings of new workflows from the environment', () => {
   it('defaults to the sandbox vocabulary and the built-in poll policy', () => {

@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { resolveTemporalProfile } from '../../src/temporal/profile';
+import { configIssuesOf as issuesOf } from '../helpers/config';
 
 /**
  * Address, namespace, API key and TLS are decided by @temporalio/envconfig, as the `temporal` CLI decides them:
@@ -41,16 +42,6 @@ server_ca_cert_path = "${caPath}"
 namespace = "only-a-namespace"
 `,
 );
-
-function issuesOf(env: Record<string, string>): { variable: string; message: string }[] {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('Temporal connection settings (envconfig precedence)', () => {
   it("takes the profile's namespace: our default does not override it", () => {
