@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 
 /**
@@ -15,8 +16,62 @@ export function listen(app: Express, port: number, host?: string, variable = 'PO
     // Slow-loris guard; the bank's webhook bodies are tiny.
     server.headersTimeout = 15_000;
     server.requestTimeout = 30_000;
+    server.on('clientError', answerUnparsable);
   });
 }
+
+/** How long a connection refused at parse time keeps reading (and dropping) what its client is still sending. */
+export const LINGER_MS = 2_000;
+
+const PARSE_ERROR_ANSWERS: Record<string, number> = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 };
+const lingering = new WeakSet<Duplex>();
+
+/**
+ * A request Node's parser refuses (headers past `maxHeaderSize`, malformed framing) is answered here instead of by
+ * Node's default, which writes the answer and destroys the socket at once. Destroying a socket whose client is still
+ * sending (a large body behind oversized headers) makes the kernel reset the connection, and the client reads
+ * `ECONNRESET` instead of the answer. So: the answer (status line only, as Node's: the method is unknown, and the
+ * answer to a HEAD must carry no body; `Connection: close`), then a
+ * lingering close as web servers do: our side is shut for writing, what still arrives is read and dropped (the
+ * refused parser consumes it), and the socket is destroyed when the client closes or after LINGER_MS. A timed-out
+ * request (slow loris), a socket error and a request whose body's framing broke after the app took it get no
+ * lingering.
+ */
+export function answerUnparsable(err: Error & { code?: string }, socket: Duplex): void {
+  if (lingering.has(socket)) return; // every further chunk fails the same parser: already answered
+  if (!socket.writable || err.code === 'ECONNRESET' || err.code === 'EPIPE') {
+    socket.destroy();
+    return;
+  }
+  // A request already handed to the app (the error is in its body's framing) may still be answered by its route: as
+  // Node does, a short answer if nothing was written yet, and the connection goes at once, the route's answer with it.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (inFlight) {
+    if (!inFlight.headersSent) socket.write(errorAnswer(400));
+    socket.destroy();
+    return;
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    socket.end(errorAnswer(408));
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    return;
+  }
+  lingering.add(socket);
+  socket.end(errorAnswer(PARSE_ERROR_ANSWERS[err.code ?? ''] ?? 400));
+  socket.once('end', () => socket.destroy());
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
+function errorAnswer(status: number): string {
+  return `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
+};
 
 export function boundPort(server: Server): number {
   const address = server.address();
