@@ -37,7 +37,8 @@ const MS_PER_TICK = 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encodi
  * process runs the dev server, the worker and the bank sandbox the workflows were created with.
  * A third path, a bare `node:http` relay (bench/relay-receiver.ts: parse, signal, 202, nothing else), measures the
  * HTTP hop alone: the floor any receiver has on top of the bare loop, and so what of the gap is the receiver's own.
- * RECEIVER_BENCH_CPU_PROF=<dir> starts that process with `--cpu-prof` (profile written on exit);
+ * RECEIVER_BENCH_CPU_PROF=<dir> starts that process with `--cpu-prof` (profile written on exit), and the relay too
+ * (into <dir>/relay), to compare the two;
  * RECEIVER_BENCH_API_LOG=<file> keeps its log lines (otherwise discarded, as a collector would take them).
  * It asserts nothing; compare the ratios within one run (2 cores shared by everything here).
  */
@@ -303,8 +304,10 @@ async function startApiProcess(options: { temporalAddress: string; taskQueue: st
 
 /** bench/relay-receiver.ts as a child process; resolves once it listens. */
 async function startRelay(setup: { address: string; namespace: string }): Promise<ChildStats> {
+  const profDir = process.env.RECEIVER_BENCH_CPU_PROF;
   const child = fork(join(__dirname, 'relay-receiver.js'), [], {
     env: { PATH: process.env.PATH, RELAY_SETUP: JSON.stringify(setup) },
+    execArgv: profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/relay`] : [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

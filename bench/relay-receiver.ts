@@ -44,6 +44,8 @@ async function main(): Promise<void> {
     const addr = server.address();
     process.send!({ port: typeof addr === 'object' && addr ? addr.port : 0 });
   });
+  // Stopped by SIGTERM: exit through process.exit, which writes a --cpu-prof profile (a signal's default would not).
+  process.on('SIGTERM', () => process.exit(0));
   process.on('disconnect', () => {
     server.close();
     void connection.close().then(() => process.exit(0));

@@ -24,12 +24,6 @@ const SERIALIZERS = {
   path: (value: unknown) => (typeof value === 'string' ? loggablePath(value) : value),
 };
 
-/** The request's id, unless the logger has it bound already (pino-http's request logger): one `reqId` per line. */
-function requestIdUnlessBound(instance: PinoLogger): { reqId?: string } {
-  const ids = requestLogIds();
-  return ids.reqId !== undefined && 'reqId' in instance.bindings() ? {} : ids;
-}
-
 export type LogFormat = 'json' | 'pretty';
 
 /** LOG_FORMAT when set; otherwise pretty for a person at a terminal, JSON for everything else (collectors). */
@@ -48,7 +42,8 @@ export function createLogger(
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: SERIALIZERS,
       // Inside an HTTP request: its id (X-Request-Id); inside a span (a request, an activity): the line's trace.
-      mixin: (_object, _level, instance) => ({ ...requestIdUnlessBound(instance), ...activeTraceIds() }),
+      // A line's own `reqId` (the request line's) wins over the mixin's: pino merges the two objects, one key each.
+      mixin: () => ({ ...requestLogIds(), ...activeTraceIds() }),
       // pino-pretty in a worker thread, only for a terminal: production stays on synchronous JSON.
       ...(pretty
         ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } }

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { requestIdFrom } from '../../src/api/request-log';
+import { requestIdFrom, requestLineLevel } from '../../src/api/request-log';
 import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
 import { createLogger, resolveLogFormat } from '../../src/logging';
@@ -117,6 +117,17 @@ describe('request log on both listeners', () => {
     }
   });
 
+  it("chooses the request line's level from the path and the answer", () => {
+    expect(requestLineLevel('/webhooks/accounts', 202, false)).toBe('debug');
+    expect(requestLineLevel('//webhooks/finance-applications/r/h?x=1', 200, false)).toBe('debug');
+    expect(requestLineLevel('/healthz', 200, false)).toBe('debug');
+    expect(requestLineLevel('/readyz?verbose', 200, false)).toBe('debug');
+    expect(requestLineLevel('/applications', 201, false)).toBe('info');
+    expect(requestLineLevel('/webhooks/accounts', 401, false)).toBe('info');
+    expect(requestLineLevel('/healthz', 503, false)).toBe('info');
+    expect(requestLineLevel('/applications', 200, true)).toBe('error');
+  });
+
   it('replaces an unsafe or overlong X-Request-Id with a generated one', async () => {
     for (const bad of ['a'.repeat(129), 'with space', 'quote"', '']) {
       const res = await fetch(`${publicUrl}/healthz`, { headers: { 'x-request-id': bad } });
@@ -197,7 +208,7 @@ describe('the request id on every line of a request, whichever logger writes it 
     }
   });
 
-  it("pino-http's own request line carries the id once (its logger has it bound; the mixin adds no second key)", () => {
+  it("the request line carries the id once (its own reqId and the mixin's merge into one key)", () => {
     const requestLines = raw.filter((l) => l.includes('"req":{"id":"req-log-'));
     expect(requestLines.length).toBeGreaterThanOrEqual(2);
     for (const line of requestLines) expect(line.match(/"reqId":/g)).toHaveLength(1);
