@@ -95,7 +95,10 @@ describe('requests the HTTP parser refuses', () => {
 
   it('a kept-alive connection that sent a good request first still gets the refusal of its next one', async () => {
     const conn = await rawConnection();
-    await write(conn.socket, 'POST /in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+    await write(
+      conn.socket,
+      'POST /in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+    );
     await until(() => conn.received().includes('{"accepted":true}'));
     await write(conn.socket, `GET /in HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`);
     await until(() => conn.received().includes('HTTP/1.1 431 '));
