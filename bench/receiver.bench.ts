@@ -18,7 +18,8 @@ const COMMAND = 'npm run bench -- receiver';
 /** The README's figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows, no bare loop). */
 const README_C16 = '≈280/s, p50 56 ms, p99 119 ms';
 const TARGET_RATIO = 0.9;
-const ROUNDS = 4;
+/** Rounds per concurrency (RECEIVER_BENCH_ROUNDS); a multiple of 3 gives each path each place in the order. */
+const ROUNDS = Number(process.env.RECEIVER_BENCH_ROUNDS) || 6;
 /**
  * Long-lived workflows the signals go to, round robin. 40 rather than the lifecycle bench's 10: with 16 signals in
  * flight over 10 workflows, Temporal refuses some (RESOURCE_EXHAUSTED BusyWorkflow: the workflow's lock is busy)
@@ -114,28 +115,31 @@ export async function benchReceiver(): Promise<void> {
         relay: { ms: 0, ticks: 0, lat: [] as number[] },
       };
       const acceptedBefore = answers.get(202) ?? 0;
+      type Path = keyof typeof sample;
+      const runs: Record<Path, () => Promise<{ result: LoadLoopResult; ticks: number }>> = {
+        bare: () => measured(bare!, () => bare!.run(concurrency, count)),
+        receiver: () => measured(api!, async () => countAnswers(await bank!.run(concurrency, count))),
+        relay: () => measured(relay!, () => relayBank!.run(concurrency, count)),
+      };
+      const order: Path[] = ['bare', 'receiver', 'relay'];
+      const perRound = { receiver: [] as number[], relay: [] as number[] };
       for (let round = 0; round < ROUNDS; round++) {
-        // Each path starts on a settled system: every signal wakes its workflow, which reads the status from the
-        // bank (a workflow task, an activity, a sandbox call) after the signal was acked, and that tail would
-        // otherwise be paid by the next path's run.
-        await settle();
-        let ticks = bare.cpuTicks();
-        const b = await bare.run(concurrency, count);
-        sample.bare.ticks += bare.cpuTicks() - ticks;
-        sample.bare.ms += b.ms;
-        sample.bare.lat.push(...b.latencies);
-        await settle();
-        ticks = api.cpuTicks();
-        const r = countAnswers(await bank.run(concurrency, count));
-        sample.receiver.ticks += api.cpuTicks() - ticks;
-        sample.receiver.ms += r.ms;
-        sample.receiver.lat.push(...r.latencies);
-        await settle();
-        ticks = relay.cpuTicks();
-        const h = await relayBank.run(concurrency, count);
-        sample.relay.ticks += relay.cpuTicks() - ticks;
-        sample.relay.ms += h.ms;
-        sample.relay.lat.push(...h.latencies);
+        // The order turns each round (bare first, then receiver first, then relay first…), so that no path always
+        // runs after the same other one. Each path starts on a settled system: every signal wakes its workflow,
+        // which reads the status from the bank (a workflow task, an activity, a sandbox call) after the signal was
+        // acked, and that tail would otherwise be paid by the next path's run.
+        const took: Partial<Record<Path, number>> = {};
+        for (const path of [...order.slice(round % 3), ...order.slice(0, round % 3)]) {
+          await settle();
+          const { result, ticks } = await runs[path]();
+          sample[path].ticks += ticks;
+          sample[path].ms += result.ms;
+          sample[path].lat.push(...result.latencies);
+          took[path] = result.ms;
+        }
+        // Throughput ratios within the round (same count: the inverse ratio of the times).
+        perRound.receiver.push(took.bare! / took.receiver!);
+        perRound.relay.push(took.bare! / took.relay!);
       }
       const accepted = (answers.get(202) ?? 0) - acceptedBefore;
       const perSec = (x: { ms: number }) => ((ROUNDS * count) / x.ms) * 1000;
@@ -162,13 +166,15 @@ export async function benchReceiver(): Promise<void> {
         ],
         [
           `receiver / bare throughput, c=${concurrency}`,
-          `${ratio.toFixed(2)} ${ratio >= TARGET_RATIO ? '(meets target)' : '(BELOW target)'}`,
+          `${ratio.toFixed(2)} ${ratio >= TARGET_RATIO ? '(meets target)' : '(BELOW target)'}; by round ` +
+            `${roundsOf(perRound.receiver)}`,
           `≥ ${TARGET_RATIO}`,
           '—',
         ],
         [
           `bare HTTP relay → signal → 202, c=${concurrency} (the HTTP hop alone)`,
-          `${fmt(perSec(sample.relay))}/s, p50 ${ms(h.p50)}, p99 ${ms(h.p99)}; relay / bare ${relayRatio.toFixed(2)}; ` +
+          `${fmt(perSec(sample.relay))}/s, p50 ${ms(h.p50)}, p99 ${ms(h.p99)}; relay / bare ${relayRatio.toFixed(2)} ` +
+            `(by round ${roundsOf(perRound.relay)}); ` +
             `receiver / relay ${(perSec(sample.receiver) / perSec(sample.relay)).toFixed(2)}; relay CPU ` +
             `${relayCpu.toFixed(2)} ms/webhook`,
           'the floor of any receiver',
@@ -210,6 +216,24 @@ export async function benchReceiver(): Promise<void> {
     await stack.close();
     await env.teardown();
   }
+}
+
+/** A path's run with the CPU its process spent on it. */
+async function measured(
+  child: { cpuTicks(): number },
+  run: () => Promise<LoadLoopResult>,
+): Promise<{ result: LoadLoopResult; ticks: number }> {
+  const before = child.cpuTicks();
+  const result = await run();
+  return { result, ticks: child.cpuTicks() - before };
+}
+
+/** Per-round ratios, their median first: `median 0.84 (0.78 0.84 0.91 …)`. */
+function roundsOf(ratios: number[]): string {
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return `median ${median.toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
 }
 
 /** The pause before each path's run (RECEIVER_BENCH_SETTLE_MS; 0 turns it off). */
