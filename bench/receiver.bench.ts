@@ -1,6 +1,6 @@
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import { openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startFinanceApplication } from '../src/client';
@@ -10,7 +10,7 @@ import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { startTestStack } from '../test/helpers/stack';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../test/helpers/temporal';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
-import { freePort } from './processes';
+import { cpuSeconds, freePort } from './processes';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -26,7 +26,6 @@ const ROUNDS = Number(process.env.RECEIVER_BENCH_ROUNDS) || 6;
  * and the SDK's 1.4–5 s backoffs then decide the ratio, not the receiver. RECEIVER_BENCH_WORKFLOWS=10 shows that.
  */
 const WORKFLOWS = Number(process.env.RECEIVER_BENCH_WORKFLOWS) || 40;
-const MS_PER_TICK = 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
 
 /**
  * The receiver's cost: webhooks → `POST /webhooks/finance-applications/:ref/:hash` → signal acked by Temporal →
@@ -110,13 +109,13 @@ export async function benchReceiver(): Promise<void> {
       countAnswers(await bank.run(concurrency, 100));
       await relayBank.run(concurrency, 100);
       const sample = {
-        bare: { ms: 0, ticks: 0, lat: [] as number[] },
-        receiver: { ms: 0, ticks: 0, lat: [] as number[] },
-        relay: { ms: 0, ticks: 0, lat: [] as number[] },
+        bare: { ms: 0, cpu: 0, lat: [] as number[] },
+        receiver: { ms: 0, cpu: 0, lat: [] as number[] },
+        relay: { ms: 0, cpu: 0, lat: [] as number[] },
       };
       const acceptedBefore = answers.get(202) ?? 0;
       type Path = keyof typeof sample;
-      const runs: Record<Path, () => Promise<{ result: LoadLoopResult; ticks: number }>> = {
+      const runs: Record<Path, () => Promise<{ result: LoadLoopResult; cpu: number }>> = {
         bare: () => measured(bare!, () => bare!.run(concurrency, count)),
         receiver: () => measured(api!, async () => countAnswers(await bank!.run(concurrency, count))),
         relay: () => measured(relay!, () => relayBank!.run(concurrency, count)),
@@ -131,8 +130,8 @@ export async function benchReceiver(): Promise<void> {
         const took: Partial<Record<Path, number>> = {};
         for (const path of [...order.slice(round % 3), ...order.slice(0, round % 3)]) {
           await settle();
-          const { result, ticks } = await runs[path]();
-          sample[path].ticks += ticks;
+          const { result, cpu } = await runs[path]();
+          sample[path].cpu += cpu;
           sample[path].ms += result.ms;
           sample[path].lat.push(...result.latencies);
           took[path] = result.ms;
@@ -148,9 +147,9 @@ export async function benchReceiver(): Promise<void> {
       const ratio = perSec(sample.receiver) / perSec(sample.bare);
       const h = summarize(sample.relay.lat);
       const relayRatio = perSec(sample.relay) / perSec(sample.bare);
-      const relayCpu = (sample.relay.ticks * MS_PER_TICK) / (ROUNDS * count);
-      const bareCpu = (sample.bare.ticks * MS_PER_TICK) / (ROUNDS * count);
-      const apiCpu = (sample.receiver.ticks * MS_PER_TICK) / accepted;
+      const relayCpu = (sample.relay.cpu * 1000) / (ROUNDS * count);
+      const bareCpu = (sample.bare.cpu * 1000) / (ROUNDS * count);
+      const apiCpu = (sample.receiver.cpu * 1000) / accepted;
       rows.push(
         [
           `bare signal loop (own process), c=${concurrency}`,
@@ -220,12 +219,12 @@ export async function benchReceiver(): Promise<void> {
 
 /** A path's run with the CPU its process spent on it. */
 async function measured(
-  child: { cpuTicks(): number },
+  child: { cpuSeconds(): number },
   run: () => Promise<LoadLoopResult>,
-): Promise<{ result: LoadLoopResult; ticks: number }> {
-  const before = child.cpuTicks();
+): Promise<{ result: LoadLoopResult; cpu: number }> {
+  const before = child.cpuSeconds();
   const result = await run();
-  return { result, ticks: child.cpuTicks() - before };
+  return { result, cpu: child.cpuSeconds() - before };
 }
 
 /** Per-round ratios, their median first: `median 0.84 (0.78 0.84 0.91 …)`. */
@@ -261,16 +260,9 @@ interface ChildStats {
   pid: number;
   url: string;
   entry: string;
-  /** utime + stime, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
-  cpuTicks(): number;
+  /** Its user + system CPU time so far, in seconds. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
-}
-
-function cpuTicksOf(pid: number): number {
-  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
 }
 
 function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
@@ -331,7 +323,7 @@ async function startApiProcess(options: { temporalAddress: string; taskQueue: st
     pid,
     url,
     entry: 'dist-bench/src/api/server.js',
-    cpuTicks: () => cpuTicksOf(pid),
+    cpuSeconds: () => cpuSeconds(pid),
     stop: () => stopChild(child, exited),
   };
 }
@@ -354,7 +346,7 @@ async function startRelay(setup: { address: string; namespace: string }): Promis
     pid,
     url: `http://127.0.0.1:${port}`,
     entry: 'dist-bench/bench/relay-receiver.js',
-    cpuTicks: () => cpuTicksOf(pid),
+    cpuSeconds: () => cpuSeconds(pid),
     async stop() {
       if (child.connected) child.disconnect();
       await stopChild(child, exited);
@@ -365,7 +357,7 @@ async function startRelay(setup: { address: string; namespace: string }): Promis
 interface LoadLoopProcess {
   pid: number;
   run(concurrency: number, count: number): Promise<LoadLoopResult>;
-  cpuTicks(): number;
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -394,7 +386,7 @@ async function startLoadLoop(setup: LoadLoopSetup): Promise<LoadLoopProcess> {
       child.send({ concurrency, count } satisfies LoadLoopRun);
       return result;
     },
-    cpuTicks: () => cpuTicksOf(pid),
+    cpuSeconds: () => cpuSeconds(pid),
     async stop() {
       if (child.connected) child.disconnect();
       await stopChild(child, exited);

@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import type { ApplicationRecord } from '../src/sandbox/types';
-import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../src/shared/search-attributes';
+import { contractSearchAttributeTypes } from '../src/temporal/dev-server';
 
 /**
  * The cluster run's own verdicts, pure so they are unit-tested (test/cluster/checks.test.ts); the run gathers
@@ -13,10 +13,12 @@ const EventType = temporal.api.enums.v1.EventType;
 const { IndexedValueType } = temporal.api.enums.v1;
 
 /** Every contract search attribute with its type. */
-const CONTRACT: [name: string, type: 'Keyword' | 'Datetime'][] = [
-  ...SEARCH_ATTRIBUTE_NAMES.map((name) => [name, 'Keyword'] as [string, 'Keyword']),
-  ...DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [name, 'Datetime'] as [string, 'Datetime']),
-];
+const CONTRACT = Object.entries(contractSearchAttributeTypes()).map(
+  ([name, type]): [name: string, type: 'Keyword' | 'Datetime'] => [
+    name,
+    type === IndexedValueType.INDEXED_VALUE_TYPE_DATETIME ? 'Datetime' : 'Keyword',
+  ],
+);
 
 /** Contract search attributes missing from the namespace, or registered with another type than the contract's. */
 export function searchAttributeProblems(custom: Record<string, number | string | null | undefined>): string[] {

@@ -91,15 +91,6 @@ interface Stack {
   connection?: Connection;
 }
 
-const stopping = new WeakMap<Stack, Promise<void>>();
-
-/** Stops everything the run started, clients first; once, whoever asks first (the run's end or a signal). */
-function stopAll(stack: Stack): Promise<void> {
-  const once = stopping.get(stack) ?? stopInOrder(stack);
-  stopping.set(stack, once);
-  return once;
-}
-
 /**
  * On a signal: every process stopped at once (a Ctrl-C reaches the whole process group, so each child is stopping
  * already; stopping them all first keeps any from being restarted), then the temp PostgreSQL folder removed.
@@ -110,6 +101,7 @@ async function abortAll(stack: Stack): Promise<void> {
   await stack.postgres?.stop();
 }
 
+/** Stops everything the run started, clients first (at the run's end). */
 async function stopInOrder(stack: Stack): Promise<void> {
   await stack.connection?.close().catch(() => undefined);
   await Promise.all([...stack.workers, ...stack.apis].map((p) => p.stop()));
@@ -190,9 +182,7 @@ async function main(): Promise<number> {
     stack.connection = await Connection.connect({ address });
     const connection = stack.connection;
     const listed = await connection.operatorService.listSearchAttributes({ namespace: NAMESPACE });
-    const saProblems = searchAttributeProblems(
-      Object.fromEntries(Object.entries(listed.customAttributes ?? {}).map(([k, v]) => [k, v])),
-    );
+    const saProblems = searchAttributeProblems(listed.customAttributes ?? {});
     if (saProblems.length) throw new Failure(saProblems.join('; '));
     out(
       `  search attributes registered on the SQL visibility store: ${[...SEARCH_ATTRIBUTE_NAMES, ...DATETIME_SEARCH_ATTRIBUTE_NAMES].join(', ')}`,
@@ -498,7 +488,7 @@ async function main(): Promise<number> {
     );
     return findings.length === 0 ? 0 : 1;
   } finally {
-    await stopAll(stack);
+    await stopInOrder(stack);
   }
 }
 

@@ -3,7 +3,8 @@ import { envFileResult } from './load-env-file';
 import { createLogger, installTemporalLogging, type Logger } from './logging';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
 import { processTracing } from './telemetry/preload';
-import { freeLoopbackPort, temporalMetricsOptions } from './worker-metrics';
+import { freeLoopbackPort } from './free-port';
+import { temporalMetricsOptions } from './worker-metrics';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {

@@ -124,8 +124,6 @@ const duration = (bounds: Bounds) =>
         return ms;
       }),
   );
-/** A comma-separated list of status names (checked together in the schema's refinement). */
-const statusList = optionalList;
 /** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
 const payloadKeys = z.preprocess(
   emptyToUndefined,
@@ -316,8 +314,8 @@ const envSchema = (role: ConfigRole) =>
       ),
 
       // The bank's vocabulary and the lifecycle of new applications (src/shared/application-settings.ts).
-      BANK_STATUS_ORDER: statusList,
-      BANK_TERMINAL_STATUSES: statusList,
+      BANK_STATUS_ORDER: optionalList,
+      BANK_TERMINAL_STATUSES: optionalList,
       POLL_FAST_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
       POLL_RESPONSIVE_WINDOW: duration(SETTING_BOUNDS.responsiveWindowMs),
       POLL_BACKOFF_FACTOR: z.preprocess(

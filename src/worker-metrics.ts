@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from './logging';
@@ -75,18 +74,6 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
   };
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
-
-/** A free loopback port for the Runtime's exporter (the Runtime cannot tell which port it bound). */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** One Worker's health: its state, task slots in use of the configured ones, and when it last received a task. */
 export interface WorkerHealth {

@@ -11,7 +11,6 @@ import {
 import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
 import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED, CALLBACK_UNAVAILABLE } from '../shared/failure-types';
 
-export { CALLBACK_UNAVAILABLE } from '../shared/failure-types';
 import { readBodyText } from '../http-client/body';
 import { withDeadline } from '../http-client/deadline';
 import { parseRetryAfter } from '../http-client/retry-after';

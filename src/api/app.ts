@@ -17,6 +17,7 @@ import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 import { apiDocsRoutes } from './routes/api-docs';
 import { openApiJson } from './openapi/document';
+import { routeOf } from '../telemetry/express-routes';
 
 export { authenticate } from './authenticate';
 
@@ -71,8 +72,7 @@ function baseApp(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener):
     const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
     res.on('finish', () => {
       // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
-      const route = (req.route as { path?: string } | undefined)?.path;
-      end({ route: route ? `${req.baseUrl}${route}` : 'unmatched', status: String(res.statusCode) });
+      end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
     });
     next();
   });

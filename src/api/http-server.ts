@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 
@@ -21,7 +21,7 @@ export function listen(app: Express, port: number, host?: string, variable = 'PO
 }
 
 /** How long a connection refused at parse time keeps reading (and dropping) what its client is still sending. */
-export const LINGER_MS = 2_000;
+const LINGER_MS = 2_000;
 
 const PARSE_ERROR_ANSWERS: Record<string, number> = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 };
 const lingering = new WeakSet<Duplex>();
@@ -37,7 +37,7 @@ const lingering = new WeakSet<Duplex>();
  * request (slow loris), a socket error and a request whose body's framing broke after the app took it get no
  * lingering.
  */
-export function answerUnparsable(err: Error & { code?: string }, socket: Duplex): void {
+function answerUnparsable(err: Error & { code?: string }, socket: Duplex): void {
   if (lingering.has(socket)) return; // every further chunk fails the same parser: already answered
   if (!socket.writable || err.code === 'ECONNRESET' || err.code === 'EPIPE') {
     socket.destroy();
@@ -63,15 +63,8 @@ export function answerUnparsable(err: Error & { code?: string }, socket: Duplex)
 }
 
 function errorAnswer(status: number): string {
-  return `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
 }
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  413: 'Payload Too Large',
-  431: 'Request Header Fields Too Large',
-};
 
 export function boundPort(server: Server): number {
   const address = server.address();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Level } from 'pino';
 import type { Logger } from '../logging';
@@ -47,7 +47,6 @@ export function requestLog(logger: Logger, listener: 'public' | 'internal'): Req
   const log = logger.child({ listener });
   return (req, res, next) => {
     const id = requestIdFrom(req.headers['x-request-id']);
-    (req as IncomingMessage & { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
     // Routing rewrites req.url inside mounted routers: the line names the path as it arrived.
     const { method, url } = req;

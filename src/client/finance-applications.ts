@@ -16,6 +16,7 @@ import {
   type FinanceApplicationState,
 } from '../shared/finance-application';
 import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
 import {
   applicationSearchQuery,
   DEFAULT_PAGE_SIZE,
@@ -219,9 +220,7 @@ export async function listFinanceApplications(
   const applications = (response.executions ?? []).map((execution): FinanceApplicationSummary => {
     const attributes = decodeTypedSearchAttributes(execution.searchAttributes?.indexedFields);
     const workflowId = execution.execution?.workflowId ?? '';
-    const startTime = execution.startTime?.seconds
-      ? new Date(Number(execution.startTime.seconds) * 1000 + Math.floor((execution.startTime.nanos ?? 0) / 1e6))
-      : undefined;
+    const startTime = execution.startTime?.seconds ? optionalTsToDate(execution.startTime) : undefined;
     const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
     return {
       merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(financeApplicationWorkflowId('').length),

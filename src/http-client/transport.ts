@@ -1,8 +1,8 @@
 // Outbound HTTP transport errors: which ones mean the peer could not be reached (worth retrying).
-// Generic: used by the bank client and the merchant callbacks.
+// Generic (no bank vocabulary); used by the bank client (src/activities/bank/transport-errors.ts).
 
 /** Node and undici error codes that mean "the peer could not be reached or stopped answering". */
-export const TRANSIENT_CODES = new Set([
+const TRANSIENT_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ECONNABORTED',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_SECURITY_HEADER_PATTERN } from '../shared/bank-wire';
+import { STATUS_NAME_PATTERN, WEBHOOK_SECURITY_HEADER_PATTERN } from '../shared/bank-wire';
 import type { SandboxOptions } from './types';
 
 const intFrom = (min: number, max: number) =>
@@ -35,9 +35,7 @@ const sandboxEnvSchema = z.object({
           .filter(Boolean),
       )
       .pipe(
-        z
-          .array(z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be status names'))
-          .min(1, 'must list at least one status'),
+        z.array(z.string().regex(STATUS_NAME_PATTERN, 'must be status names')).min(1, 'must list at least one status'),
       ),
   ),
   SANDBOX_ACTIVATION: optional(z.enum(['next-full-hour', 'immediate'])),

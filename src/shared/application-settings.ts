@@ -4,7 +4,7 @@
  * use the same bounds). Plain code, shared by the config, the facade and the tests (test/shared/application-settings.test.ts).
  */
 import { FINANCE_APPLICATION_DEFAULTS, type FinanceApplicationSettings } from './finance-application';
-import { FINANCE_APPLICATION_STATUSES, TERMINAL_FINANCE_APPLICATION_STATUSES } from './bank-wire';
+import { FINANCE_APPLICATION_STATUSES, STATUS_NAME_PATTERN, TERMINAL_FINANCE_APPLICATION_STATUSES } from './bank-wire';
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
@@ -47,8 +47,7 @@ export const SETTING_BOUNDS = {
   transactionEventsWindowMs: { min: 100, max: 3_600_000 },
 } as const satisfies Record<string, Bounds>;
 
-/** A bank status name: what the contract lets through in a URL, a metric label and a search attribute. */
-export const STATUS_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+export { STATUS_NAME_PATTERN };
 
 /** The bank's vocabulary as the workflow uses it. */
 export interface StatusVocabulary {

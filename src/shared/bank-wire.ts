@@ -135,3 +135,6 @@ export interface BankErrorBody {
 
 /** Section 6.3: the Webhook Security Header must match this (empty allowed). */
 export const WEBHOOK_SECURITY_HEADER_PATTERN = /^[ a-zA-Z0-9=+/]*$/;
+
+/** A bank status name: what the contract lets through in a URL, a metric label and a search attribute. */
+export const STATUS_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;

@@ -22,7 +22,7 @@ const TRACER_NAME = 'paylater-express';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'all'] as const;
 
-export type ExpressSpanType = 'middleware' | 'request_handler';
+type ExpressSpanType = 'middleware' | 'request_handler';
 
 /** The matched route's pattern with its mount path (`/applications/:ref`); undefined before a route matched. */
 export function routeOf(req: Request): string | undefined {
@@ -31,7 +31,7 @@ export function routeOf(req: Request): string | undefined {
 }
 
 /** The span name of one function of a route, as instrumentation-express names it. */
-export function expressSpanName(type: ExpressSpanType, route: string, name?: string): string {
+function expressSpanName(type: ExpressSpanType, route: string, name?: string): string {
   return type === 'request_handler' ? `request handler - ${route}` : `middleware - ${name || route}`;
 }
 

@@ -31,7 +31,8 @@ function readSpec(root: string): ToolchainSpec {
   return JSON.parse(readFileSync(join(root, 'temporal-toolchain.json'), 'utf8')) as ToolchainSpec;
 }
 
-function executable(path: string): boolean {
+/** Whether `path` is a file this process may execute. */
+export function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return true;

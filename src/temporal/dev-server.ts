@@ -131,19 +131,24 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   return { address, uiUrl: `http://localhost:${options.uiPort}`, stop };
 }
 
+/** Every contract search attribute with its registered type (the Keyword names, then the Datetime ones). */
+export function contractSearchAttributeTypes(): Record<string, temporal.api.enums.v1.IndexedValueType> {
+  const { IndexedValueType } = temporal.api.enums.v1;
+  return {
+    ...Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    ...Object.fromEntries(
+      DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_DATETIME]),
+    ),
+  };
+}
+
 /**
  * Registers the contract's search attributes the namespace lacks. `--search-attribute` registers them only when the
  * SQLite file is new: a data folder from an earlier version (before FinanceApplicationCreatedAt) would otherwise
  * refuse every start that sets the attribute and every listing that filters on it. Returns the names added.
  */
 export async function registerMissingSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
-  const { IndexedValueType } = temporal.api.enums.v1;
-  const wanted: Record<string, temporal.api.enums.v1.IndexedValueType> = {
-    ...Object.fromEntries(SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
-    ...Object.fromEntries(
-      DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_DATETIME]),
-    ),
-  };
+  const wanted = contractSearchAttributeTypes();
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = Object.fromEntries(Object.entries(wanted).filter(([name]) => !(name in (customAttributes ?? {}))));
   if (Object.keys(missing).length > 0) {

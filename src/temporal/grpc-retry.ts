@@ -1,3 +1,4 @@
+import { Metadata, status as grpcStatus } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type GrpcRetryOptions } from '@temporalio/client';
 import { google, temporal } from '@temporalio/proto';
 
@@ -75,6 +76,43 @@ export function makeDeadlineBoundRetryInterceptor(
       // Called right after a positive decision, with the delay that decision settled on.
       delayFunction: () => delayMs,
     });
-    return bounded(options, nextCall);
+    return bounded(options, orCancelled(nextCall));
   };
+}
+
+/**
+ * The next call of the chain, or, when it cannot be made (the connection was closed while a retry waited for its
+ * backoff: grpc-js throws "Channel has been shut down"), a call that ends at once with CANCELLED. The SDK's
+ * interceptor makes its retries from a timer, where that throw would be an uncaught exception (a process shutting
+ * down with a webhook's signal in backoff); here the caller gets the CANCELLED instead.
+ */
+type NextCall = Parameters<Interceptor>[1];
+
+function orCancelled(nextCall: NextCall): NextCall {
+  return (options) => {
+    try {
+      return nextCall(options);
+    } catch (err) {
+      return cancelledCall(err instanceof Error ? err.message : String(err));
+    }
+  };
+}
+
+function cancelledCall(details: string): ReturnType<NextCall> {
+  const noop = () => undefined;
+  const call: ReturnType<NextCall> = {
+    start(_metadata, listener) {
+      setImmediate(() =>
+        listener?.onReceiveStatus?.({ code: grpcStatus.CANCELLED, details, metadata: new Metadata() }),
+      );
+    },
+    cancelWithStatus: noop,
+    getPeer: () => '',
+    getAuthContext: () => null,
+    sendMessageWithContext: noop,
+    sendMessage: noop,
+    startRead: noop,
+    halfClose: noop,
+  };
+  return call;
 }

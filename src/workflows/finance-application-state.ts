@@ -181,8 +181,7 @@ export class FinanceApplication {
    * true the first time of a run of 404s (the workflow reports the anomaly once).
    */
   unknownAtBank(at: number): boolean {
-    this.state.statusReads += 1;
-    this.state.failedReads += 1;
+    this.readFailed();
     const iso = new Date(at).toISOString();
     const current = this.state.unknownAtBank;
     if (current) {

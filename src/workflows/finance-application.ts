@@ -410,7 +410,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     }
     if (poll.error === undefined || isCancellation(poll.error) || isCancelledActivity(poll.error)) return false;
     // The loop then waits slowPollIntervalMs (or a webhook) before it polls again.
-    if (failureType(poll.error) === BankFailureType.ApplicationUnknown && patched(UNKNOWN_AT_BANK_PATCH)) {
+    if (isUnknownAtBank(poll.error)) {
       unknownAtBank();
       return true;
     }
@@ -494,9 +494,14 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       if (change) changed(change, announcedAt);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      if (failureType(err) === BankFailureType.ApplicationUnknown && patched(UNKNOWN_AT_BANK_PATCH)) unknownAtBank();
+      if (isUnknownAtBank(err)) unknownAtBank();
       else readFailed(err, source);
     }
+  }
+
+  /** A failed read that is the bank's 404 on our application (runs from before the patch: a failed read as any). */
+  function isUnknownAtBank(err: unknown): boolean {
+    return failureType(err) === BankFailureType.ApplicationUnknown && patched(UNKNOWN_AT_BANK_PATCH);
   }
 
   /** A 404 on our application's status: reported once per run of 404s (search attribute, metric, log, Web UI). */

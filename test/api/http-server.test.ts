@@ -6,6 +6,7 @@ import { connect, type Socket } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
+import { eventually } from '../helpers/temporal';
 
 let server: Server;
 let port: number;
@@ -37,14 +38,6 @@ function rawConnection(
   });
 }
 
-async function until(check: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 function write(socket: Socket, data: string | Buffer): Promise<void> {
   return new Promise((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve())));
 }
@@ -59,7 +52,7 @@ describe('requests the HTTP parser refuses', () => {
       `POST /in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bodySize}\r\n` +
         `X-Padding: ${'p'.repeat(20_000)}\r\n\r\n`,
     );
-    await until(() => conn.received().includes('\r\n\r\n'));
+    await eventually(() => conn.received().includes('\r\n\r\n') || undefined, 5_000, 10);
     // The answer is in; the client goes on sending its body, as one that writes before it reads would.
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     for (let sent = 0; sent < bodySize; sent += chunk.length) await write(conn.socket, chunk);
@@ -77,7 +70,7 @@ describe('requests the HTTP parser refuses', () => {
   it('malformed framing: 400, then the connection closes', async () => {
     const conn = await rawConnection();
     await write(conn.socket, 'POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n0123456789');
-    await until(() => conn.received().includes('\r\n\r\n'));
+    await eventually(() => conn.received().includes('\r\n\r\n') || undefined, 5_000, 10);
     const [head, body] = conn.received().split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expect(body).toBe('');
@@ -99,9 +92,9 @@ describe('requests the HTTP parser refuses', () => {
       conn.socket,
       'POST /in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
     );
-    await until(() => conn.received().includes('{"accepted":true}'));
+    await eventually(() => conn.received().includes('{"accepted":true}') || undefined, 5_000, 10);
     await write(conn.socket, `GET /in HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`);
-    await until(() => conn.received().includes('HTTP/1.1 431 '));
+    await eventually(() => conn.received().includes('HTTP/1.1 431 ') || undefined, 5_000, 10);
     conn.socket.end();
     await conn.ended;
     expect(conn.errors).toEqual([]);

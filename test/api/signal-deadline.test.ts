@@ -24,6 +24,7 @@ import { makeDeadlineBoundRetryInterceptor, MIN_ATTEMPT_MS } from '../../src/tem
 
 // gRPC status codes.
 const OK = 0;
+const CANCELLED = 1;
 const DEADLINE_EXCEEDED = 4;
 const RESOURCE_EXHAUSTED = 8;
 const UNAVAILABLE = 14;
@@ -168,6 +169,21 @@ describe('signal deadline and gRPC retries', () => {
     const client = clientWith({ interceptors: [makeDeadlineBoundRetryInterceptor()] });
     await expect(signalUnder(client, 30_000)).resolves.toBeUndefined();
     expect(frontend.attempts()).toBe(3);
+  });
+
+  it('a retry due after its connection was closed ends the call with CANCELLED, not an uncaught "Channel has been shut down"', async () => {
+    // RESOURCE_EXHAUSTED (not BusyWorkflow): the retry is due about 1 s later, after the close below.
+    frontend.script([RESOURCE_EXHAUSTED]);
+    const client = clientWith({ interceptors: [makeDeadlineBoundRetryInterceptor()] });
+    const outcome = signalUnder(client, 30_000).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    while (frontend.attempts() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the refusal is in; the retry is scheduled
+    await client.connection.close();
+    expect(grpcCodeOf(await outcome)).toBe(CANCELLED);
+    expect(frontend.attempts()).toBe(1);
   });
 
   it('a workflow whose run is closing (BusyWorkflow) is retried from 100 ms, so the signal lands within the deadline', async () => {

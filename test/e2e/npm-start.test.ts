@@ -1,7 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -11,6 +10,7 @@ import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
+import { freeLoopbackPort as freePort } from '../../src/free-port';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
@@ -19,17 +19,6 @@ import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '.
  * worker against the suite's dev server and a sandbox. Both run the workflows from the prebuilt bundle.
  */
 const root = join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.once('error', reject);
-  });
-}
 
 /** The worker runs workflow code from dist/workflow-bundle.js, and never bundles at start. */
 function expectPrebuiltBundle(output: string): void {

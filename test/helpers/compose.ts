@@ -36,8 +36,6 @@ export interface RenderResult {
   compose: ComposeFile;
   /** Variables the file requires (`${VAR:?…}` / `${VAR?…}`). */
   required: Set<string>;
-  /** Every variable the file reads. */
-  variables: Set<string>;
 }
 
 const PATTERN =
@@ -47,14 +45,13 @@ const PATTERN =
 export function interpolate(
   value: string,
   env: Record<string, string | undefined>,
-  seen: { required: Set<string>; variables: Set<string> } = { required: new Set(), variables: new Set() },
+  seen: { required: Set<string> } = { required: new Set() },
 ): string {
   return value.replace(
     PATTERN,
     (_m, dollar?: string, bare?: string, name?: string, op?: string, arg?: string): string => {
       if (dollar) return '$';
       const variable = (bare ?? name)!;
-      seen.variables.add(variable);
       const found = env[variable];
       const set = found !== undefined;
       const raw = found ?? '';
@@ -100,7 +97,7 @@ function walk(
 export function renderCompose(path: string, env: Record<string, string | undefined>): RenderResult {
   const doc = parse(readFileSync(path, 'utf8'), { merge: true }) as Record<string, unknown>;
   for (const key of Object.keys(doc)) if (key.startsWith('x-')) delete doc[key];
-  const seen = { required: new Set<string>(), variables: new Set<string>() };
+  const seen = { required: new Set<string>() };
   const compose = walk(doc, env, seen) as ComposeFile;
   for (const service of Object.values(compose.services)) {
     if (service.environment)

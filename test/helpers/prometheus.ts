@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { executable } from '../../src/temporal/binaries';
 import { join } from 'node:path';
 
 /** One sample of the Prometheus text exposition format. */
@@ -36,13 +36,4 @@ export function findPromtool(): string | undefined {
   for (const c of candidates) if (c && executable(c)) return c;
   const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : undefined;
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -9,9 +9,8 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { temporal } from '@temporalio/proto';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
-import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
+import { contractSearchAttributeTypes } from '../../src/temporal/dev-server';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { createDataConverter, FAILURE_CONVERTER_PATH } from '../../src/temporal/data-converter';
@@ -115,17 +114,7 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   // The workflows upsert the contract's search attributes; this server knows none until they are added.
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
-    searchAttributes: {
-      ...Object.fromEntries(
-        SEARCH_ATTRIBUTE_NAMES.map((name) => [name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
-      ),
-      ...Object.fromEntries(
-        DATETIME_SEARCH_ATTRIBUTE_NAMES.map((name) => [
-          name,
-          temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-        ]),
-      ),
-    },
+    searchAttributes: contractSearchAttributeTypes(),
   });
   return env;
 }

@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -9,19 +8,9 @@ import { Connection } from '@temporalio/client';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { devServerArgs, startDevServer } from '../../src/temporal/dev-server';
 import { eventually } from '../helpers/temporal';
+import { freeLoopbackPort as freePort } from '../../src/free-port';
 
 /** The embedded dev server's Web UI is pointed at the codec endpoint when one is given. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.once('error', reject);
-  });
-}
-
 describe('the embedded dev server and the codec endpoint', () => {
   it('passes --ui-codec-endpoint only when an endpoint is given', () => {
     const base = { port: 7233, uiPort: 8233, namespace: 'default' };

@@ -6,11 +6,11 @@ import type { ApplicationScript } from '../../src/sandbox';
 import type { FinanceApplicationSettings } from '../../src/shared/finance-application';
 import {
   TEMPORAL_SDK_METRICS,
-  freeLoopbackPort,
   startWorkerMetricsServer,
   temporalMetricsOptions,
   type WorkerMetricsServer,
 } from '../../src/worker-metrics';
+import { freeLoopbackPort } from '../../src/free-port';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { parseExposition, sumOf, type Sample } from '../helpers/prometheus';

@@ -22,7 +22,12 @@ import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import { applicationSettingsFor, DEFAULT_SERVICE_SETTINGS, SettingsError } from '../../shared/application-settings';
-import { ApplicationSettingsSchema, applicationOverrides, requestFieldOf } from '../settings-schemas';
+import {
+  ApplicationSettingsSchema,
+  applicationOverrides,
+  requestFieldOf,
+  type ApplicationSettingsBody,
+} from '../settings-schemas';
 import type { AppDeps } from '../app';
 import { merchantOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
@@ -254,7 +259,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         waits,
         signal: gone.signal,
       });
-      res.setHeader(WAIT_OUTCOME_HEADER, WaitOutcomeSchema.parse(outcome));
+      res.setHeader(WAIT_OUTCOME_HEADER, outcome);
       sendAs(res, 200, ApplicationSchema, applicationBody(state));
     } catch (err) {
       if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
@@ -278,7 +283,7 @@ function applicationBody(s: FinanceApplicationState): z.input<typeof Application
 }
 
 /** The operator's defaults with this request's overrides; an inconsistent combination is a 400 naming the field. */
-function settingsOf(deps: AppDeps, asked: Parameters<typeof applicationOverrides>[0]) {
+function settingsOf(deps: AppDeps, asked: ApplicationSettingsBody | undefined) {
   try {
     return applicationSettingsFor(
       (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications,
