@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
 import type { WebhookSecrets } from '../config';
@@ -7,7 +8,8 @@ import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
-import { errorHandler, HttpError } from './errors';
+import { answerError, errorHandler, HttpError } from './errors';
+import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
 import { requestLog } from './request-log';
 import type { Metrics } from './metrics';
 import { livenessRoutes, operatorRoutes } from './routes/health';
@@ -62,20 +64,27 @@ export interface InternalAppOptions {
 
 type Listener = 'public' | 'internal';
 
-/** What both listeners share, before their routes: Express settings, the request log (with its id) and the metric. */
-function baseApp(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Express {
+/** What every request of a listener goes through before its route: the request log (with its id) and the metric. */
+function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware[] {
+  return [
+    requestLog(deps.logger, listener),
+    (req, res, next) => {
+      const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
+      res.on('finish', () => {
+        // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
+        end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
+      });
+      next();
+    },
+  ];
+}
+
+/** What both listeners share, before their routes: Express settings and the listener's middleware. */
+function baseApp(middleware: readonly Middleware[]): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  app.use(requestLog(deps.logger, listener));
-  app.use((req, res, next) => {
-    const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
-    res.on('finish', () => {
-      // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
-      end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
-    });
-    next();
-  });
+  for (const fn of middleware) app.use(fn);
   return app;
 }
 
@@ -86,17 +95,29 @@ function finish(app: Express, deps: Pick<AppDeps, 'logger'>): Express {
   return app;
 }
 
+/** The public listener's request listener, with the Express app behind it (its routes: the OpenAPI check). */
+export type PublicApp = RequestListener & { express: Express };
+
 /**
  * The public listener (PORT), the only one the bank reaches: the webhook receiver (`/webhooks/*`) and liveness
  * (`/healthz`). Every other path, the merchant facade's included, is a 404. Holds no state of its own.
+ * The webhooks, its hot path, are dispatched without Express when their request line is in the bank's form
+ * (src/api/direct-routes.ts); any other spelling of them, and everything else, goes through Express.
  */
-export function createPublicApp(deps: AppDeps): Express {
-  const app = baseApp(deps, 'public');
-  // The bank's webhooks first: they are the hot path.
-  app.use(financeApplicationWebhookRoutes(deps));
-  app.use(accountWebhookRoutes(deps));
+export function createPublicApp(deps: AppDeps): PublicApp {
+  const middleware = listenerMiddleware(deps, 'public');
+  const webhooks = [...financeApplicationWebhookRoutes(deps), ...accountWebhookRoutes(deps)];
+  const app = baseApp(middleware);
+  app.use(directRoutesRouter(webhooks));
   app.use(livenessRoutes());
-  return finish(app, deps);
+  finish(app, deps);
+  const listener = directDispatch({
+    routes: webhooks,
+    app,
+    before: middleware,
+    onError: (err, req, res) => answerError(deps.logger, err, req, res),
+  });
+  return Object.assign(listener, { express: app });
 }
 
 /**
@@ -106,7 +127,7 @@ export function createPublicApp(deps: AppDeps): Express {
  * API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
-  const app = baseApp(deps, 'internal');
+  const app = baseApp(listenerMiddleware(deps, 'internal'));
   app.use(livenessRoutes());
   app.use(operatorRoutes(deps));
   app.use(apiDocsRoutes({ document: openApiJson }));

@@ -1,8 +1,10 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { isGrpcServiceError } from '@temporalio/client';
 import type { Logger } from '../logging';
 import { loggablePath } from '../security/redaction';
+import { sendJson } from './send-json';
 
 export { loggablePath };
 
@@ -145,7 +147,20 @@ function libraryClientError(err: unknown): [number, string] | undefined {
 
 /** The one error middleware: every error becomes a JSON body `{ error, message }` with the right status. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, _next) => {
+  return (err: unknown, req, res, _next) => answerError(logger, err, req, res);
+}
+
+/**
+ * The error middleware's answer, for a request Express routed or one the public listener dispatched itself
+ * (src/api/direct-routes.ts): the status and body of the error, its one log line.
+ */
+export function answerError(
+  logger: Logger,
+  err: unknown,
+  req: IncomingMessage & { originalUrl?: string },
+  res: ServerResponse,
+): void {
+  {
     let status = 500;
     let message = 'Internal error';
     let details: ErrorBody['details'];
@@ -167,8 +182,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       message = 'Temporal is unavailable; retry later';
       res.setHeader('Retry-After', '5');
     }
-    // req.path, not the URL: the query (where `?hash=` travels) is never logged.
-    const path = loggablePath(req.path);
+    // The path, not the URL: the query (where `?hash=` travels) is never logged.
+    const path = loggablePath((req.originalUrl ?? req.url ?? '/').split('?')[0] ?? '/');
     if (status === 503) {
       // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
       logger.warn({ method: req.method, path, status, cause: causeOf(err) }, message);
@@ -184,8 +199,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       message,
       ...(details ? { details } : {}),
     } satisfies ErrorBody;
-    res.status(status).json(body);
-  };
+    sendJson(res, status, body);
+  }
 }
 
 function httpErrorName(status: number): string {

@@ -1,14 +1,13 @@
-import { STATUS_CODES, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Express } from 'express';
 
 /**
  * Listens and resolves once bound (port 0 picks a free port; see server.address()). `variable` names the setting
  * to change when the port is taken.
  */
-export function listen(app: Express, port: number, host?: string, variable = 'PORT'): Promise<Server> {
+export function listen(app: RequestListener, port: number, host?: string, variable = 'PORT'): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host ?? '0.0.0.0');
+    const server = createServer(app).listen(port, host ?? '0.0.0.0');
     server.once('listening', () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} is already in use (set ${variable})`) : err),

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { HttpError } from './errors';
@@ -81,15 +81,6 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   } catch {
     throw new HttpError(400, 'Malformed JSON body');
   }
-}
-
-/** Writes a small JSON answer directly (no ETag or freshness work: webhook answers are never cached). */
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
 }
 
 function decoded(req: IncomingMessage): Readable | undefined {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { RequestHandler } from 'express';
 import type { Level } from 'pino';
 import type { Logger } from '../logging';
 import { loggablePath } from '../security/redaction';
 import { withRequestId } from '../telemetry/request-context';
+import type { Middleware } from './direct-routes';
 
 /** A caller's X-Request-Id is kept when it is short and plain; anything else is replaced by a generated one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,7 +43,7 @@ export function requestLineLevel(url: string | undefined, statusCode: number, fa
  * "Where the receiver's cost is"). Here a request costs an id, a header, one listener and a level check; the line is
  * built only when its level is on.
  */
-export function requestLog(logger: Logger, listener: 'public' | 'internal'): RequestHandler {
+export function requestLog(logger: Logger, listener: 'public' | 'internal'): Middleware {
   const log = logger.child({ listener });
   return (req, res, next) => {
     const id = requestIdFrom(req.headers['x-request-id']);

@@ -1,9 +1,10 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { AppDeps } from './app';
 import { hardBound, HttpError, isTemporalUnavailable } from './errors';
-import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody, sendJson } from './json-body';
+import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from './json-body';
+import { sendJson } from './send-json';
 
 /**
  * The one receiver pipeline of the bank's webhooks (both routes go through it, so they cannot drift apart).
@@ -53,6 +54,18 @@ export const WebhookIgnoredSchema = z
   .object({ status: z.literal('ignored'), kind: z.string(), reason: z.string() })
   .meta({ id: 'WebhookIgnored' });
 
+/**
+ * A webhook request as the receiver reads it: the path's parameters and the query, parsed. Express's request is
+ * one; so is the public listener's own dispatch of the webhook routes (src/api/direct-routes.ts).
+ */
+export type WebhookRequest = IncomingMessage & {
+  params: Record<string, string | undefined>;
+  query: Record<string, unknown>;
+};
+
+/** The receiver of one route: answers, or rejects with the error the error middleware answers. */
+export type WebhookHandler = (req: WebhookRequest, res: ServerResponse) => Promise<void>;
+
 /** What a route's body turned out to be, or why not. */
 export type ParsedWebhook<E> =
   { ok: true; kind: string; event: E } | { ok: false; kind: string; message: string; issues: z.core.$ZodIssue[] };
@@ -63,24 +76,24 @@ export interface WebhookReceiverSpec<E> {
   /** Bodies past this many bytes (decoded) are refused with 413. */
   limitBytes: number;
   /** Authenticity from the request line and headers; `undefined` when authentic, else the 401's outcome label. */
-  rejectAuth(req: Request): { outcome: string; message: string } | undefined;
+  rejectAuth(req: WebhookRequest): { outcome: string; message: string } | undefined;
   /** The route's zod schema(s) over the parsed JSON. */
   parse(body: unknown): ParsedWebhook<E>;
   /**
    * The Temporal call(s), under one signal deadline; throws WorkflowNotFoundError when the target workflow is closed
    * or unknown. `outcome` labels the counter (default `accepted`).
    */
-  deliver(event: E, req: Request): Promise<{ workflowId: string; outcome?: string }>;
+  deliver(event: E, req: WebhookRequest): Promise<{ workflowId: string; outcome?: string }>;
   /** Ids for the log line of an ignored webhook (never secrets). */
-  logIds(event: E, req: Request): Record<string, unknown>;
+  logIds(event: E, req: WebhookRequest): Record<string, unknown>;
   /** Why an ignored webhook was ignored, as the bank sees it. */
   ignoredReason: string;
 }
 
-export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>): RequestHandler {
+export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>): WebhookHandler {
   const count = (kind: string, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
 
-  return async (req: Request, res: Response) => {
+  return async (req, res) => {
     const unauthentic = spec.rejectAuth(req);
     if (unauthentic) {
       count(spec.kind, unauthentic.outcome);

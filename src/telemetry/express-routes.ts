@@ -1,6 +1,7 @@
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { getRPCMetadata, RPCType } from '@opentelemetry/core';
-import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type NextFunction, type RequestHandler } from 'express';
 
 /**
  * Express spans without @opentelemetry/instrumentation-express (README "Tracing"). Its registry record: 0.47.x, the
@@ -24,10 +25,16 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'all'] as const;
 
 type ExpressSpanType = 'middleware' | 'request_handler';
 
+/**
+ * A request as a route sees it: Express's, or one the public listener dispatched itself (src/api/direct-routes.ts),
+ * which carries the same `route` and `baseUrl`.
+ */
+export type RoutedRequest = IncomingMessage & { route?: unknown; baseUrl?: string };
+
 /** The matched route's pattern with its mount path (`/applications/:ref`); undefined before a route matched. */
-export function routeOf(req: Request): string | undefined {
+export function routeOf(req: RoutedRequest): string | undefined {
   const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? `${req.baseUrl}${path}` : undefined;
+  return typeof path === 'string' ? `${req.baseUrl ?? ''}${path}` : undefined;
 }
 
 /** The span name of one function of a route, as instrumentation-express names it. */
@@ -36,8 +43,11 @@ function expressSpanName(type: ExpressSpanType, route: string, name?: string): s
 }
 
 /** One function of a route, run inside a span of its own (a child of the request's span). */
-export function tracedHandler(handler: RequestHandler, type: ExpressSpanType): RequestHandler {
-  return function traced(req: Request, res: Response, next: NextFunction) {
+export function tracedHandler<Req extends RoutedRequest, Res extends ServerResponse>(
+  handler: (req: Req, res: Res, next: NextFunction) => unknown,
+  type: ExpressSpanType,
+): (req: Req, res: Res, next: NextFunction) => unknown {
+  return function traced(req: Req, res: Res, next: NextFunction) {
     const route = routeOf(req);
     const parent = trace.getSpan(context.active());
     if (route === undefined || !parent?.isRecording()) return handler(req, res, next);

@@ -11,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createActivities, createBankClient, type BankClientHandle } from '../../src/activities';
 import { createInternalApp, createPublicApp } from '../../src/api/app';
+import { makeDeadlineBoundRetryInterceptor } from '../../src/temporal/grpc-retry';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
@@ -72,7 +73,13 @@ describe('finance-application receiver while Temporal is unreachable', () => {
   beforeAll(async () => {
     t = await connectTestTemporal();
     proxy = await cuttableProxy(t.address);
-    proxiedConnection = Connection.lazy({ address: proxy.address() });
+    // The API's retry interceptor (src/temporal/connection.ts): with the SDK's own, a retry still in backoff when
+    // afterAll closes this connection throws "Channel has been shut down" from its timer, into whichever test file
+    // this jest worker runs next.
+    proxiedConnection = Connection.lazy({
+      address: proxy.address(),
+      interceptors: [makeDeadlineBoundRetryInterceptor()],
+    });
     metrics = createMetrics();
     const deps = {
       client: new Client({ connection: proxiedConnection, namespace: t.namespace, dataConverter: t.dataConverter }),

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { HttpError, loggablePath } from '../../src/api/errors';
-import { hasJsonContentType, readJsonBody, sendJson } from '../../src/api/json-body';
+import { hasJsonContentType, readJsonBody } from '../../src/api/json-body';
+import { sendJson } from '../../src/api/send-json';
 
 const LIMIT = 1024;
 type RequestBody = NonNullable<NonNullable<Parameters<typeof fetch>[1]>['body']>;

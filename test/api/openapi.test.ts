@@ -126,7 +126,7 @@ describe('OpenAPI document', () => {
   });
 
   it.each(['public', 'internal'] as const)('describes exactly the routes of the %s listener', (listener) => {
-    const app = listener === 'public' ? createPublicApp(deps()) : internalApp(deps());
+    const app = listener === 'public' ? createPublicApp(deps()).express : internalApp(deps());
     const routes = [...routesOf(app)].sort();
     const operations = [...operationsOf(listener)].sort();
     expect(routes.length).toBeGreaterThan(1);

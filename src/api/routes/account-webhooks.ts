@@ -1,4 +1,3 @@
-import type { Router } from 'express';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
@@ -29,7 +28,7 @@ import {
   webhookReceiver,
   type ParsedWebhook,
 } from '../webhook-receiver';
-import { tracedRouter } from '../../telemetry/express-routes';
+import type { DirectRoute } from '../direct-routes';
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
 export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
@@ -152,67 +151,65 @@ async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalIn
  *   202 either way, counted `accepted` or `late`; never `ignored`.
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
-export function accountWebhookRoutes(deps: AppDeps): Router {
-  const router = tracedRouter();
-
+export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
   // Described in accountWebhookPaths below.
-  router.post(
-    '/webhooks/accounts',
-    webhookReceiver<AccountWebhook>(deps, {
-      kind: 'unknown',
-      limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
-      rejectAuth(req) {
-        // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
-        // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
-        const expected = deps.webhooks.securityHeader.trim();
-        if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
-        return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
-      },
-      parse: parseAccountWebhook,
-      async deliver(webhook) {
-        if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, webhook.event);
-        const event = webhook.event;
-        const workflowId = transactionEventsWorkflowId(event.consentId);
-        await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
-          transactionEventsWorkflowType,
-          {
-            workflowId,
-            taskQueue: deps.taskQueue,
-            args: [
-              {
-                consentId: event.consentId,
-                callbackUrl: deps.transactionsCallbackUrl,
-                // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
-                coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
-              },
-            ],
-            signal: transactionEventSignal,
-            signalArgs: [event],
-            typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],
-            staticSummary: `transactionEvents of consent ${event.consentId}`,
-          },
-        );
-        return { workflowId };
-      },
-      logIds: (webhook) =>
-        webhook.kind === 'accountEvent'
-          ? {
-              consentId: webhook.event.consentId,
-              taskId: webhook.event.taskId,
-              bankCode: webhook.event.bankCode,
-              workflowId: consentRefreshWorkflowId(webhook.event.consentId),
-            }
-          : {
-              consentId: webhook.event.consentId,
-              accounts: webhook.event.accounts.length,
-              workflowId: transactionEventsWorkflowId(webhook.event.consentId),
+  return [
+    {
+      path: '/webhooks/accounts',
+      handler: webhookReceiver<AccountWebhook>(deps, {
+        kind: 'unknown',
+        limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
+        rejectAuth(req) {
+          // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
+          // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
+          const expected = deps.webhooks.securityHeader.trim();
+          if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
+          return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
+        },
+        parse: parseAccountWebhook,
+        async deliver(webhook) {
+          if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, webhook.event);
+          const event = webhook.event;
+          const workflowId = transactionEventsWorkflowId(event.consentId);
+          await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
+            transactionEventsWorkflowType,
+            {
+              workflowId,
+              taskQueue: deps.taskQueue,
+              args: [
+                {
+                  consentId: event.consentId,
+                  callbackUrl: deps.transactionsCallbackUrl,
+                  // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
+                  coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
+                },
+              ],
+              signal: transactionEventSignal,
+              signalArgs: [event],
+              typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],
+              staticSummary: `transactionEvents of consent ${event.consentId}`,
             },
-      // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
-      ignoredReason: 'no workflow for this consent',
-    }),
-  );
-
-  return router;
+          );
+          return { workflowId };
+        },
+        logIds: (webhook) =>
+          webhook.kind === 'accountEvent'
+            ? {
+                consentId: webhook.event.consentId,
+                taskId: webhook.event.taskId,
+                bankCode: webhook.event.bankCode,
+                workflowId: consentRefreshWorkflowId(webhook.event.consentId),
+              }
+            : {
+                consentId: webhook.event.consentId,
+                accounts: webhook.event.accounts.length,
+                workflowId: transactionEventsWorkflowId(webhook.event.consentId),
+              },
+        // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
+        ignoredReason: 'no workflow for this consent',
+      }),
+    },
+  ];
 }
 
 /** OpenAPI description of this module's route (src/api/openapi/document.ts). */

@@ -1,12 +1,17 @@
-import type { Request, Router } from 'express';
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
 import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
-import { parsedWith, WebhookAcceptedSchema, WebhookIgnoredSchema, webhookReceiver } from '../webhook-receiver';
-import { tracedRouter } from '../../telemetry/express-routes';
+import {
+  parsedWith,
+  WebhookAcceptedSchema,
+  WebhookIgnoredSchema,
+  webhookReceiver,
+  type WebhookRequest,
+} from '../webhook-receiver';
+import type { DirectRoute } from '../direct-routes';
 
 export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
 
@@ -22,8 +27,7 @@ export const FinanceApplicationWebhookSchema = z
 
 const KIND = 'financeApplication';
 
-type Params = { ref?: string; hash?: string };
-const referenceOf = (req: Request): string => (req.params as Params).ref ?? '';
+const referenceOf = (req: WebhookRequest): string => req.params.ref ?? '';
 
 /**
  * `POST /webhooks/finance-applications/:ref/:hash` and `POST /webhooks/finance-applications/:ref?hash=`: the
@@ -32,14 +36,13 @@ const referenceOf = (req: Request): string => (req.params as Params).ref ?? '';
  * in constant time, no early exit); then exactly one signal to the reference's workflow. A closed or unknown
  * workflow: 200 `ignored`. The workflow, not the receiver, decides whether the financeApplicationId is its own.
  */
-export function financeApplicationWebhookRoutes(deps: AppDeps): Router {
-  const router = tracedRouter();
+export function financeApplicationWebhookRoutes(deps: AppDeps): DirectRoute[] {
   const receive = webhookReceiver<z.infer<typeof FinanceApplicationWebhookSchema>>(deps, {
     kind: KIND,
     limitBytes: FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT,
     rejectAuth(req) {
       const merchantReference = referenceOf(req);
-      const hash = (req.params as Params).hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
+      const hash = req.params.hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
       // Read per request (settings may be swapped at runtime); a reference we never issue cannot carry a valid hash.
       const { hashSecret, previousHashSecret } = deps.webhooks;
       if (
@@ -67,9 +70,10 @@ export function financeApplicationWebhookRoutes(deps: AppDeps): Router {
   });
 
   // Described in financeApplicationWebhookPaths below.
-  router.post('/webhooks/finance-applications/:ref/:hash', receive);
-  router.post('/webhooks/finance-applications/:ref', receive);
-  return router;
+  return [
+    { path: '/webhooks/finance-applications/:ref/:hash', handler: receive },
+    { path: '/webhooks/finance-applications/:ref', handler: receive },
+  ];
 }
 
 const Ref = z.string().meta({ description: 'The merchant reference the webhook URL was issued for' });
