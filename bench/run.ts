@@ -3,6 +3,7 @@ import { benchBankClient } from './bank-client.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
 import { benchReceiver } from './receiver.bench';
+import { benchReceiverHttp } from './receiver-http.bench';
 import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
     ['bank-client', benchBankClient],
     ['lifecycle', benchLifecycle],
     ['receiver', benchReceiver],
+    ['receiver-http', benchReceiverHttp],
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
