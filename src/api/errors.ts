@@ -160,47 +160,45 @@ export function answerError(
   req: IncomingMessage & { originalUrl?: string },
   res: ServerResponse,
 ): void {
-  {
-    let status = 500;
-    let message = 'Internal error';
-    let details: ErrorBody['details'];
-    const libraryError = libraryClientError(err);
-    if (err instanceof HttpError) {
-      status = err.status;
-      message = err.message;
-      details = err.details;
-      if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-      for (const [name, value] of Object.entries(err.headers ?? {})) res.setHeader(name, value);
-    } else if (err instanceof z.ZodError) {
-      status = 400;
-      message = 'Invalid request';
-      details = err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-    } else if (libraryError) {
-      [status, message] = libraryError;
-    } else if (isTemporalUnavailable(err)) {
-      status = 503;
-      message = 'Temporal is unavailable; retry later';
-      res.setHeader('Retry-After', '5');
-    }
-    // The path, not the URL: the query (where `?hash=` travels) is never logged.
-    const path = loggablePath((req.originalUrl ?? req.url ?? '/').split('?')[0] ?? '/');
-    if (status === 503) {
-      // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
-      logger.warn({ method: req.method, path, status, cause: causeOf(err) }, message);
-    } else if (status >= 500) logger.error({ err, method: req.method, path }, message);
-    else logger.info({ method: req.method, path, status, message }, 'request rejected');
-    if (res.headersSent) {
-      // An answer already on its way cannot be replaced: end it (the client sees a cut answer, not a hang).
-      res.destroy();
-      return;
-    }
-    const body = {
-      error: httpErrorName(status),
-      message,
-      ...(details ? { details } : {}),
-    } satisfies ErrorBody;
-    sendJson(res, status, body);
+  let status = 500;
+  let message = 'Internal error';
+  let details: ErrorBody['details'];
+  const libraryError = libraryClientError(err);
+  if (err instanceof HttpError) {
+    status = err.status;
+    message = err.message;
+    details = err.details;
+    if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+    for (const [name, value] of Object.entries(err.headers ?? {})) res.setHeader(name, value);
+  } else if (err instanceof z.ZodError) {
+    status = 400;
+    message = 'Invalid request';
+    details = err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  } else if (libraryError) {
+    [status, message] = libraryError;
+  } else if (isTemporalUnavailable(err)) {
+    status = 503;
+    message = 'Temporal is unavailable; retry later';
+    res.setHeader('Retry-After', '5');
   }
+  // The path, not the URL: the query (where `?hash=` travels) is never logged.
+  const path = loggablePath((req.originalUrl ?? req.url ?? '/').split('?')[0] ?? '/');
+  if (status === 503) {
+    // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
+    logger.warn({ method: req.method, path, status, cause: causeOf(err) }, message);
+  } else if (status >= 500) logger.error({ err, method: req.method, path }, message);
+  else logger.info({ method: req.method, path, status, message }, 'request rejected');
+  if (res.headersSent) {
+    // An answer already on its way cannot be replaced: end it (the client sees a cut answer, not a hang).
+    res.destroy();
+    return;
+  }
+  const body = {
+    error: httpErrorName(status),
+    message,
+    ...(details ? { details } : {}),
+  } satisfies ErrorBody;
+  sendJson(res, status, body);
 }
 
 function httpErrorName(status: number): string {
