@@ -1,10 +1,11 @@
-import { Agent, request, type RequestListener, type Server } from 'node:http';
+import { Agent, type RequestListener, type Server } from 'node:http';
 import type { Client } from '@temporalio/client';
 import pino from 'pino';
 import { createPublicApp } from '../src/api/app';
 import { boundPort, closeServer, listen } from '../src/api/http-server';
 import { createMetrics } from '../src/api/metrics';
 import { webhookHash } from '../src/security/webhook-hash';
+import { postRaw } from '../test/helpers/http';
 
 const COMMAND = 'npm run bench -- receiver-http';
 const SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -90,25 +91,8 @@ async function cpuPerRequest(listener: RequestListener, path: string): Promise<n
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const body = JSON.stringify({ financeApplicationId: 'fa-1' });
   const port = boundPort(server);
-  const one = () =>
-    new Promise<number>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path,
-          agent,
-          headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode!));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+  const one = async () => (await postRaw({ port, path, agent, headers, body })).status;
   try {
     for (let i = 0; i < 500; i++) await one();
     const before = process.cpuUsage();

@@ -3,7 +3,7 @@
  * which it leaves to Express, and, on the real public app over HTTP with a scripted Temporal client, that a webhook
  * gets the same answer, log line and metric whichever of the two routed it.
  */
-import { request, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import type { IncomingMessage, ServerResponse, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -14,6 +14,7 @@ import { HttpError } from '../../src/api/errors';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { postRaw } from '../helpers/http';
 
 const FINANCE = '/webhooks/finance-applications/:ref/:hash';
 
@@ -163,19 +164,11 @@ describe('the public app: a webhook answered the same, routed directly or by Exp
   });
   afterAll(async () => closeServer(server, 100));
 
-  const send = (path: string, headers: Record<string, string>, body: string) =>
-    new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-        res.on('end', () => {
-          const { date: _date, 'x-request-id': _id, ...rest } = res.headers;
-          resolve({ status: res.statusCode!, headers: rest, body: text });
-        });
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = async (path: string, headers: Record<string, string>, body: string) => {
+    const { status, headers: answered, text } = await postRaw({ port, path, headers, body });
+    const { date: _date, 'x-request-id': _id, ...rest } = answered;
+    return { status, headers: rest, body: text };
+  };
 
   const json = { 'content-type': 'application/json' };
   const valid = JSON.stringify({ financeApplicationId: 'fa-1' });

@@ -2,7 +2,7 @@
  * The one receiver pipeline (src/api/webhook-receiver.ts), shared by both webhook routes, on the real public app
  * over real HTTP with a scripted Temporal client: the same checks and the same answers on both routes.
  */
-import { Agent, request, type Server } from 'node:http';
+import { Agent, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -12,6 +12,7 @@ import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { postRaw } from '../helpers/http';
 
 const HASH_SECRET = 'pipeline-test-hash-secret-0123456789';
 const HEADER = 'Basic cGlwZWxpbmU6dGVzdA==';
@@ -75,32 +76,10 @@ describe('receiver pipeline (both webhook routes)', () => {
   };
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   afterAll(() => agent.destroy());
-  const send = (path: string, headers: Record<string, string>, body: Buffer | string) =>
-    new Promise<{ status: number; json: Record<string, unknown>; socket: number }>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path,
-          agent,
-          headers: { 'transfer-encoding': 'chunked', ...headers },
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode!,
-              json: JSON.parse(text) as Record<string, unknown>,
-              socket: (req.socket as { localPort?: number } | null)?.localPort ?? 0,
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = async (path: string, headers: Record<string, string>, body: Buffer | string) => {
+    const res = await postRaw({ port, path, agent, headers: { 'transfer-encoding': 'chunked', ...headers }, body });
+    return { status: res.status, json: JSON.parse(res.text) as Record<string, unknown>, socket: res.socket };
+  };
 
   it.each(Object.entries(routes))(
     '%s: accepts JSON with any parameters, UTF-8 or no charset, any of the encodings',
