@@ -7,10 +7,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json temporal-toolchain.json ./
 COPY src ./src
-# npm run build = tsc, then the workflow bundle (dist/workflow-bundle.js + .json): workers load it instead of
-# running webpack at start. The image refuses to build if the bundle would be refused at start.
+# npm run build = tsc, then the workflow bundles (dist/workflow-bundle.js + .json, and workflow-bundle-tracing.*
+# with the tracing interceptors, for workers with OTEL_* set): workers load one instead of running webpack at start.
+# The image refuses to build if either would be refused at start.
 RUN npm run build \
-  && node -e "require('./dist/prebuilt-workflow-bundle.js').loadWorkflowBundle()" \
+  && node -e "const b = require('./dist/prebuilt-workflow-bundle.js'); b.loadWorkflowBundle(); b.loadWorkflowBundle(undefined, { tracing: true })" \
   && npm prune --omit=dev --ignore-scripts
 
 FROM node:24-bookworm-slim

@@ -22,7 +22,7 @@ import { sandboxStateFile } from './sandbox/persistence';
  */
 runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
   // First: a missing or stale bundle stops start-up before any server is started.
-  const workflowBundle = prebuiltWorkflowBundle(logger);
+  const workflowBundle = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
   let address = config.temporal.address;
   let uiUrl: string | undefined;
   if (!address) {

@@ -16,6 +16,23 @@ import { createLogger, type Logger } from './logging';
 
 export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 export const WORKFLOW_BUNDLE_MANIFEST = 'workflow-bundle.json';
+/** The same workflow code with the tracing interceptors, for workers with tracing on (OTEL_*). */
+export const TRACING_WORKFLOW_BUNDLE_FILE = 'workflow-bundle-tracing.js';
+export const TRACING_WORKFLOW_BUNDLE_MANIFEST = 'workflow-bundle-tracing.json';
+
+/**
+ * Which bundle: without or with the tracing interceptors. The interceptors are not free when tracing is off: the
+ * SDK's OpenTelemetry workflow interceptors set up a tracer in every workflow they see, kept with each cached
+ * workflow. Measured with 2,000 open applications on one worker (`BENCH_OPEN_APPLICATIONS=2000 npm run bench --
+ * open-applications`): 3,038 MiB RSS with them, 524 MiB without, and creation twice as fast without. So a worker
+ * without tracing runs the bundle without them. Neither bundle changes a command (the interceptors add spans and
+ * an activity's trace headers only), so a workflow moves between workers of either kind and replays with either.
+ */
+export function bundleFiles(tracing: boolean): { code: string; manifest: string } {
+  return tracing
+    ? { code: TRACING_WORKFLOW_BUNDLE_FILE, manifest: TRACING_WORKFLOW_BUNDLE_MANIFEST }
+    : { code: WORKFLOW_BUNDLE_FILE, manifest: WORKFLOW_BUNDLE_MANIFEST };
+}
 /**
  * Folders of dist whose .js files are the bundle's inputs: all that workflow code may import besides
  * @temporalio/workflow (STYLE.md, 1; ESLint enforces it; the build refuses a bundle that reaches further).
@@ -29,8 +46,8 @@ export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
 export const FAILURE_CONVERTER_FILE = join('shared', 'failure-converter.js');
 /**
  * The workflow interceptor module (src/workflows/interceptors.ts compiled: the SDK's OpenTelemetry interceptors and
- * the webhook-read one), relative to dist: always bundled, tracing is decided at start and the bundle at build.
- * Inside dist/workflows, so the inputs hash covers it.
+ * the webhook-read one), relative to dist: in the tracing bundle only (bundleFiles). Inside dist/workflows, so the
+ * inputs hash covers it.
  */
 export const WORKFLOW_INTERCEPTORS_FILE = join('workflows', 'interceptors.js');
 
@@ -98,27 +115,30 @@ function bundlerLogger(logger: Logger): SdkLogger {
 
 /**
  * Bundles `distDir`/workflows/index.js, with `distDir`/shared/failure-converter.js as its failure converter, into
- * `distDir`/workflow-bundle.js and writes the manifest. Fails when the bundle reaches a file of the project outside
- * dist/workflows and dist/shared: the inputs hash would not see it.
+ * `distDir`/workflow-bundle.js (with `tracing`, and the interceptor module: workflow-bundle-tracing.js) and writes
+ * its manifest. Fails when the bundle reaches a file of the project outside dist/workflows and dist/shared: the
+ * inputs hash would not see it.
  */
-export async function buildWorkflowBundle(options: { distDir: string; logger: Logger }): Promise<{
+export async function buildWorkflowBundle(options: { distDir: string; logger: Logger; tracing?: boolean }): Promise<{
   codePath: string;
   manifest: WorkflowBundleManifest;
 }> {
   const { distDir, logger } = options;
+  const tracing = options.tracing ?? false;
+  const files = bundleFiles(tracing);
   const workflowsPath = join(distDir, 'workflows', 'index.js');
   if (!existsSync(workflowsPath)) throw new Error(`${workflowsPath} not found: compile first (tsc)`);
   const failureConverterPath = join(distDir, FAILURE_CONVERTER_FILE);
   if (!existsSync(failureConverterPath)) throw new Error(`${failureConverterPath} not found: compile first (tsc)`);
   const interceptorsPath = join(distDir, WORKFLOW_INTERCEPTORS_FILE);
-  if (!existsSync(interceptorsPath)) throw new Error(`${interceptorsPath} not found: compile first (tsc)`);
+  if (tracing && !existsSync(interceptorsPath)) throw new Error(`${interceptorsPath} not found: compile first (tsc)`);
   const inputsBefore = workflowInputsHash(distDir);
   const resources = new Set<string>();
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     failureConverterPath,
-    // Always bundled (tracing is decided at start, the bundle at build): the worker gives them a sink either way.
-    workflowInterceptorModules: [interceptorsPath],
+    // The tracing bundle only (bundleFiles): a worker with tracing on gives them their sink.
+    workflowInterceptorModules: tracing ? [interceptorsPath] : [],
     logger: bundlerLogger(logger),
     webpackConfigHook: (config) => ({
       ...config,
@@ -154,7 +174,7 @@ export async function buildWorkflowBundle(options: { distDir: string; logger: Lo
   if (workflowInputsHash(distDir) !== inputsBefore)
     throw new Error('dist/workflows or dist/shared changed while bundling');
 
-  const codePath = join(distDir, WORKFLOW_BUNDLE_FILE);
+  const codePath = join(distDir, files.code);
   const manifest: WorkflowBundleManifest = {
     sdkVersion: installedSdkVersion(),
     inputsSha256: inputsBefore,
@@ -162,21 +182,26 @@ export async function buildWorkflowBundle(options: { distDir: string; logger: Lo
     builtAt: new Date().toISOString(),
   };
   writeFileSync(codePath, code);
-  writeFileSync(join(distDir, WORKFLOW_BUNDLE_MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(join(distDir, files.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
   return { codePath, manifest };
 }
 
 const REBUILD = 'Run `npm run build` (it compiles and bundles the workflow code).';
 
 /**
- * The prebuilt bundle under `distDir` (dist, beside this file once compiled), checked against the code beside it:
- * missing, unreadable, built by another SDK version, for other inputs, or altered since: a StartupError.
+ * The prebuilt bundle under `distDir` (dist, beside this file once compiled), with the tracing interceptors or
+ * without (bundleFiles), checked against the code beside it: missing, unreadable, built by another SDK version, for
+ * other inputs, or altered since: a StartupError.
  */
-export function loadWorkflowBundle(distDir: string = __dirname): PrebuiltWorkflowBundle {
-  const codePath = join(distDir, WORKFLOW_BUNDLE_FILE);
-  const manifestPath = join(distDir, WORKFLOW_BUNDLE_MANIFEST);
+export function loadWorkflowBundle(
+  distDir: string = __dirname,
+  options: { tracing?: boolean } = {},
+): PrebuiltWorkflowBundle {
+  const files = bundleFiles(options.tracing ?? false);
+  const codePath = join(distDir, files.code);
+  const manifestPath = join(distDir, files.manifest);
   if (!existsSync(codePath) || !existsSync(manifestPath)) {
-    throw new StartupError(`No prebuilt workflow bundle at ${codePath} (with ${WORKFLOW_BUNDLE_MANIFEST}). ${REBUILD}`);
+    throw new StartupError(`No prebuilt workflow bundle at ${codePath} (with ${files.manifest}). ${REBUILD}`);
   }
   let manifest: WorkflowBundleManifest;
   try {
@@ -206,15 +231,19 @@ export function loadWorkflowBundle(distDir: string = __dirname): PrebuiltWorkflo
   return { workflowBundle: { codePath }, manifest };
 }
 
-/** loadWorkflowBundle() for an entry point, logging which bundle the worker runs. */
-export function prebuiltWorkflowBundle(logger: Logger, distDir?: string): WorkflowBundlePath {
-  const { workflowBundle, manifest } = loadWorkflowBundle(distDir);
+/** loadWorkflowBundle() for an entry point (with the tracing interceptors when its tracing is on), logged. */
+export function prebuiltWorkflowBundle(
+  logger: Logger,
+  options: { tracing: boolean; distDir?: string },
+): WorkflowBundlePath {
+  const { workflowBundle, manifest } = loadWorkflowBundle(options.distDir, { tracing: options.tracing });
   logger.info(
     {
       workflowBundle: workflowBundle.codePath,
       inputsSha256: manifest.inputsSha256.slice(0, 12),
       sdkVersion: manifest.sdkVersion,
       builtAt: manifest.builtAt,
+      tracingInterceptors: options.tracing,
     },
     'workflow code from the prebuilt bundle',
   );
@@ -226,18 +255,23 @@ if (require.main === module) {
   const format =
     process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'build', format });
-  buildWorkflowBundle({ distDir: __dirname, logger }).then(
-    ({ codePath, manifest }) => {
+  // Both bundles, one after the other (webpack is not run twice at once on a small machine).
+  (async () => {
+    for (const tracing of [false, true]) {
+      const { codePath, manifest } = await buildWorkflowBundle({ distDir: __dirname, logger, tracing });
       logger.info(
         {
           codePath,
           inputsSha256: manifest.inputsSha256.slice(0, 12),
           sdkVersion: manifest.sdkVersion,
           sizeKiB: Math.round(readFileSync(codePath).length / 1024),
+          tracingInterceptors: tracing,
         },
         'workflow bundle built',
       );
-    },
+    }
+  })().then(
+    () => undefined,
     (err: unknown) => {
       logger.error({ err }, 'workflow bundle failed');
       process.exitCode = 1;

@@ -43,25 +43,31 @@ describe('replay of committed consent-refresh and transaction-events histories',
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.
-  it('replays every one without nondeterminism, through the encrypting data converter', async () => {
-    const histories = files.map((file) => ({ workflowId: file, history: load(file) }));
-    const results = Worker.runReplayHistories(
-      {
-        workflowsPath: require.resolve('../../src/workflows'),
-        dataConverter: testDataConverter,
-        // As production bundles them: histories recorded before tracing must replay with its interceptors.
-        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE] },
-        sinks: NO_TRACING_SINKS,
-      },
-      histories,
-    );
-    const failures: string[] = [];
-    let replayed = 0;
-    for await (const result of results) {
-      replayed++;
-      if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
-    }
-    expect(failures).toEqual([]);
-    expect(replayed).toBe(files.length);
-  });
+  // With and without the tracing interceptors, as production runs either bundle (src/prebuilt-workflow-bundle.ts).
+  it.each([
+    ['with', [WORKFLOW_TRACING_INTERCEPTOR_MODULE]],
+    ['without', []],
+  ])(
+    'replays every one without nondeterminism, %s the tracing interceptors, through the encrypting data converter',
+    async (_with, workflowModules) => {
+      const histories = files.map((file) => ({ workflowId: file, history: load(file) }));
+      const results = Worker.runReplayHistories(
+        {
+          workflowsPath: require.resolve('../../src/workflows'),
+          dataConverter: testDataConverter,
+          interceptors: { workflowModules },
+          sinks: NO_TRACING_SINKS,
+        },
+        histories,
+      );
+      const failures: string[] = [];
+      let replayed = 0;
+      for await (const result of results) {
+        replayed++;
+        if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+      }
+      expect(failures).toEqual([]);
+      expect(replayed).toBe(files.length);
+    },
+  );
 });

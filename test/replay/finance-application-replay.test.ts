@@ -42,25 +42,32 @@ describe('financeApplicationWorkflow replay', () => {
 
   // With the production data converter: these histories were recorded before payload encryption, and their plain
   // payloads pass through the codec unchanged (a deploy of encryption keeps every open application running).
-  it('replays every committed history without nondeterminism, through the encrypting data converter', async () => {
-    const histories = files.map((file) => ({
-      workflowId: file,
-      history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'))),
-    }));
-    const results: ReplayResult[] = [];
-    for await (const result of Worker.runReplayHistories(
-      {
-        workflowsPath: require.resolve('../../src/workflows'),
-        dataConverter: testDataConverter,
-        bundlerOptions: { ignoreModules: [] },
-        // As production bundles them: histories recorded before tracing must replay with its interceptors.
-        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE] },
-        sinks: NO_TRACING_SINKS,
-      },
-      histories,
-    )) {
-      results.push(result);
-    }
-    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(files.map((f) => [f, undefined]));
-  });
+  // Production runs the bundle with the tracing interceptors when tracing is on and without them otherwise
+  // (src/prebuilt-workflow-bundle.ts bundleFiles): every history replays with either.
+  it.each([
+    ['with', [WORKFLOW_TRACING_INTERCEPTOR_MODULE]],
+    ['without', []],
+  ])(
+    'replays every committed history without nondeterminism, %s the tracing interceptors, through the encrypting data converter',
+    async (_with, workflowModules) => {
+      const histories = files.map((file) => ({
+        workflowId: file,
+        history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'))),
+      }));
+      const results: ReplayResult[] = [];
+      for await (const result of Worker.runReplayHistories(
+        {
+          workflowsPath: require.resolve('../../src/workflows'),
+          dataConverter: testDataConverter,
+          bundlerOptions: { ignoreModules: [] },
+          interceptors: { workflowModules },
+          sinks: NO_TRACING_SINKS,
+        },
+        histories,
+      )) {
+        results.push(result);
+      }
+      expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(files.map((f) => [f, undefined]));
+    },
+  );
 });

@@ -14,6 +14,7 @@ import {
   buildWorkflowBundle,
   installedSdkVersion,
   loadWorkflowBundle,
+  TRACING_WORKFLOW_BUNDLE_FILE,
   WORKFLOW_BUNDLE_FILE,
   WORKFLOW_BUNDLE_MANIFEST,
   workflowInputsHash,
@@ -84,6 +85,24 @@ describe('the prebuilt workflow bundle', () => {
   });
   afterAll(() => {
     for (const dir of [built, ...copies]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('bundles the tracing interceptors in the tracing bundle only, and loads the one asked for', async () => {
+    // Built inside the project (webpack resolves the SDK from there), beside a copy of the default bundle.
+    const dir = projectTempDir('bundle-tracing-');
+    copies.push(dir);
+    cpSync(built, dir, { recursive: true });
+    await buildWorkflowBundle({ distDir: dir, logger: silent, tracing: true });
+    const SDK_TRACING_INTERCEPTORS = 'interceptors-opentelemetry/lib/workflow-interceptors';
+    expect(readFileSync(join(dir, WORKFLOW_BUNDLE_FILE), 'utf8')).not.toContain(SDK_TRACING_INTERCEPTORS);
+    expect(readFileSync(join(dir, TRACING_WORKFLOW_BUNDLE_FILE), 'utf8')).toContain(SDK_TRACING_INTERCEPTORS);
+    expect(loadWorkflowBundle(dir, { tracing: true }).workflowBundle.codePath).toBe(
+      join(dir, TRACING_WORKFLOW_BUNDLE_FILE),
+    );
+    expect(loadWorkflowBundle(dir).workflowBundle.codePath).toBe(join(dir, WORKFLOW_BUNDLE_FILE));
+    // Each is checked on its own: the tracing one missing is refused when asked for, whatever the other.
+    rmSync(join(dir, TRACING_WORKFLOW_BUNDLE_FILE));
+    expect(() => loadWorkflowBundle(dir, { tracing: true })).toThrow(/No prebuilt workflow bundle at .*tracing/);
   });
 
   it('writes the bundle and a manifest with the SDK version and the inputs hash', () => {
