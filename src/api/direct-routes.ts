@@ -69,10 +69,7 @@ export function directDispatch(options: {
   const routes = options.routes.map((route) => ({
     ...route,
     ...directPattern(route.path),
-    traced: tracedHandler<WebhookRequest & { route: { path: string }; baseUrl: string }, ServerResponse>(
-      (req, res) => route.handler(req, res),
-      'request_handler',
-    ),
+    traced: tracedHandler<WebhookRequest, ServerResponse>(route.handler, 'request_handler'),
   }));
   return (req, res) => {
     if (req.method === 'POST') {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isGrpcServiceError } from '@temporalio/client';
 import type { Logger } from '../logging';
 import { loggablePath } from '../security/redaction';
+import { pathOf } from './request-log';
 import { sendJson } from './send-json';
 
 export { loggablePath };
@@ -182,7 +183,7 @@ export function answerError(
     res.setHeader('Retry-After', '5');
   }
   // The path, not the URL: the query (where `?hash=` travels) is never logged.
-  const path = loggablePath((req.originalUrl ?? req.url ?? '/').split('?')[0] ?? '/');
+  const path = pathOf(req.originalUrl ?? req.url);
   if (status === 503) {
     // Expected (Temporal down or slow; the caller retries): one line with the cause, no stack.
     logger.warn({ method: req.method, path, status, cause: causeOf(err) }, message);

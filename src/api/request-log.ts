@@ -16,7 +16,7 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 /** The path without the query (`?hash=` is a credential), and with a finance webhook's hash replaced. */
-const pathOf = (url: string | undefined): string => loggablePath((url ?? '/').split('?')[0] ?? '/');
+export const pathOf = (url: string | undefined): string => loggablePath((url ?? '/').split('?')[0] ?? '/');
 
 /**
  * The request line's level: error answers at info (the error middleware logs each cause once: an expected 503 as
