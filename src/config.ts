@@ -25,6 +25,13 @@ import {
   type Bounds,
   type ServiceSettings,
 } from './shared/application-settings';
+import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  readMerchantsFile,
+  type MerchantDirectory,
+  type MerchantProblem,
+} from './config/merchants';
 import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
 
 /**
@@ -281,6 +288,14 @@ const envSchema = (role: ConfigRole) =>
       WORKER_METRICS_PORT: port(9464),
       /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
       MERCHANT_API_KEYS: optionalString,
+      /** Per-merchant settings (JSON, src/config/merchants.ts); read and checked by loadConfig. */
+      MERCHANTS_FILE: optionalString,
+      /** The merchant that owns the workflows started before tenancy; default: MERCHANT_API_KEYS' first. */
+      LEGACY_MERCHANT: optionalString,
+      // Every merchant's defaults; MERCHANTS_FILE overrides them per merchant.
+      MERCHANT_REQUESTS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.requestsPerMinute),
+      MERCHANT_MAX_LONG_POLLS: count(1, DEFAULT_MERCHANT_LIMITS.maxLongPolls),
+      MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
 
       // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
       // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -611,6 +626,8 @@ export interface Config {
   workerMetricsPort: number;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
+  /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
+  merchants: MerchantDirectory;
   temporal: {
     /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
     address?: string;
@@ -714,6 +731,12 @@ export function loadConfig(
     e.MERCHANT_API_KEYS === undefined
       ? { keys: [{ name: DEV_API_KEY_NAME, key: generateApiKey() }], generated: true }
       : { keys: parseMerchantApiKeys(e.MERCHANT_API_KEYS).keys, generated: false };
+  const callbacks = {
+    allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
+    signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
+    developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
+  };
+  const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
   return {
     nodeEnv: e.NODE_ENV ?? 'development',
     logLevel: e.LOG_LEVEL,
@@ -723,6 +746,7 @@ export function loadConfig(
     internalPort: e.INTERNAL_PORT,
     workerMetricsPort: e.WORKER_METRICS_PORT,
     merchantApiKeys,
+    merchants,
     temporal: {
       address: temporal.profile.address,
       namespace: temporal.profile.namespace,
@@ -771,11 +795,39 @@ export function loadConfig(
         `http://127.0.0.1:${e.TEMPORAL_UI_PORT}`,
       ],
     },
-    callbacks: {
-      allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
-      signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
-      developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
-    },
+    callbacks,
     env,
   };
+}
+
+/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
+function loadMerchants(
+  e: Env,
+  keys: MerchantApiKey[],
+  callbacks: { allowList: CallbackAllowList; signingSecrets: string[] },
+): MerchantDirectory {
+  let fileJson: unknown;
+  if (e.MERCHANTS_FILE !== undefined) {
+    const read = readMerchantsFile(e.MERCHANTS_FILE);
+    if (read.problem) throw new ConfigError([read.problem]);
+    fileJson = read.json;
+  }
+  const { directory, problems } = buildMerchantDirectory({
+    keys,
+    keysConfigured: e.MERCHANT_API_KEYS !== undefined,
+    fileJson,
+    legacyMerchant: e.LEGACY_MERCHANT,
+    defaults: {
+      allowList: callbacks.allowList,
+      signingSecrets: callbacks.signingSecrets,
+      transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+      limits: {
+        requestsPerMinute: e.MERCHANT_REQUESTS_PER_MINUTE,
+        maxLongPolls: e.MERCHANT_MAX_LONG_POLLS,
+        minPollIntervalMs: e.MERCHANT_MIN_POLL_INTERVAL ?? DEFAULT_MERCHANT_LIMITS.minPollIntervalMs,
+      },
+    },
+  });
+  if (!directory) throw new ConfigError(problems as MerchantProblem[]);
+  return directory;
 }

@@ -4,6 +4,8 @@
  * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
  */
 import type { DataConverter } from '@temporalio/common';
+import type { CallbackAllowList } from './security/callback-url';
+import type { MerchantSettings } from './config/merchants';
 import {
   NativeConnection,
   Worker,
@@ -231,7 +233,16 @@ export async function startWorker(options: {
   const bank = createWorkerBankClient(config, options.bank, logger, (outcome) =>
     metrics.tokenRequests.inc({ outcome }),
   );
-  const callbackDispatcher = createCallbackDispatcher({ allowList: config.callbacks.allowList });
+  // One dispatcher per allow-list: the DNS rebinding guard lets loopback through only where that list allows it.
+  const dispatchers = new Map<CallbackAllowList, ReturnType<typeof createCallbackDispatcher>>();
+  const callbackDispatcher = (merchant: MerchantSettings) => {
+    let dispatcher = dispatchers.get(merchant.callbacks.allowList);
+    if (!dispatcher) {
+      dispatcher = createCallbackDispatcher({ allowList: merchant.callbacks.allowList });
+      dispatchers.set(merchant.callbacks.allowList, dispatcher);
+    }
+    return dispatcher;
+  };
   if (config.callbacks.developmentSecret) {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
     logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
@@ -240,6 +251,7 @@ export async function startWorker(options: {
     bank: bank.client,
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
     callbacks: config.callbacks,
+    merchants: config.merchants,
     callbackDispatcher,
     // One per process: a webhook seen by any activity of this worker slows every application's polls.
     webhookEvidence: new WebhookEvidence(),
@@ -249,7 +261,7 @@ export async function startWorker(options: {
   });
   const closeClients = async () => {
     await bank.close();
-    await callbackDispatcher.close();
+    await Promise.all([...dispatchers.values()].map((d) => d.close()));
     await metricsServer.close();
   };
   let workers: PaylaterWorkers;

@@ -21,6 +21,7 @@ import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
 import type { WorkerMetrics } from '../worker-metrics';
+import type { MerchantDirectory, MerchantSettings } from '../config/merchants';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -52,10 +53,15 @@ export interface ActivityDeps {
    */
   callbacks?: { allowList: CallbackAllowList; signingSecrets: readonly string[] };
   /**
-   * Dispatcher for merchant callbacks (createCallbackDispatcher({ allowList }): with the DNS rebinding guard);
-   * undici's global one when absent.
+   * Each merchant's callback allow-list and signing secrets (MERCHANTS_FILE over the globals): a callback is checked
+   * against, and signed with, its merchant's. Absent: `callbacks` for every merchant.
    */
-  callbackDispatcher?: Dispatcher;
+  merchants?: Pick<MerchantDirectory, 'resolve'>;
+  /**
+   * Dispatcher for merchant callbacks (createCallbackDispatcher({ allowList }): with the DNS rebinding guard), or
+   * one per merchant (its allow-list's guard); undici's global one when absent.
+   */
+  callbackDispatcher?: Dispatcher | ((merchant: MerchantSettings) => Dispatcher);
   /** Deadline of one merchant callback request (default 10 s). */
   callbackTimeoutMs?: number;
   /** Worker-wide knowledge that webhooks reach us (one per worker process; a fresh one when absent). */
@@ -74,12 +80,31 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): Activities {
   const { bank, webhooks } = deps;
   const evidence = deps.webhookEvidence ?? new WebhookEvidence();
-  const allowList = deps.callbacks?.allowList ?? NO_CALLBACKS;
-  const signer = new CallbackSigner(deps.callbacks?.signingSecrets ?? []);
+  const fallback = {
+    allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
+    signer: new CallbackSigner(deps.callbacks?.signingSecrets ?? []),
+    dispatcher: typeof deps.callbackDispatcher === 'function' ? undefined : deps.callbackDispatcher,
+  };
+  // One signer per merchant (its secrets); the directory is fixed for the process's life.
+  const signers = new Map<string, CallbackSigner>();
+  const callbackSettingsOf = (merchantId: string | undefined) => {
+    if (!deps.merchants) return fallback;
+    const merchant = deps.merchants.resolve(merchantId);
+    let signer = signers.get(merchant.id);
+    if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
+    const dispatcher =
+      typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;
+    return { allowList: merchant.callbacks.allowList, signer, dispatcher };
+  };
 
   return {
-    async createApplication({ merchantReference, application }) {
-      const webhookUrl = financeApplicationWebhookUrl(webhooks.publicBaseUrl, webhooks.hashSecret, merchantReference);
+    async createApplication({ merchantId, merchantReference, application }) {
+      const webhookUrl = financeApplicationWebhookUrl(
+        webhooks.publicBaseUrl,
+        webhooks.hashSecret,
+        merchantReference,
+        merchantId,
+      );
       // Ours wins over any webhookUrl the merchant sent: the receiver only accepts the hashed one. redirectUrl
       // is checked by the merchant facade; its requiredness is the bank's call (not shown), so a 4xx says it.
       const body = { ...application, webhookUrl } as CreateApplicationRequest;
@@ -184,19 +209,20 @@ export function createActivities(deps: ActivityDeps): Activities {
     },
 
     // A pure decision on this worker's configuration; the workflow logs and acts on a refusal.
-    checkCallbackUrl({ url }) {
-      return Promise.resolve(checkCallbackUrl(url, allowList));
+    checkCallbackUrl({ url, merchantId }) {
+      return Promise.resolve(checkCallbackUrl(url, callbackSettingsOf(merchantId).allowList));
     },
 
-    async notifyMerchant({ url, idempotencyKey, event }) {
+    async notifyMerchant({ merchantId, url, idempotencyKey, event }) {
       const target = safeOrigin(url);
+      const { allowList, signer, dispatcher } = callbackSettingsOf(merchantId);
       try {
         const result = await postMerchantCallback(
           { url, idempotencyKey, event },
           {
             allowList,
             signer,
-            dispatcher: deps.callbackDispatcher,
+            dispatcher,
             timeoutMs: deps.callbackTimeoutMs,
             signal: cancellationSignal(),
           },

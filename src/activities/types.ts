@@ -22,6 +22,8 @@ export type StatusRead = ApplicationStatusResponse & {
 export interface Activities {
   /** POST /applications with the hashed webhookUrl built from the merchant reference. */
   createApplication(input: {
+    /** The owning merchant (absent in runs started before tenancy: a legacy webhookUrl, of the reference alone). */
+    merchantId?: string;
     merchantReference: string;
     /** The merchant's create request: redirectUrl and any other fields, passed on to the bank. */
     application: Record<string, unknown>;
@@ -63,7 +65,11 @@ export interface Activities {
    * The worker's verdict on a merchant callback URL (CALLBACK_ALLOWED_ORIGINS lives in the worker's environment,
    * never in workflow code). Run as a local activity before anything reaches the bank; never throws for a refusal.
    */
-  checkCallbackUrl(input: { url: string }): Promise<CallbackUrlVerdict>;
+  checkCallbackUrl(input: {
+    url: string;
+    /** Whose allow-list applies (absent: runs from before tenancy, the legacy merchant's). */
+    merchantId?: string;
+  }): Promise<CallbackUrlVerdict>;
 
   /**
    * The worker's clock, for a workflow decision that must measure real lateness (a timer that fired during an
@@ -76,6 +82,8 @@ export interface Activities {
    * nor on a URL outside the allow-list (MerchantCallbackNotAllowed).
    */
   notifyMerchant(input: {
+    /** Whose signing secrets and allow-list apply (absent: runs from before tenancy, the legacy merchant's). */
+    merchantId?: string;
     url: string;
     /** Sent as `webhook-id` (and Idempotency-Key) so the merchant can drop redeliveries; stable across retries. */
     idempotencyKey: string;

@@ -3,7 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
 import type { WebhookSecrets } from '../config';
 import type { Logger } from '../logging';
-import type { CallbackAllowList } from '../security/callback-url';
+import type { MerchantDirectory } from '../config/merchants';
 import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
@@ -32,14 +32,15 @@ export interface AppDeps {
   /** The merchant facade's API keys (MERCHANT_API_KEYS); read per request. */
   merchantApiKeys: readonly MerchantApiKey[];
   /**
+   * The merchants as tenants (MERCHANTS_FILE over the globals): each one's callback allow-list, transactionEvents
+   * callback, limits, and the owner of the workflows started before tenancy.
+   */
+  merchants: MerchantDirectory;
+  /**
    * Settings of the workflows this app starts (the environment's: config.settings); absent: the built-in defaults
    * (DEFAULT_SERVICE_SETTINGS). Merchants override some per request.
    */
   settings?: ServiceSettings;
-  /** Where transactionEvent workflows deliver changed accounts (TRANSACTIONS_CALLBACK_URL); optional. */
-  transactionsCallbackUrl?: string;
-  /** Origins a merchant's `callbackUrl` may use (CALLBACK_ALLOWED_ORIGINS); absent: none. */
-  callbackAllowList?: CallbackAllowList;
   logger: Logger;
   /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;

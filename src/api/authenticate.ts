@@ -2,6 +2,7 @@ import type { RequestHandler, Response } from 'express';
 import { identifyMerchant, type MerchantApiKey } from '../security/api-keys';
 import { HttpError } from './errors';
 import type { Metrics } from './metrics';
+import type { MerchantScope } from '../client/merchant-scope';
 
 export interface AuthenticateDeps {
   /** The configured keys (MERCHANT_API_KEYS); read per request, so a list swapped at runtime applies at once. */
@@ -14,6 +15,16 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 /** The authenticated merchant's name (set by `authenticate`): for logs and labels, never the key. */
 export function merchantOf(res: Response): string | undefined {
   return (res.locals as { merchant?: string }).merchant;
+}
+
+/**
+ * The authenticated merchant as a scope: its own applications and consents, and the pre-tenancy ones when it is
+ * the legacy merchant. Facade routes run behind `authenticate`: no merchant here is a wiring mistake.
+ */
+export function scopeOf(res: Response, merchants: { legacyMerchantId: string }): MerchantScope {
+  const merchantId = merchantOf(res);
+  if (merchantId === undefined) throw new Error('facade route reached without an authenticated merchant');
+  return { merchantId, ownsLegacy: merchantId === merchants.legacyMerchantId };
 }
 
 /**

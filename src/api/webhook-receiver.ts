@@ -44,6 +44,20 @@ export function withinSignalDeadline<T>(client: Pick<Client, 'withDeadline'>, ca
   );
 }
 
+/**
+ * Thrown by a route's deliver() for a webhook that is authentic and well-formed but has nowhere to go by design
+ * (an account webhook of a consent no merchant claimed): 200 `ignored`, counted under `outcome`, logged.
+ */
+export class WebhookIgnored extends Error {
+  constructor(
+    readonly outcome: string,
+    readonly reason: string,
+  ) {
+    super(reason);
+    this.name = 'WebhookIgnored';
+  }
+}
+
 /** 202: Temporal accepted the signal (or the signal-with-start). */
 export const WebhookAcceptedSchema = z
   .object({ status: z.literal('accepted'), kind: z.string(), workflowId: z.string() })
@@ -127,6 +141,19 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
     try {
       ({ workflowId, outcome } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
     } catch (err) {
+      if (err instanceof WebhookIgnored) {
+        count(kind, err.outcome);
+        deps.logger.warn(
+          { kind, ...spec.logIds(event, req) },
+          `${kind} webhook ${err.reason}: acknowledged, not delivered`,
+        );
+        sendJson(res, 200, {
+          status: 'ignored',
+          kind,
+          reason: err.reason,
+        } satisfies z.infer<typeof WebhookIgnoredSchema>);
+        return;
+      }
       if (err instanceof WorkflowNotFoundError) {
         count(kind, 'no_target');
         deps.logger.warn(

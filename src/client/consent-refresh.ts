@@ -16,7 +16,9 @@ import {
 } from '../shared/consent-refresh';
 import { consentRefreshWorkflowId, lateAccountEventsWorkflowId } from '../shared/ids';
 import { learnedBankCodes, mergeLateReports } from '../shared/late-reports';
-import { ConsentId } from '../shared/search-attributes';
+import { ConsentId, MerchantId } from '../shared/search-attributes';
+import { claimConsent, ConsentNotFoundError, consentOwner } from './consent-claims';
+import { merchantScope, type MerchantScope } from './merchant-scope';
 import type { consentRefreshWorkflow } from '../workflows/consent-refresh';
 import type { lateAccountEventsWorkflow } from '../workflows/late-account-events';
 
@@ -51,13 +53,18 @@ export interface StartConsentRefreshResult {
  */
 export async function startConsentRefresh(
   client: Client,
-  input: ConsentRefreshInput,
+  merchant: MerchantScope | string,
+  input: Omit<ConsentRefreshInput, 'merchantId'>,
   options: {
     taskQueue: string;
-    /** Where the late reports this refresh hands off itself go (the receiver's TRANSACTIONS_CALLBACK_URL). */
+    /** Where the late reports this refresh hands off itself go (the merchant's TRANSACTIONS_CALLBACK_URL). */
     lateReportsCallbackUrl?: string;
   },
 ): Promise<StartConsentRefreshResult> {
+  const { merchantId } = merchantScope(merchant);
+  // The consent is the merchant's from its first refresh on; another merchant's consent is not found.
+  await claimConsent(client, merchantId, input.consentId, options);
+  input = { ...input, merchantId } as ConsentRefreshInput;
   const workflowId = consentRefreshWorkflowId(input.consentId);
   if (input.knownBankCodes === undefined) {
     const known = await lookUpKnownBankCodes(client, input.consentId);
@@ -73,7 +80,10 @@ export async function startConsentRefresh(
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [{ key: ConsentId, value: input.consentId }],
+      typedSearchAttributes: [
+        { key: MerchantId, value: merchantId },
+        { key: ConsentId, value: input.consentId },
+      ],
       staticSummary: `Consent refresh ${input.consentId}`,
       staticDetails: input.expectedBankCodes?.length
         ? `Expected banks: ${input.expectedBankCodes.join(', ')}`
@@ -100,8 +110,10 @@ export function consentRefreshHandle(client: Client, consentId: string): Workflo
  */
 export async function getConsentRefreshProgress(
   client: Client,
+  merchant: MerchantScope | string,
   consentId: string,
 ): Promise<ConsentRefreshProgress & { lateReports: number }> {
+  await assertConsentOf(client, merchant, consentId);
   const [progress, late] = await Promise.all([
     consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery),
     getLateBankReports(client, consentId),
@@ -112,10 +124,28 @@ export async function getConsentRefreshProgress(
 /** Waits for the consent's latest refresh to end and returns its result, amended by the late reports so far. */
 export async function awaitConsentRefreshResult(
   client: Client,
+  merchant: MerchantScope | string,
   consentId: string,
 ): Promise<ConsentRefreshResult & { lateReports: number }> {
+  await assertConsentOf(client, merchant, consentId);
   const result = await consentRefreshHandle(client, consentId).result();
   return mergeLateReports(result, (await getLateBankReports(client, consentId)).reports);
+}
+
+/**
+ * The consent is the merchant's: its claim names it, or (for the legacy merchant) no merchant claimed it and its
+ * workflows are from before tenancy. Throws ConsentNotFoundError otherwise (the facade's 404).
+ */
+export async function assertConsentOf(
+  client: Client,
+  merchant: MerchantScope | string,
+  consentId: string,
+  owners?: { of(consentId: string): Promise<string | undefined> },
+): Promise<void> {
+  const scope = merchantScope(merchant);
+  const owner = owners ? await owners.of(consentId) : await consentOwner(client, consentId);
+  if (owner === scope.merchantId || (owner === undefined && scope.ownsLegacy)) return;
+  throw new ConsentNotFoundError(consentId);
 }
 
 /** The consent's late-bank-reports workflow (latest run). */

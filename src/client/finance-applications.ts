@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
@@ -23,13 +24,15 @@ import {
   MAX_PAGE_SIZE,
   type ApplicationSearchFilter,
 } from '../shared/application-search';
-import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
+import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
   FinanceApplicationCreatedAt,
   FinanceApplicationId,
   FinanceApplicationStatus,
+  MerchantId,
   MerchantReference,
 } from '../shared/search-attributes';
+import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
 
 export type {
@@ -42,6 +45,7 @@ export type {
 export { FINANCE_APPLICATION_DEFAULTS, FinanceApplicationFailureType } from '../shared/finance-application';
 export type { ApplicationSearchFilter } from '../shared/application-search';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../shared/application-search';
+export { merchantScope, type MerchantScope } from './merchant-scope';
 export {
   FinanceApplicationWaits,
   TooManyStatusWaitsError,
@@ -71,17 +75,25 @@ export interface StartFinanceApplicationRequest {
  */
 export async function startFinanceApplication(
   client: Client,
+  merchant: MerchantScope | string,
   request: StartFinanceApplicationRequest,
   options: { taskQueue: string },
 ): Promise<FinanceApplicationStarted> {
+  const { merchantId, ownsLegacy } = merchantScope(merchant);
   const { merchantReference } = request;
   if (!REFERENCE_PATTERN.test(merchantReference)) {
     throw new RangeError(`merchantReference must match ${String(REFERENCE_PATTERN)}`);
   }
-  const workflowId = financeApplicationWorkflowId(merchantReference);
+  // The legacy merchant's reference may name an application started before tenancy: that one, not a second.
+  if (ownsLegacy) {
+    const legacy = await existingLegacyApplication(client, merchantReference);
+    if (legacy) return legacy;
+  }
+  const workflowId = financeApplicationWorkflowId(merchantId, merchantReference);
   // Only the call whose start input is used (the one that created the run) carries a matching request id.
   const requestId = randomUUID();
   const input: FinanceApplicationInput = {
+    merchantId,
     merchantReference,
     application: { ...request.application, merchantReference },
     callbackUrl: request.callbackUrl,
@@ -100,6 +112,7 @@ export async function startFinanceApplication(
       // Set once, at the first start (a start that finds the workflow running changes nothing); carried over on
       // continue-as-new: the creation time GET /applications filters on.
       typedSearchAttributes: [
+        { key: MerchantId, value: merchantId },
         { key: MerchantReference, value: merchantReference },
         { key: FinanceApplicationCreatedAt, value: new Date() },
       ],
@@ -115,46 +128,140 @@ export async function startFinanceApplication(
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     // The reference's workflow has completed: its result holds the application it created.
-    const result = await financeApplicationHandle(client, merchantReference).result();
-    if (!result.financeApplicationId || !result.bank) throw err;
-    return {
-      merchantReference,
-      workflowId,
-      financeApplicationId: result.financeApplicationId,
-      bank: result.bank,
-      created: false,
-    };
+    const started = await completedApplication(client, workflowId, merchantReference);
+    if (!started) throw err;
+    return started;
   }
 }
 
-/** The reference's workflow (latest run). */
-export function financeApplicationHandle(
+/** The answer of a start that found the application's workflow completed: from its result. */
+async function completedApplication(
+  client: Client,
+  workflowId: string,
+  merchantReference: string,
+): Promise<FinanceApplicationStarted | undefined> {
+  const result = await client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result();
+  if (!result.financeApplicationId || !result.bank) return undefined;
+  return {
+    merchantReference,
+    workflowId,
+    financeApplicationId: result.financeApplicationId,
+    bank: result.bank,
+    created: false,
+  };
+}
+
+/** A pre-tenancy application of this reference that the bank created (running or completed), or undefined. */
+async function existingLegacyApplication(
   client: Client,
   merchantReference: string,
-): WorkflowHandle<typeof financeApplicationWorkflow> {
-  return client.workflow.getHandle<typeof financeApplicationWorkflow>(financeApplicationWorkflowId(merchantReference));
+): Promise<FinanceApplicationStarted | undefined> {
+  const workflowId = legacyFinanceApplicationWorkflowId(merchantReference);
+  const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
+  let status;
+  try {
+    ({ status } = await handle.describe());
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+  if (status.name === 'COMPLETED') return completedApplication(client, workflowId, merchantReference);
+  if (status.name !== 'RUNNING') return undefined;
+  const state = await handle.query(financeApplicationStateQuery);
+  if (!state.financeApplicationId || !state.bank) return undefined;
+  return {
+    merchantReference,
+    workflowId,
+    financeApplicationId: state.financeApplicationId,
+    bank: state.bank,
+    created: false,
+  };
 }
 
 /**
- * Current status, history and counters of the reference's application. A completed workflow answers from its
- * result (no worker needed); a running one through the query. Throws WorkflowNotFoundError for an unknown reference.
+ * The workflow id of the merchant's application with this reference: its own, or, for the legacy merchant whose
+ * own does not exist, the pre-tenancy one when that exists. One describe (two for a legacy miss).
+ * Throws WorkflowNotFoundError when neither exists.
+ */
+export async function resolveFinanceApplicationId(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<string> {
+  const scope = merchantScope(merchant);
+  const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
+  try {
+    await client.workflow.getHandle(own).describe();
+    return own;
+  } catch (err) {
+    const legacy = legacyWorkflowIdOf(scope, merchantReference);
+    if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
+    await client.workflow.getHandle(legacy).describe();
+    return legacy;
+  }
+}
+
+/**
+ * The merchant's application with this reference (latest run). The merchant's own id; `getFinanceApplication`
+ * and the waits also find the legacy merchant's pre-tenancy applications (resolveFinanceApplicationId).
+ */
+export function financeApplicationHandle(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): WorkflowHandle<typeof financeApplicationWorkflow> {
+  return client.workflow.getHandle<typeof financeApplicationWorkflow>(
+    financeApplicationWorkflowId(merchantScope(merchant).merchantId, merchantReference),
+  );
+}
+
+/**
+ * Current status, history and counters of the merchant's application with this reference. A completed workflow
+ * answers from its result (no worker needed); a running one through the query. Throws WorkflowNotFoundError for a
+ * reference the merchant does not have (another merchant's included: nothing tells that it exists).
  */
 export async function getFinanceApplication(
   client: Client,
+  merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
-  const handle = financeApplicationHandle(client, merchantReference);
-  const { status } = await handle.describe();
-  if (status.name === 'COMPLETED') return handle.result();
-  return handle.query(financeApplicationStateQuery);
+  return (await readFinanceApplication(client, merchant, merchantReference)).state;
+}
+
+/** The application's state and the workflow id it was found under. */
+export async function readFinanceApplication(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<{ workflowId: string; state: FinanceApplicationState }> {
+  const scope = merchantScope(merchant);
+  const candidates = [financeApplicationWorkflowId(scope.merchantId, merchantReference)];
+  const legacy = legacyWorkflowIdOf(scope, merchantReference);
+  if (legacy !== undefined) candidates.push(legacy);
+  for (const [i, workflowId] of candidates.entries()) {
+    const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
+    let status;
+    try {
+      ({ status } = await handle.describe());
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError && i < candidates.length - 1) continue;
+      throw err;
+    }
+    const state =
+      status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
+    return { workflowId, state };
+  }
+  throw new WorkflowNotFoundError('Workflow not found', candidates[0]!, undefined);
 }
 
 /** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
 export async function awaitFinanceApplication(
   client: Client,
+  merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
-  return financeApplicationHandle(client, merchantReference).result();
+  const workflowId = await resolveFinanceApplicationId(client, merchant, merchantReference);
+  return client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result();
 }
 
 /** One application in a listing (contract: GET /applications `applications` items). */
@@ -193,10 +300,11 @@ export const PAGE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,4096}$/;
  */
 export async function listFinanceApplications(
   client: Client,
+  merchant: MerchantScope | string,
   filter: ApplicationSearchFilter = {},
   page: ListPageOptions = {},
 ): Promise<FinanceApplicationPage> {
-  const query = applicationSearchQuery(filter);
+  const query = applicationSearchQuery(filter, merchantScope(merchant));
   const pageSize = page.pageSize ?? DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
     throw new RangeError(`pageSize must be an integer from 1 to ${MAX_PAGE_SIZE}`);
@@ -223,7 +331,7 @@ export async function listFinanceApplications(
     const startTime = execution.startTime?.seconds ? optionalTsToDate(execution.startTime) : undefined;
     const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
     return {
-      merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(financeApplicationWorkflowId('').length),
+      merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(workflowId.lastIndexOf(':') + 1),
       financeApplicationId: attributes.get(FinanceApplicationId) ?? null,
       status: attributes.get(FinanceApplicationStatus) ?? null,
       done: execution.status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,

@@ -7,9 +7,9 @@ import {
   type FinanceApplicationState,
   type StatusWaitResult,
 } from '../shared/finance-application';
-import { financeApplicationWorkflowId } from '../shared/ids';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
-import { getFinanceApplication } from './finance-applications';
+import { readFinanceApplication } from './finance-applications';
+import type { MerchantScope } from './merchant-scope';
 
 /** How a wait for a change ended, with the application as it then stood. */
 export interface FinanceApplicationChange {
@@ -85,9 +85,9 @@ export class FinanceApplicationWaits {
     return [...this.shared.values()].filter((w) => w.call).length;
   }
 
-  /** Joins the wait for (reference, fromStatus): the current update, or a new one. */
-  join(merchantReference: string, fromStatus: string): JoinedWait {
-    const key = JSON.stringify([merchantReference, fromStatus]);
+  /** Joins the wait for (the application's workflow, fromStatus): the current update, or a new one. */
+  join(workflowId: string, fromStatus: string): JoinedWait {
+    const key = JSON.stringify([workflowId, fromStatus]);
     const now = Date.now();
     this.forgetEnded(now);
     let wait = this.shared.get(key);
@@ -96,7 +96,7 @@ export class FinanceApplicationWaits {
       this.shared.set(key, wait);
     }
     const current = wait;
-    const call = (current.call ??= this.listen(merchantReference, fromStatus, current, key));
+    const call = (current.call ??= this.listen(workflowId, fromStatus, current, key));
     current.listeners++;
     let left = false;
     return {
@@ -115,15 +115,13 @@ export class FinanceApplicationWaits {
 
   /** Sends the update (or re-attaches to it: same id) and listens until it completes or the listeners leave. */
   private listen(
-    merchantReference: string,
+    workflowId: string,
     fromStatus: string,
     wait: SharedWait,
     key: string,
   ): NonNullable<SharedWait['call']> {
     const abort = new AbortController();
-    const handle = this.client.workflow.getHandle<typeof financeApplicationWorkflow>(
-      financeApplicationWorkflowId(merchantReference),
-    );
+    const handle = this.client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
     const result = this.client.withAbortSignal(abort.signal, () =>
       handle.executeUpdate(waitForStatusChangeUpdate, {
         updateId: wait.updateId,
@@ -153,6 +151,7 @@ export class FinanceApplicationWaits {
  */
 export async function waitForFinanceApplicationChange(
   client: Client,
+  merchant: MerchantScope | string,
   merchantReference: string,
   options: WaitForChangeOptions,
 ): Promise<FinanceApplicationChange> {
@@ -162,14 +161,17 @@ export async function waitForFinanceApplicationChange(
   }
   const waits = options.waits ?? new FinanceApplicationWaits(client);
   const deadline = Date.now() + timeoutMs;
-  let state = await getFinanceApplication(client, merchantReference);
+  const read = await readFinanceApplication(client, merchant, merchantReference);
+  const { workflowId } = read;
+  let state = read.state;
+  const reread = async () => (await readFinanceApplication(client, merchant, merchantReference)).state;
   for (;;) {
     signal?.throwIfAborted();
     if (state.status !== fromStatus) return { outcome: 'changed', state };
     if (state.done) return { outcome: 'done', state };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { outcome: 'timeout', state };
-    const joined = waits.join(merchantReference, fromStatus);
+    const joined = waits.join(workflowId, fromStatus);
     let result: StatusWaitResult | undefined;
     try {
       result = await within(joined.result, remaining, signal);
@@ -183,20 +185,20 @@ export async function waitForFinanceApplicationChange(
       const closing = failureType === FinanceApplicationFailureType.StatusWaitClosing;
       if (!closing && !(err instanceof WorkflowNotFoundError) && !isClosedRunError(err)) throw err;
       await pause(Math.min(CLOSING_RETRY_MS, Math.max(0, deadline - Date.now())));
-      state = await getFinanceApplication(client, merchantReference);
+      state = await reread();
       continue;
     } finally {
       joined.leave();
     }
     if (result === undefined) {
       // Our own timeout: the application as it stands now (one read).
-      state = await getFinanceApplication(client, merchantReference);
+      state = await reread();
       continue;
     }
     state = result.state;
     if (result.outcome === 'closing') {
       await pause(Math.min(CLOSING_RETRY_MS, Math.max(0, deadline - Date.now())));
-      state = await getFinanceApplication(client, merchantReference);
+      state = await reread();
     }
     // 'timeout' of a shared update that started before this caller: the loop sends the next one.
   }

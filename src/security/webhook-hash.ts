@@ -9,11 +9,34 @@ export function webhookHash(secret: string, merchantReference: string): string {
   return createHmac('sha256', secret).update(merchantReference, 'utf8').digest('base64url');
 }
 
-/** The webhookUrl sent to the bank: the hash as the last path segment (the form 6.1 lists second). */
-export function financeApplicationWebhookUrl(publicBaseUrl: string, secret: string, merchantReference: string): string {
+/**
+ * Since tenancy the URL's key segment is `{merchantId}~{merchantReference}` (src/shared/ids.ts webhookKey) and its
+ * hash is keyed over a domain-separated message naming both, so equal references of two merchants never share a
+ * URL or a hash, and no tenant hash equals a pre-tenancy one (a legacy reference may itself contain `~`).
+ */
+export function tenantWebhookHash(secret: string, merchantId: string, merchantReference: string): string {
+  return createHmac('sha256', secret)
+    .update(`paylater-webhook-v2\n${merchantId}\n${merchantReference}`, 'utf8')
+    .digest('base64url');
+}
+
+/**
+ * The webhookUrl sent to the bank: the hash as the last path segment (the form 6.1 lists second). With a merchant
+ * (every application since tenancy) the key is `{merchantId}~{ref}`; without one, the pre-tenancy form.
+ */
+export function financeApplicationWebhookUrl(
+  publicBaseUrl: string,
+  secret: string,
+  merchantReference: string,
+  merchantId?: string,
+): string {
   const base = publicBaseUrl.replace(/\/+$/, '');
-  const ref = encodeURIComponent(merchantReference);
-  return `${base}/webhooks/finance-applications/${ref}/${webhookHash(secret, merchantReference)}`;
+  if (merchantId === undefined) {
+    const ref = encodeURIComponent(merchantReference);
+    return `${base}/webhooks/finance-applications/${ref}/${webhookHash(secret, merchantReference)}`;
+  }
+  const key = encodeURIComponent(`${merchantId}~${merchantReference}`);
+  return `${base}/webhooks/finance-applications/${key}/${tenantWebhookHash(secret, merchantId, merchantReference)}`;
 }
 
 /** Constant-time comparison of two secrets of any length (lengths leak, contents do not). */
@@ -37,11 +60,16 @@ export function isValidWebhookHash(
   secrets: string | readonly (string | undefined)[],
   merchantReference: string,
   received: string,
+  merchantId?: string,
 ): boolean {
   let valid = false;
   for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
     if (!secret) continue;
-    const match = safeEqual(received, webhookHash(secret, merchantReference));
+    const expected =
+      merchantId === undefined
+        ? webhookHash(secret, merchantReference)
+        : tenantWebhookHash(secret, merchantId, merchantReference);
+    const match = safeEqual(received, expected);
     valid = match || valid;
   }
   return valid;

@@ -4,6 +4,7 @@
  * read as query syntax. (Not imported by workflow code.)
  */
 import { financeApplicationWorkflowType } from './finance-application';
+import { MERCHANT_ID_PATTERN } from './ids';
 
 /** Statuses the filter accepts: the bank's vocabulary is configurable, so any short word of these characters. */
 export const STATUS_FILTER_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -56,12 +57,21 @@ function createdClause(op: '>=' | '<', at: string): string {
 /**
  * The query listing finance applications by the filter: only the finance-application workflow type; only the
  * latest run of each (a run that continued as new is not listed, its successor is); no run whose creation failed
- * (the bank has no application for it, and the same reference may be started again: ALLOW_DUPLICATE_FAILED_ONLY).
+ * (the bank has no application for it, and the same reference may be started again: ALLOW_DUPLICATE_FAILED_ONLY);
+ * only the merchant's own applications.
  * Throws RangeError on a value outside its pattern (the facade answers 400 before this).
  */
-export function applicationSearchQuery(filter: ApplicationSearchFilter = {}): string {
+export function applicationSearchQuery(
+  filter: ApplicationSearchFilter,
+  merchant: { merchantId: string; ownsLegacy?: boolean },
+): string {
+  if (!MERCHANT_ID_PATTERN.test(merchant.merchantId))
+    throw new RangeError(`merchantId must match ${MERCHANT_ID_PATTERN}`);
+  const own = `MerchantId = ${quoteLiteral(merchant.merchantId)}`;
   const clauses = [
     `WorkflowType = ${quoteLiteral(financeApplicationWorkflowType)}`,
+    // Tenancy: only the merchant's own; the legacy merchant's also those started before tenancy (no MerchantId).
+    merchant.ownsLegacy ? `(${own} OR MerchantId IS NULL)` : own,
     `ExecutionStatus != 'ContinuedAsNew'`,
     `ExecutionStatus != 'Failed'`,
   ];

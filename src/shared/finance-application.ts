@@ -83,6 +83,11 @@ export interface FinanceApplicationCarriedState {
 }
 
 export interface FinanceApplicationInput {
+  /**
+   * The merchant that owns the application (its tenant id, the name of its API key). Absent only in runs started
+   * before tenancy: those belong to the legacy merchant (README "Merchants").
+   */
+  merchantId?: string;
   merchantReference: string;
   /** The bank's create request without webhookUrl (the activity adds the hashed one): redirectUrl and more. */
   application: Record<string, unknown>;

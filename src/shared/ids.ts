@@ -1,10 +1,23 @@
 /**
- * Workflow ids, built in one place so the client, the receiver and the workflows agree.
- * A merchant reference or consent id is used verbatim after a prefix: ids are opaque strings to Temporal.
+ * Workflow ids, built in one place so the client, the facade, the receiver and the workflows agree.
+ * A merchant id, merchant reference or consent id is used verbatim after a prefix: ids are opaque to Temporal.
+ *
+ * Tenancy (README "Merchants"): a finance application's identity is its merchant and its reference, so two
+ * merchants may use the same reference without meeting. Merchant ids cannot contain `:` or `~` and references
+ * cannot contain `:`, so `finance-application:{merchantId}:{ref}` never equals another merchant's id, nor an id
+ * of the applications started before tenancy (`finance-application:{ref}`, legacyFinanceApplicationWorkflowId).
  */
-export const financeApplicationWorkflowId = (merchantReference: string): string =>
+export const financeApplicationWorkflowId = (merchantId: string, merchantReference: string): string =>
+  `finance-application:${merchantId}:${merchantReference}`;
+
+/** The id of an application started before tenancy: its reference alone. They belong to the legacy merchant. */
+export const legacyFinanceApplicationWorkflowId = (merchantReference: string): string =>
   `finance-application:${merchantReference}`;
 
+/**
+ * Consent ids are the bank's and name one consent across merchants: a consent belongs to the merchant that first
+ * claimed it (its consentClaimWorkflow), so the consent's own workflows are keyed by the consent id alone.
+ */
 export const consentRefreshWorkflowId = (consentId: string): string => `consent-refresh:${consentId}`;
 
 export const transactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
@@ -12,7 +25,34 @@ export const transactionEventsWorkflowId = (consentId: string): string => `conse
 /** The consent's late bank reports: accountEvents that came when their refresh could no longer take them. */
 export const lateAccountEventsWorkflowId = (consentId: string): string => `consent-late-reports:${consentId}`;
 
+/** The consent's claim: which merchant owns it (the first to claim it). Runs until released. */
+export const consentClaimWorkflowId = (consentId: string): string => `consent-claim:${consentId}`;
+
 /** Merchant references and consent ids that may appear in a URL path segment and a workflow id. */
 // Not `.` or `..` alone: URL clients normalise those path segments away, so a webhookUrl built from one would
 // never reach its route.
 export const REFERENCE_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}$/;
+
+/**
+ * Merchant ids (the names in MERCHANT_API_KEYS): short and plain, no `:` and no `~`, so they separate cleanly from
+ * a reference in a workflow id and in a webhook URL's key (webhookKey).
+ */
+export const MERCHANT_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * The `:ref` segment of a webhook URL issued since tenancy: `{merchantId}~{merchantReference}`, one application
+ * across merchants. URLs issued before carry the reference alone; the hash tells the two apart
+ * (src/security/webhook-hash.ts), since a legacy reference may itself contain `~`.
+ */
+export const webhookKey = (merchantId: string, merchantReference: string): string =>
+  `${merchantId}~${merchantReference}`;
+
+/** The merchant and reference of a tenant webhook key, or undefined when the segment cannot be one. */
+export function parseWebhookKey(segment: string): { merchantId: string; merchantReference: string } | undefined {
+  const tilde = segment.indexOf('~');
+  if (tilde < 1) return undefined;
+  const merchantId = segment.slice(0, tilde);
+  const merchantReference = segment.slice(tilde + 1);
+  if (!MERCHANT_ID_PATTERN.test(merchantId) || !REFERENCE_PATTERN.test(merchantReference)) return undefined;
+  return { merchantId, merchantReference };
+}

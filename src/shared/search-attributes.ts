@@ -1,6 +1,8 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /** Contract search attributes (DESIGN.md), all Keyword. Registered by the embedded server and compose. */
+/** The owning merchant (tenant) of an application, refresh or consent workflow: operators filter by it. */
+export const MerchantId = defineSearchAttributeKey('MerchantId', SearchAttributeType.KEYWORD);
 export const MerchantReference = defineSearchAttributeKey('MerchantReference', SearchAttributeType.KEYWORD);
 export const FinanceApplicationId = defineSearchAttributeKey('FinanceApplicationId', SearchAttributeType.KEYWORD);
 export const FinanceApplicationStatus = defineSearchAttributeKey(
@@ -24,6 +26,7 @@ export const FinanceApplicationCreatedAt = defineSearchAttributeKey(
 );
 
 export const SEARCH_ATTRIBUTE_NAMES = [
+  'MerchantId',
   'MerchantReference',
   'FinanceApplicationId',
   'FinanceApplicationStatus',
@@ -37,6 +40,7 @@ export const DATETIME_SEARCH_ATTRIBUTE_NAMES = ['FinanceApplicationCreatedAt'] a
 
 /** Every key above, for registration (the embedded server, the test servers, compose's setup.sh). */
 export const SEARCH_ATTRIBUTE_KEYS = [
+  MerchantId,
   MerchantReference,
   FinanceApplicationId,
   FinanceApplicationStatus,

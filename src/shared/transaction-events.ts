@@ -17,6 +17,8 @@ export const DEFAULT_TRANSACTION_IDLE_TIMEOUT: Duration = '10 minutes';
 export const DEFAULT_TRANSACTION_BATCHES_PER_RUN = 200;
 
 export interface TransactionEventsInput {
+  /** The merchant that claimed the consent (absent in runs started before tenancy). */
+  merchantId?: string;
   consentId: string;
   /** Merchant endpoint receiving each batch of changed accounts; absent: batches are only recorded and logged. */
   callbackUrl?: string;

@@ -361,7 +361,9 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
       try {
         await startChild<typeof lateAccountEventsWorkflow>(lateAccountEventsWorkflowType, {
           workflowId,
-          args: [{ consentId, callbackUrl: input.lateReportsCallbackUrl, handedOff: [report] }],
+          args: [
+            { merchantId: input.merchantId, consentId, callbackUrl: input.lateReportsCallbackUrl, handedOff: [report] },
+          ],
           parentClosePolicy: ParentClosePolicy.ABANDON,
           typedSearchAttributes: [{ key: ConsentId, value: consentId }],
           staticSummary: `Late bank reports of consent ${consentId}`,

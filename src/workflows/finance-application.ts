@@ -120,7 +120,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   if (problems.length > 0) {
     throw ApplicationFailure.nonRetryable(problems.join('; '), FinanceApplicationFailureType.InvalidInput);
   }
-  const { merchantReference } = input;
+  const { merchantId, merchantReference } = input;
   const app = new FinanceApplication(merchantReference, settings, {
     now: now(),
     carried: input.carried,
@@ -426,6 +426,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   async function create(): Promise<void> {
     try {
       const created = await bank('Create the application at the bank').createApplication({
+        merchantId,
         merchantReference,
         application: input.application,
       });
@@ -454,7 +455,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   async function callbackRefusal(url: string): Promise<ApplicationFailure | undefined> {
     let verdict;
     try {
-      verdict = await checkCallbackUrl({ url });
+      verdict = await checkCallbackUrl({ url, merchantId });
     } catch (err) {
       if (isCancellation(err)) throw err;
       return ApplicationFailure.create({
@@ -598,6 +599,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       let delivered = false;
       try {
         await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
+          merchantId,
           url,
           idempotencyKey: `${workflowInfo().workflowId}:${change.status}`,
           event: {
@@ -620,6 +622,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     let delivered = false;
     try {
       await merchant('Notify merchant: duplicate application').notifyMerchant({
+        merchantId,
         url,
         idempotencyKey: `${workflowInfo().workflowId}:duplicate:${duplicateFinanceApplicationId}`,
         event: {
@@ -649,7 +652,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   }
 
   function logIds(): Record<string, unknown> {
-    return { merchantReference, financeApplicationId: state.financeApplicationId };
+    return { merchantId, merchantReference, financeApplicationId: state.financeApplicationId };
   }
 
   function describe(): void {

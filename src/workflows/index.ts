@@ -4,3 +4,4 @@ export * from './consent-refresh';
 export * from './transaction-events';
 export * from './late-account-events';
 export * from './finance-application';
+export * from './consent-claim';

@@ -91,6 +91,7 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
     };
     try {
       await merchant(`POST late report of ${report.bankCode} (task ${report.taskId}) to the merchant`).notifyMerchant({
+        merchantId: input.merchantId,
         url,
         // One key per report, in every run and chain: the merchant drops a redelivery.
         idempotencyKey: `${workflowId}:${report.taskId}:${report.bankCode}`,
@@ -121,6 +122,7 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
       await condition(allHandlersFinished);
       log.info('Continuing as new', { consentId, received, reports: reports.length });
       await continueAsNew<typeof lateAccountEventsWorkflow>({
+        merchantId: input.merchantId,
         consentId,
         callbackUrl,
         idleTimeout: input.idleTimeout,

@@ -85,6 +85,7 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
         // The chain's first run id makes the key unique per chain; the batch number per delivery within it.
         [
           {
+            merchantId: input.merchantId,
             url: callbackUrl,
             idempotencyKey: `${workflowId}:${firstExecutionRunId}:${batch.batch}`,
             event: { ...event },

@@ -19,6 +19,12 @@ import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTunin
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
 import type { MerchantApiKey } from '../../src/security/api-keys';
 import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  type MerchantSettings,
+  type MerchantsFile,
+} from '../../src/config/merchants';
+import {
   createPayloadCodec,
   type AesGcmPayloadCodec,
   type PayloadEncryptionKey,
@@ -43,6 +49,10 @@ export interface TestStackOptions {
   previousHashSecret?: string;
   /** The facade's keys; one `test` key when absent (TEST_API_KEY). */
   merchantApiKeys?: MerchantApiKey[];
+  /** MERCHANTS_FILE's content: per-merchant settings over the stack's globals (callbacks, limits). */
+  merchantsFile?: MerchantsFile;
+  /** LEGACY_MERCHANT; default the first key's merchant. */
+  legacyMerchant?: string;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /**
@@ -154,6 +164,19 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     previousHashSecret: options.previousHashSecret,
     securityHeader,
   };
+  const built = buildMerchantDirectory({
+    keys: merchantApiKeys,
+    fileJson: options.merchantsFile,
+    legacyMerchant: options.legacyMerchant,
+    defaults: {
+      allowList: callbackAllowList,
+      signingSecrets,
+      transactionsCallbackUrl: options.transactionsCallbackUrl,
+      limits: DEFAULT_MERCHANT_LIMITS,
+    },
+  });
+  if (!built.directory) throw new Error(`test stack merchants: ${built.problems.map((p) => p.message).join('; ')}`);
+  const merchants = built.directory;
   const appDeps: AppDeps = {
     client: t.client,
     taskQueue: t.taskQueue,
@@ -161,9 +184,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     get merchantApiKeys() {
       return merchantApiKeys;
     },
-    transactionsCallbackUrl: options.transactionsCallbackUrl,
+    merchants,
     settings: options.settings,
-    callbackAllowList,
     startDeadlineMs: options.startDeadlineMs,
     logger,
     metrics,
@@ -198,7 +220,16 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     clientSecret: 'test-secret',
     onTokenRequest: (outcome) => workerMetrics.tokenRequests.inc({ outcome }),
   });
-  const callbackDispatcher = createCallbackDispatcher({ allowList: callbackAllowList });
+  const dispatchers = new Map<CallbackAllowList, ReturnType<typeof createCallbackDispatcher>>();
+  const callbackDispatcher = (merchant: MerchantSettings) => {
+    let dispatcher = dispatchers.get(merchant.callbacks.allowList);
+    if (!dispatcher)
+      dispatchers.set(
+        merchant.callbacks.allowList,
+        (dispatcher = createCallbackDispatcher({ allowList: merchant.callbacks.allowList })),
+      );
+    return dispatcher;
+  };
   const defaults = loadConfig({});
   const activities = createActivities({
     bank: bank.client,
@@ -210,6 +241,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       },
     },
     callbacks: { allowList: callbackAllowList, signingSecrets },
+    merchants,
     callbackDispatcher,
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,
@@ -281,7 +313,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await closeServer(internalServer, 1_000);
       await sandbox.close();
       await bank.close();
-      await callbackDispatcher.close();
+      await Promise.all([...dispatchers.values()].map((d) => d.close()));
       await t.close();
     },
   };

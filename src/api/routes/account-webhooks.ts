@@ -16,7 +16,8 @@ import {
 } from '../../shared/transaction-events';
 import { DEFAULT_SERVICE_SETTINGS } from '../../shared/application-settings';
 import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
-import { ConsentId, RefreshTaskId } from '../../shared/search-attributes';
+import { ConsentId, MerchantId, RefreshTaskId } from '../../shared/search-attributes';
+import { ConsentOwners } from '../../client/consent-claims';
 import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
 import type { AppDeps } from '../app';
@@ -25,6 +26,7 @@ import {
   parsedWith,
   WebhookAcceptedSchema,
   WebhookIgnoredSchema,
+  WebhookIgnored,
   webhookReceiver,
   type ParsedWebhook,
 } from '../webhook-receiver';
@@ -87,6 +89,7 @@ function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
  */
 async function deliverAccountEvent(
   deps: AppDeps,
+  owners: ConsentOwners,
   event: AccountEventBody,
 ): Promise<{ workflowId: string; outcome?: string }> {
   const refreshWorkflowId = consentRefreshWorkflowId(event.consentId);
@@ -103,7 +106,16 @@ async function deliverAccountEvent(
     reason = 'no-refresh';
   }
   if (reason === 'signalled') return { workflowId: refreshWorkflowId };
-  return { workflowId: await handOffLateReport(deps, { event, reason }), outcome: 'late' };
+  // A late report starts a workflow: only for a consent a merchant claimed, and then for that merchant.
+  const merchantId = await ownerOrIgnore(owners, event.consentId);
+  return { workflowId: await handOffLateReport(deps, merchantId, { event, reason }), outcome: 'late' };
+}
+
+/** The consent's owner; an unclaimed consent's webhook starts nothing (200 ignored, counted `unclaimed`, logged). */
+async function ownerOrIgnore(owners: ConsentOwners, consentId: string): Promise<string> {
+  const merchantId = await owners.of(consentId);
+  if (merchantId === undefined) throw new WebhookIgnored('unclaimed', 'no merchant has claimed this consent');
+  return merchantId;
 }
 
 /** The refresh's own event: signalled; 'refresh-closed' when it closed since the describe. */
@@ -121,7 +133,11 @@ async function signalRefresh(
 }
 
 /** Signal-with-start of the consent's late-bank-reports workflow (durable: it keeps and delivers the report). */
-async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalInput): Promise<string> {
+async function handOffLateReport(
+  deps: AppDeps,
+  merchantId: string,
+  report: LateAccountEventSignalInput,
+): Promise<string> {
   const { consentId } = report.event;
   const workflowId = lateAccountEventsWorkflowId(consentId);
   await deps.client.workflow.signalWithStart<typeof lateAccountEventsWorkflow, [LateAccountEventSignalInput]>(
@@ -129,10 +145,13 @@ async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalIn
     {
       workflowId,
       taskQueue: deps.taskQueue,
-      args: [{ consentId, callbackUrl: deps.transactionsCallbackUrl }],
+      args: [{ merchantId, consentId, callbackUrl: deps.merchants.resolve(merchantId).transactionsCallbackUrl }],
       signal: lateAccountEventSignal,
       signalArgs: [report],
-      typedSearchAttributes: [{ key: ConsentId, value: consentId }],
+      typedSearchAttributes: [
+        { key: MerchantId, value: merchantId },
+        { key: ConsentId, value: consentId },
+      ],
       staticSummary: `Late bank reports of consent ${consentId}`,
     },
   );
@@ -152,6 +171,7 @@ async function handOffLateReport(deps: AppDeps, report: LateAccountEventSignalIn
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
 export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
+  const owners = new ConsentOwners(deps.client);
   // Described in accountWebhookPaths below.
   return [
     {
@@ -168,8 +188,9 @@ export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
         },
         parse: parseAccountWebhook,
         async deliver(webhook) {
-          if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, webhook.event);
+          if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
           const event = webhook.event;
+          const merchantId = await ownerOrIgnore(owners, event.consentId);
           const workflowId = transactionEventsWorkflowId(event.consentId);
           await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
             transactionEventsWorkflowType,
@@ -178,15 +199,19 @@ export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
               taskQueue: deps.taskQueue,
               args: [
                 {
+                  merchantId,
                   consentId: event.consentId,
-                  callbackUrl: deps.transactionsCallbackUrl,
+                  callbackUrl: deps.merchants.resolve(merchantId).transactionsCallbackUrl,
                   // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
                   coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
                 },
               ],
               signal: transactionEventSignal,
               signalArgs: [event],
-              typedSearchAttributes: [{ key: ConsentId, value: event.consentId }],
+              typedSearchAttributes: [
+                { key: MerchantId, value: merchantId },
+                { key: ConsentId, value: event.consentId },
+              ],
               staticSummary: `transactionEvents of consent ${event.consentId}`,
             },
           );

@@ -6,7 +6,8 @@ import { getConsentRefreshProgress, startConsentRefresh } from '../../client/con
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
-import { merchantOf } from '../authenticate';
+import { merchantOf, scopeOf } from '../authenticate';
+import { ConsentNotFoundError } from '../../client/consent-claims';
 import { HttpError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { DEFAULT_SERVICE_SETTINGS, formatDuration, SETTING_BOUNDS } from '../../shared/application-settings';
@@ -107,12 +108,17 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const timeout = body.timeout ?? defaults.timeoutMs;
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
     const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
+    const scope = scopeOf(res, deps.merchants);
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(
           deps.client,
+          scope,
           { consentId, expectedBankCodes: body.expectedBankCodes, timeout, quietPeriod },
-          { taskQueue: deps.taskQueue, lateReportsCallbackUrl: deps.transactionsCallbackUrl },
+          {
+            taskQueue: deps.taskQueue,
+            lateReportsCallbackUrl: deps.merchants.resolve(scope.merchantId).transactionsCallbackUrl,
+          },
         ),
       );
       deps.logger.info(
@@ -121,6 +127,7 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
       );
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
+      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.type === REFRESH_NOT_STARTED) {
         throw new HttpError(502, `The bank did not start the refresh: ${cause.message}`);
@@ -133,8 +140,9 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
     const consentId = consentIdOf(req.params.consentId);
     let progress: ConsentRefreshProgress & { lateReports: number };
     try {
-      progress = await getConsentRefreshProgress(deps.client, consentId);
+      progress = await getConsentRefreshProgress(deps.client, scopeOf(res, deps.merchants), consentId);
     } catch (err) {
+      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       if (err instanceof WorkflowNotFoundError)
         throw new HttpError(404, `No refresh was started for consent ${consentId}`);
       throw err;
@@ -144,6 +152,9 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
 
   return router;
 }
+
+/** Another merchant's consent answers as an unknown one: nothing tells that it exists. */
+const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
 
 /** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
 export const consentRefreshPaths: ApiPaths = {
@@ -165,6 +176,7 @@ export const consentRefreshPaths: ApiPaths = {
         ...errors(
           [400, 'Invalid consentId or body'],
           401,
+          [404, "The consent is another merchant's"],
           413,
           415,
           [502, 'The bank did not start the refresh'],
@@ -181,7 +193,12 @@ export const consentRefreshPaths: ApiPaths = {
       requestParams: { path: ConsentParams },
       responses: {
         '200': json(RefreshProgressSchema, 'Banks reported so far (late reports merged), missing ones, done'),
-        ...errors([400, 'Invalid consentId'], 401, [404, 'No refresh was ever started for this consent'], 503),
+        ...errors(
+          [400, 'Invalid consentId'],
+          401,
+          [404, "No refresh was ever started for this consent, or the consent is another merchant's"],
+          503,
+        ),
       },
     },
   },

@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
-import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../../shared/ids';
+import {
+  financeApplicationWorkflowId,
+  legacyFinanceApplicationWorkflowId,
+  parseWebhookKey,
+  REFERENCE_PATTERN,
+} from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
 import {
@@ -27,7 +32,31 @@ export const FinanceApplicationWebhookSchema = z
 
 const KIND = 'financeApplication';
 
-const referenceOf = (req: WebhookRequest): string => req.params.ref ?? '';
+const keyOf = (req: WebhookRequest): string => req.params.ref ?? '';
+
+/**
+ * The application a webhook URL names, when its hash is valid: since tenancy the key is `{merchantId}~{ref}` with
+ * a tenant hash; before, the reference alone with the reference's hash. Both readings are checked (a legacy
+ * reference may contain `~`); the hashes are domain-separated, so at most one matches.
+ */
+function applicationOf(
+  req: WebhookRequest,
+  secrets: readonly (string | undefined)[],
+): { workflowId: string; merchantId?: string; merchantReference: string } | undefined {
+  const key = keyOf(req);
+  const hash = req.params.hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
+  const tenant = parseWebhookKey(key);
+  const tenantValid =
+    tenant !== undefined && isValidWebhookHash(secrets, tenant.merchantReference, hash, tenant.merchantId);
+  const legacyValid = REFERENCE_PATTERN.test(key) && isValidWebhookHash(secrets, key, hash);
+  if (tenantValid)
+    return { ...tenant, workflowId: financeApplicationWorkflowId(tenant.merchantId, tenant.merchantReference) };
+  if (legacyValid) return { merchantReference: key, workflowId: legacyFinanceApplicationWorkflowId(key) };
+  return undefined;
+}
+
+/** The request's application, once rejectAuth accepted it. */
+const verified = new WeakMap<WebhookRequest, NonNullable<ReturnType<typeof applicationOf>>>();
 
 /**
  * `POST /webhooks/finance-applications/:ref/:hash` and `POST /webhooks/finance-applications/:ref?hash=`: the
@@ -41,31 +70,33 @@ export function financeApplicationWebhookRoutes(deps: AppDeps): DirectRoute[] {
     kind: KIND,
     limitBytes: FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT,
     rejectAuth(req) {
-      const merchantReference = referenceOf(req);
-      const hash = req.params.hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
-      // Read per request (settings may be swapped at runtime); a reference we never issue cannot carry a valid hash.
+      // Read per request (settings may be swapped at runtime); a key we never issue cannot carry a valid hash.
       const { hashSecret, previousHashSecret } = deps.webhooks;
-      if (
-        REFERENCE_PATTERN.test(merchantReference) &&
-        isValidWebhookHash([hashSecret, previousHashSecret], merchantReference, hash)
-      )
+      const application = applicationOf(req, [hashSecret, previousHashSecret]);
+      if (application) {
+        verified.set(req, application);
         return undefined;
+      }
       return { outcome: 'rejected_hash', message: 'Missing or wrong webhook hash' };
     },
     parse: (body) =>
       parsedWith(KIND, 'Malformed finance-application webhook body', FinanceApplicationWebhookSchema.safeParse(body)),
     async deliver({ financeApplicationId }, req) {
-      const workflowId = financeApplicationWorkflowId(referenceOf(req));
+      const { workflowId } = verified.get(req)!;
       await deps.client.workflow
         .getHandle(workflowId)
         .signal(financeApplicationStatusChangedSignal, { financeApplicationId });
       return { workflowId };
     },
-    logIds: ({ financeApplicationId }, req) => ({
-      merchantReference: referenceOf(req),
-      financeApplicationId,
-      workflowId: financeApplicationWorkflowId(referenceOf(req)),
-    }),
+    logIds: ({ financeApplicationId }, req) => {
+      const application = verified.get(req);
+      return {
+        merchant: application?.merchantId,
+        merchantReference: application?.merchantReference,
+        financeApplicationId,
+        workflowId: application?.workflowId,
+      };
+    },
     ignoredReason: 'no running workflow for this reference',
   });
 

@@ -19,9 +19,14 @@ import {
   STATUS_FILTER_PATTERN,
 } from '../../shared/application-search';
 import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
-import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, NO_CALLBACKS } from '../../security/callback-url';
+import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
-import { applicationSettingsFor, DEFAULT_SERVICE_SETTINGS, SettingsError } from '../../shared/application-settings';
+import {
+  applicationSettingsFor,
+  DEFAULT_SERVICE_SETTINGS,
+  formatDuration,
+  SettingsError,
+} from '../../shared/application-settings';
 import {
   ApplicationSettingsSchema,
   applicationOverrides,
@@ -29,7 +34,7 @@ import {
   type ApplicationSettingsBody,
 } from '../settings-schemas';
 import type { AppDeps } from '../app';
-import { merchantOf } from '../authenticate';
+import { merchantOf, scopeOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
@@ -176,6 +181,9 @@ export const GetApplicationQuerySchema = z
 export const WAIT_OUTCOME_HEADER = 'Wait-Outcome';
 export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
 
+/** The settings whose value is a poll interval: a merchant's floor (minPollInterval) bounds them. */
+const POLL_INTERVAL_FIELDS = ['fastPollIntervalMs', 'slowPollIntervalMs', 'noWebhookPollIntervalMs'] as const;
+
 const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant reference' }) });
 
 /**
@@ -199,7 +207,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     const { pageSize, pageToken, ...filter } = ListApplicationsQuerySchema.parse(req.query);
     let page;
     try {
-      page = await listFinanceApplications(deps.client, filter, { pageSize, pageToken });
+      page = await listFinanceApplications(deps.client, scopeOf(res, deps.merchants), filter, { pageSize, pageToken });
     } catch (err) {
       if (err instanceof RangeError) throw new HttpError(400, err.message, { field: 'pageToken' });
       throw err;
@@ -210,9 +218,11 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const { merchantReference, callbackUrl, settings: asked, ...application } = StartApplicationSchema.parse(req.body);
-    const settings = settingsOf(deps, asked);
+    const scope = scopeOf(res, deps.merchants);
+    const merchant = deps.merchants.resolve(scope.merchantId);
+    const settings = settingsOf(deps, asked, merchant.limits.minPollIntervalMs);
     if (callbackUrl !== undefined) {
-      const verdict = checkCallbackUrl(callbackUrl, deps.callbackAllowList ?? NO_CALLBACKS);
+      const verdict = checkCallbackUrl(callbackUrl, merchant.callbacks.allowList);
       if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin);
     }
     let started;
@@ -220,6 +230,7 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       started = await withStartDeadline(deps, 'Creating the finance application', () =>
         startFinanceApplication(
           deps.client,
+          scope,
           { merchantReference, callbackUrl, application, settings },
           { taskQueue: deps.taskQueue },
         ),
@@ -245,15 +256,16 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
     const { ref } = req.params;
     if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
     const { waitForChangeFrom, timeout } = GetApplicationQuerySchema.parse(req.query);
+    const scope = scopeOf(res, deps.merchants);
     try {
       if (waitForChangeFrom === undefined) {
-        sendAs(res, 200, ApplicationSchema, applicationBody(await getFinanceApplication(deps.client, ref)));
+        sendAs(res, 200, ApplicationSchema, applicationBody(await getFinanceApplication(deps.client, scope, ref)));
         return;
       }
       // A merchant that hangs up stops waiting: its share of the wait is released at once.
       const gone = new AbortController();
       res.on('close', () => gone.abort());
-      const { outcome, state } = await waitForFinanceApplicationChange(deps.client, ref, {
+      const { outcome, state } = await waitForFinanceApplicationChange(deps.client, scope, ref, {
         fromStatus: waitForChangeFrom,
         timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
         waits,
@@ -282,13 +294,22 @@ function applicationBody(s: FinanceApplicationState): z.input<typeof Application
   };
 }
 
-/** The operator's defaults with this request's overrides; an inconsistent combination is a 400 naming the field. */
-function settingsOf(deps: AppDeps, asked: ApplicationSettingsBody | undefined) {
+/**
+ * The operator's defaults with this request's overrides; an inconsistent combination, or a poll interval below the
+ * merchant's floor (MERCHANTS_FILE minPollInterval), is a 400 naming the field.
+ */
+function settingsOf(deps: AppDeps, asked: ApplicationSettingsBody | undefined, minPollIntervalMs: number) {
+  const overrides = applicationOverrides(asked);
+  const belowFloor = POLL_INTERVAL_FIELDS.filter((field) => (overrides[field] ?? Infinity) < minPollIntervalMs);
+  if (belowFloor.length > 0) {
+    const problems = belowFloor.map((field) => ({
+      path: `settings.${requestFieldOf(field)}`,
+      message: `must be at least ${formatDuration(minPollIntervalMs)} for this merchant`,
+    }));
+    throw new HttpError(400, problems.map((p) => `${p.path} ${p.message}`).join('; '), problems);
+  }
   try {
-    return applicationSettingsFor(
-      (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications,
-      applicationOverrides(asked),
-    );
+    return applicationSettingsFor((deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications, overrides);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     throw new HttpError(

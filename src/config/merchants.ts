@@ -1,0 +1,246 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { MerchantApiKey } from '../security/api-keys';
+import { checkCallbackUrl, parseAllowedOrigin, type CallbackAllowList } from '../security/callback-url';
+import { signingSecretProblem } from '../security/callback-signature';
+import { formatDuration, parseDurationMs, SETTING_BOUNDS } from '../shared/application-settings';
+
+/**
+ * Merchants as tenants (README "Merchants"): one validated place for what differs per merchant. A merchant is
+ * the name of its key in MERCHANT_API_KEYS; MERCHANTS_FILE (JSON, optional) gives any of them its own callback
+ * signing secrets, callback allow-list, transactionEvents callback, request budget and poll floor. Whatever a
+ * merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS, CALLBACK_ALLOWED_ORIGINS,
+ * TRANSACTIONS_CALLBACK_URL, MERCHANT_REQUESTS_PER_MINUTE, MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL),
+ * so MERCHANT_API_KEYS alone keeps working as the shorthand.
+ *
+ * Problems name the merchant and the field (`merchants.shop-a.callbackAllowedOrigins[0]: ...`), never a secret.
+ */
+
+export const MERCHANTS_FILE = 'MERCHANTS_FILE';
+export const LEGACY_MERCHANT = 'LEGACY_MERCHANT';
+
+/** What one merchant may do and where its callbacks go. */
+export interface MerchantSettings {
+  id: string;
+  callbacks: {
+    allowList: CallbackAllowList;
+    /** Every one signs (Standard Webhooks), so a rotation overlaps; never logged. */
+    signingSecrets: readonly string[];
+  };
+  /** Receives this merchant's consents' changed accounts (transactionEvents) and late bank reports. */
+  transactionsCallbackUrl?: string;
+  limits: MerchantLimits;
+}
+
+export interface MerchantLimits {
+  /** Facade requests per minute (429 with Retry-After beyond). */
+  requestsPerMinute: number;
+  /** Long-polls (GET /applications/:ref?waitForChangeFrom=) held at once per API process. */
+  maxLongPolls: number;
+  /** The shortest poll interval this merchant may ask for in an application's settings (ms). */
+  minPollIntervalMs: number;
+}
+
+/** The merchants of a deployment, by id. */
+export interface MerchantDirectory {
+  /** Owner of the applications and refreshes started before tenancy (LEGACY_MERCHANT; default the first key's). */
+  readonly legacyMerchantId: string;
+  get(merchantId: string): MerchantSettings | undefined;
+  /**
+   * The merchant's settings, or the globals for a merchant this process does not list (a worker configured
+   * without MERCHANT_API_KEYS serves every merchant with the global callback settings).
+   */
+  resolve(merchantId: string | undefined): MerchantSettings;
+  ids(): string[];
+}
+
+export const DEFAULT_MERCHANT_LIMITS: MerchantLimits = {
+  requestsPerMinute: 6_000,
+  maxLongPolls: 200,
+  minPollIntervalMs: SETTING_BOUNDS.fastPollIntervalMs.min,
+};
+
+/** The globals a merchant's entry falls back to. */
+export interface MerchantDefaults {
+  allowList: CallbackAllowList;
+  signingSecrets: readonly string[];
+  transactionsCallbackUrl?: string;
+  limits: MerchantLimits;
+}
+
+const duration = (bounds: { min: number; max: number }) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const ms = parseDurationMs(text);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration like 5s, 1m or 1500ms` });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .pipe(
+      z
+        .number()
+        .min(bounds.min, `must be at least ${formatDuration(bounds.min)}`)
+        .max(bounds.max, `must be at most ${formatDuration(bounds.max)}`),
+    );
+
+const MerchantEntrySchema = z.strictObject({
+  callbackSigningSecrets: z
+    .array(z.string())
+    .min(1, 'must list at least one secret')
+    .superRefine((secrets, ctx) => {
+      secrets.forEach((secret, i) => {
+        const problem = signingSecretProblem(secret);
+        if (problem) ctx.addIssue({ code: 'custom', path: [i], message: problem });
+      });
+    })
+    .optional(),
+  callbackAllowedOrigins: z
+    .array(z.string())
+    .transform((entries, ctx) =>
+      entries.map((entry, i) => {
+        const parsed = parseAllowedOrigin(entry);
+        if ('problem' in parsed) ctx.addIssue({ code: 'custom', path: [i], message: parsed.problem });
+        return 'origin' in parsed ? parsed.origin : '';
+      }),
+    )
+    .optional(),
+  transactionsCallbackUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).optional(),
+  requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
+  maxLongPolls: z.number().int().min(1).max(100_000).optional(),
+  minPollInterval: duration(SETTING_BOUNDS.fastPollIntervalMs).optional(),
+});
+
+const MerchantsFileSchema = z.strictObject({
+  /** Owner of the workflows started before tenancy; overrides LEGACY_MERCHANT. */
+  legacyMerchant: z.string().optional(),
+  merchants: z.record(z.string(), MerchantEntrySchema),
+});
+
+export type MerchantsFile = z.input<typeof MerchantsFileSchema>;
+
+export interface MerchantProblem {
+  variable: string;
+  message: string;
+}
+
+/**
+ * The directory from the keys, the file's parsed JSON (if any) and the globals, or every problem found.
+ * `fileJson` is what MERCHANTS_FILE holds (readMerchantsFile reads it); `legacyMerchant` is LEGACY_MERCHANT.
+ */
+export function buildMerchantDirectory(input: {
+  keys: readonly MerchantApiKey[];
+  /** False when the keys were made for this run (embedded stack) or are not this process's (a worker). */
+  keysConfigured?: boolean;
+  fileJson?: unknown;
+  legacyMerchant?: string;
+  defaults: MerchantDefaults;
+}): { directory?: MerchantDirectory; problems: MerchantProblem[] } {
+  const problems: MerchantProblem[] = [];
+  const keysConfigured = input.keysConfigured ?? true;
+  const names = input.keys.map((k) => k.name);
+  let file: z.output<typeof MerchantsFileSchema> = { merchants: {} };
+  if (input.fileJson !== undefined) {
+    const parsed = MerchantsFileSchema.safeParse(input.fileJson);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        const [top, merchant, ...rest] = issue.path.map(String);
+        const where =
+          top === 'merchants' && merchant !== undefined
+            ? `merchant "${merchant}"${rest.length ? `, ${fieldPath(rest)}` : ''}`
+            : fieldPath(issue.path.map(String)) || '(file)';
+        problems.push({ variable: MERCHANTS_FILE, message: `${where}: ${issue.message}` });
+      }
+      return { problems };
+    }
+    file = parsed.data;
+  }
+  for (const merchant of Object.keys(file.merchants)) {
+    if (!names.includes(merchant) && !keysConfigured) names.push(merchant);
+    else if (!names.includes(merchant))
+      problems.push({
+        variable: MERCHANTS_FILE,
+        message: `merchant "${merchant}" has no key in MERCHANT_API_KEYS (a merchant is the name of its key)`,
+      });
+  }
+  const legacyFrom = file.legacyMerchant !== undefined ? MERCHANTS_FILE : LEGACY_MERCHANT;
+  const legacyMerchantId = file.legacyMerchant ?? input.legacyMerchant ?? names[0];
+  if (legacyMerchantId === undefined || (keysConfigured && !names.includes(legacyMerchantId)))
+    problems.push({
+      variable: legacyFrom,
+      message: `names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
+    });
+
+  const merchants = new Map<string, MerchantSettings>();
+  for (const id of names) {
+    const entry = file.merchants[id] ?? {};
+    const allowList: CallbackAllowList = entry.callbackAllowedOrigins
+      ? { origins: entry.callbackAllowedOrigins, loopback: false }
+      : input.defaults.allowList;
+    const transactionsCallbackUrl = entry.transactionsCallbackUrl ?? input.defaults.transactionsCallbackUrl;
+    if (entry.transactionsCallbackUrl !== undefined) {
+      const verdict = checkCallbackUrl(entry.transactionsCallbackUrl, allowList);
+      if (!verdict.allowed)
+        problems.push({
+          variable: MERCHANTS_FILE,
+          message: `merchant "${id}", transactionsCallbackUrl: ${verdict.reason} (add ${verdict.origin ?? 'its origin'} to its callbackAllowedOrigins)`,
+        });
+    }
+    merchants.set(id, {
+      id,
+      callbacks: { allowList, signingSecrets: entry.callbackSigningSecrets ?? input.defaults.signingSecrets },
+      transactionsCallbackUrl,
+      limits: {
+        requestsPerMinute: entry.requestsPerMinute ?? input.defaults.limits.requestsPerMinute,
+        maxLongPolls: entry.maxLongPolls ?? input.defaults.limits.maxLongPolls,
+        minPollIntervalMs: entry.minPollInterval ?? input.defaults.limits.minPollIntervalMs,
+      },
+    });
+  }
+  if (problems.length > 0) return { problems };
+  return { directory: merchantDirectory([...merchants.values()], legacyMerchantId!, input.defaults), problems };
+}
+
+/** A directory over a fixed list (tests build their own). */
+export function merchantDirectory(
+  merchants: readonly MerchantSettings[],
+  legacyMerchantId: string,
+  defaults: MerchantDefaults,
+): MerchantDirectory {
+  const byId = new Map(merchants.map((m) => [m.id, m]));
+  const fallback = (id: string): MerchantSettings => ({
+    id,
+    callbacks: { allowList: defaults.allowList, signingSecrets: defaults.signingSecrets },
+    transactionsCallbackUrl: defaults.transactionsCallbackUrl,
+    limits: defaults.limits,
+  });
+  return {
+    legacyMerchantId,
+    get: (id) => byId.get(id),
+    resolve: (id) => byId.get(id ?? legacyMerchantId) ?? fallback(id ?? legacyMerchantId),
+    ids: () => [...byId.keys()],
+  };
+}
+
+/** MERCHANTS_FILE's JSON, or the problem reading it (the path is named; the content never). */
+export function readMerchantsFile(path: string): { json?: unknown; problem?: MerchantProblem } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    return { problem: { variable: MERCHANTS_FILE, message: `cannot read ${path} (${code})` } };
+  }
+  try {
+    return { json: JSON.parse(text) as unknown };
+  } catch {
+    // JSON.parse's message quotes the text around the fault: it could be a secret.
+    return { problem: { variable: MERCHANTS_FILE, message: `${path} is not valid JSON` } };
+  }
+}
+
+function fieldPath(parts: string[]): string {
+  return parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+}
