@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
-    // Issue 20's target: this checkout against BENCH_BASELINE_REF (default a3f4fed), ≈6 min with its build.
+    // Issue 20: this checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
     ['tenancy-throughput', benchTenancyThroughput],
   ];
   for (const [name, bench, whenNamed] of benches) {
