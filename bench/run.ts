@@ -4,6 +4,7 @@ import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
 import { benchReceiver } from './receiver.bench';
 import { benchReceiverHttp } from './receiver-http.bench';
+import { benchTenancyThroughput } from './tenancy-throughput.bench';
 import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
@@ -24,6 +25,8 @@ async function main(): Promise<void> {
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
+    // Issue 20: this checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
+    ['tenancy-throughput', benchTenancyThroughput],
   ];
   for (const [name, bench, whenNamed] of benches) {
     if (only.length ? !only.includes(name) : whenNamed) continue;
