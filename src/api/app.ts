@@ -17,6 +17,7 @@ import { financeApplicationWebhookRoutes } from './routes/finance-application-we
 import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
+import { consentRoutes } from './routes/consents';
 import { apiDocsRoutes } from './routes/api-docs';
 import { openApiJson } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
@@ -137,6 +138,7 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.
   app.use(['/applications', '/consents'], authenticate(deps));
   app.use(consentRefreshRoutes(deps));
+  app.use(consentRoutes(deps));
   app.use(financeApplicationRoutes(deps));
   return finish(app, deps);
 }

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { webhookHash } from '../../src/security/webhook-hash';
-import { consentRefreshWorkflowId, financeApplicationWorkflowId } from '../../src/shared/ids';
+import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
+import { consentRefreshWorkflowId, financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -77,11 +77,12 @@ describe('security boundary (whole stack, two listeners)', () => {
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
       expect(await res.json()).toEqual({ error: 'unauthorized', message: expect.any(String) });
     }
-    await expectNothingStarted(financeApplicationWorkflowId(ref), ref);
+    for (const merchant of ['shop-a', 'shop-b'])
+      await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
   });
 
-  it('serves the facade with a key as before, counting the key by its name', async () => {
+  it("serves each merchant its own, counting the key by its name: another merchant's application is a 404", async () => {
     const ref = `auth-${randomUUID()}`;
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
     const before = await authCount('shop-a', 'accepted');
@@ -93,11 +94,23 @@ describe('security boundary (whole stack, two listeners)', () => {
     });
     expect(created.status).toBe(201);
     const { financeApplicationId } = (await created.json()) as { financeApplicationId: string };
-    const read = await fetch(`${stack.internalUrl}/applications/${ref}`, {
+    const read = async (key: string) =>
+      fetch(`${stack.internalUrl}/applications/${ref}`, { headers: { authorization: `Bearer ${key}` } });
+    const own = await read(KEY_A);
+    expect(own.status).toBe(200);
+    expect(await own.json()).toMatchObject({ merchantReference: ref, financeApplicationId });
+    // shop-b asks for shop-a's reference: the same answer as for a reference nobody used.
+    const other = await read(KEY_B);
+    expect(other.status).toBe(404);
+    const unknown = await fetch(`${stack.internalUrl}/applications/never-${randomUUID()}`, {
       headers: { authorization: `Bearer ${KEY_B}` },
     });
-    expect(read.status).toBe(200);
-    expect(await read.json()).toMatchObject({ merchantReference: ref, financeApplicationId });
+    expect(unknown.status).toBe(404);
+    const bodyOf = async (res: Response) => {
+      const body = (await res.json()) as Record<string, unknown>;
+      return { ...body, message: String(body.message).replace(/ \S+$/, ' <ref>') };
+    };
+    expect(await bodyOf(other)).toEqual(await bodyOf(unknown));
     expect(await authCount('shop-a', 'accepted')).toBe(before + 1);
     expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
     // The metrics carry names, never keys.
@@ -105,7 +118,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(metrics).toMatch(/merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
     expect(metrics).toMatch(/merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
-    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).terminate('test done');
+    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
   });
 
   it('refuses a revoked key (its entry removed) while the other merchant goes on', async () => {
@@ -125,7 +138,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       const refused = await post(KEY_B, refAfter);
       expect(refused.status).toBe(401);
       expect(await refused.json()).toMatchObject({ error: 'unauthorized', message: 'Invalid API key' });
-      await expectNothingStarted(financeApplicationWorkflowId(refAfter), refAfter);
+      await expectNothingStarted(financeApplicationWorkflowId('shop-b', refAfter), refAfter);
       expect(
         (
           await fetch(`${stack.internalUrl}/applications/${refBefore}`, {
@@ -139,13 +152,13 @@ describe('security boundary (whole stack, two listeners)', () => {
             headers: { authorization: `Bearer ${KEY_A}` },
           })
         ).status,
-      ).toBe(200);
+      ).toBe(404); // shop-b's application: shop-a never sees it
     } finally {
       stack.setMerchantApiKeys([
         { name: 'shop-a', key: KEY_A },
         { name: 'shop-b', key: KEY_B },
       ]);
-      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(refBefore)).terminate('test done');
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-b', refBefore)).terminate('test done');
     }
   });
 
@@ -178,7 +191,7 @@ describe('security boundary (whole stack, two listeners)', () => {
         expect(await res.json()).toMatchObject({ error: 'not_found' });
       }
     }
-    await expectNothingStarted(financeApplicationWorkflowId(ref), ref);
+    await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
   });
 
@@ -193,9 +206,10 @@ describe('security boundary (whole stack, two listeners)', () => {
       return ((await res.json()) as { financeApplicationId: string }).financeApplicationId;
     };
     const signals = async (ref: string) =>
-      ((await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory()).events ?? []).filter(
-        (e) => e.workflowExecutionSignaledEventAttributes,
-      ).length;
+      (
+        (await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).fetchHistory()).events ??
+        []
+      ).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
     /** The bank sends the application's status-change webhook to the webhookUrl it was given at creation. */
     const bankSends = async (id: string) => {
       const [delivery] = await stack.sandbox.control.sendApplicationWebhooks(id, 1);
@@ -204,7 +218,7 @@ describe('security boundary (whole stack, two listeners)', () => {
 
     const idOld = await create(refOld);
     expect(stack.sandbox.control.application(idOld)!.createRequest.webhookUrl).toMatch(
-      new RegExp(`/${webhookHash(SECRET_OLD, refOld)}$`),
+      new RegExp(`/shop-a~${refOld}/${tenantWebhookHash(SECRET_OLD, 'shop-a', refOld)}$`),
     );
 
     // The rotation: WEBHOOK_HASH_SECRET=new, WEBHOOK_HASH_SECRET_PREVIOUS=old (receiver and worker restarted).
@@ -213,19 +227,19 @@ describe('security boundary (whole stack, two listeners)', () => {
       const idNew = await create(refNew);
       // New applications get hashes from the new secret.
       expect(stack.sandbox.control.application(idNew)!.createRequest.webhookUrl).toMatch(
-        new RegExp(`/${webhookHash(SECRET_NEW, refNew)}$`),
+        new RegExp(`/${tenantWebhookHash(SECRET_NEW, 'shop-a', refNew)}$`),
       );
       expect(await bankSends(idOld)).toBe(202);
       expect(await bankSends(idNew)).toBe(202);
       // The hash in the query form verifies under the previous secret too.
       const viaQuery = await fetch(
-        `${stack.publicUrl}/webhooks/finance-applications/${refOld}?hash=${webhookHash(SECRET_OLD, refOld)}`,
+        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('shop-a', refOld)}?hash=${tenantWebhookHash(SECRET_OLD, 'shop-a', refOld)}`,
         { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
       );
       expect(viaQuery.status).toBe(202);
       // Neither secret makes a hash for another reference, and a third secret makes none.
       const forged = await fetch(
-        `${stack.publicUrl}/webhooks/finance-applications/${refOld}/${webhookHash('a-third-secret-0123456789abcdefghij', refOld)}`,
+        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('shop-a', refOld)}/${tenantWebhookHash('a-third-secret-0123456789abcdefghij', 'shop-a', refOld)}`,
         { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
       );
       expect(forged.status).toBe(401);
@@ -241,7 +255,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     } finally {
       stack.setWebhooks({ hashSecret: SECRET_OLD, previousHashSecret: undefined });
       for (const ref of [refOld, refNew])
-        await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).terminate('test done');
+        await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
     }
   });
 

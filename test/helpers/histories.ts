@@ -7,10 +7,11 @@ import { temporal } from '@temporalio/proto';
 
 /**
  * The series new finance-application histories are recorded under (test/histories): none before the poll policy,
- * `v2-` under it (POLL_POLICY_PATCH), `v3-` since a webhook's change keeps the running poll (KEEP_POLL_PATCH).
+ * `v2-` under it (POLL_POLICY_PATCH), `v3-` since a webhook's change keeps the running poll (KEEP_POLL_PATCH), `v4-` since tenancy (the merchant
+ * in the input and in the activities' inputs).
  * Each series stays committed: runs in flight at a deploy replay the one they were recorded under.
  */
-export const FINANCE_HISTORY_SERIES = 'v3';
+export const FINANCE_HISTORY_SERIES = 'v4';
 
 /** With RECORD_HISTORIES=1, saves a finance application's history for the replay test. */
 export function recordFinanceHistory(history: History, name: string): void {

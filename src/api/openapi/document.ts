@@ -7,6 +7,7 @@ import { accountWebhookPaths } from '../routes/account-webhooks';
 import { apiDocsPaths } from '../routes/api-docs';
 import { codecPaths } from '../routes/codec';
 import { consentRefreshPaths } from '../routes/consent-refresh';
+import { consentPaths } from '../routes/consents';
 import { financeApplicationWebhookPaths } from '../routes/finance-application-webhooks';
 import { financeApplicationPaths } from '../routes/finance-applications';
 import { healthPaths } from '../routes/health';
@@ -18,6 +19,7 @@ export type OpenApiDocument = ReturnType<typeof createDocument>;
 export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   financeApplicationPaths,
   consentRefreshPaths,
+  consentPaths,
   financeApplicationWebhookPaths,
   accountWebhookPaths,
   healthPaths,

@@ -1,0 +1,131 @@
+import type { Router } from 'express';
+import { z } from 'zod';
+import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
+import { REFERENCE_PATTERN } from '../../shared/ids';
+import type { AppDeps } from '../app';
+import { scopeOf } from '../authenticate';
+import { HttpError, withStartDeadline } from '../errors';
+import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
+import { tracedRouter } from '../../telemetry/express-routes';
+
+/** A consent as its owner sees it. */
+export const ConsentSchema = z
+  .object({
+    consentId: z.string(),
+    merchantId: z.string().meta({ description: 'The owner: the merchant whose key made the call' }),
+    claimed: z.boolean().meta({ description: 'False once released' }),
+  })
+  .meta({ id: 'Consent' });
+
+const ConsentParams = z.object({ consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }) });
+
+const consentIdOf = (raw: string | string[] | undefined): string => {
+  const consentId = typeof raw === 'string' ? raw : '';
+  if (!REFERENCE_PATTERN.test(consentId)) throw new HttpError(400, 'consentId must match [A-Za-z0-9._~-]{1,128}');
+  return consentId;
+};
+
+const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
+
+/**
+ * A merchant's consents (README "Merchants"): the bank's account webhooks carry only the consent id, so a consent
+ * belongs to the merchant that claimed it first, and only its owner receives its transactionEvents and late bank
+ * reports. A refresh claims the consent too; registering it claims it before any refresh.
+ * - `PUT /consents/:consentId` → 201 (claimed now) or 200 (already the caller's) `{ consentId, merchantId, claimed }`;
+ *   404 when another merchant owns it (nothing tells that it exists).
+ * - `GET /consents/:consentId` → 200 when the caller owns it, else 404.
+ * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until a merchant claims it again); 404.
+ */
+export function consentRoutes(deps: AppDeps): Router {
+  const router = tracedRouter();
+
+  // Described in consentPaths below.
+  router.put('/consents/:consentId', async (req, res) => {
+    const consentId = consentIdOf(req.params.consentId);
+    const scope = scopeOf(res, deps.merchants);
+    let claim;
+    try {
+      claim = await withStartDeadline(deps, 'Claiming the consent', () =>
+        claimConsent(deps.client, scope, consentId, { taskQueue: deps.taskQueue }),
+      );
+    } catch (err) {
+      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
+      throw err;
+    }
+    deps.logger.info({ merchant: scope.merchantId, consentId, claimedNow: claim.claimedNow }, 'consent claimed');
+    sendAs(res, claim.claimedNow ? 201 : 200, ConsentSchema, {
+      consentId,
+      merchantId: scope.merchantId,
+      claimed: true,
+    });
+  });
+
+  router.get('/consents/:consentId', async (req, res) => {
+    const consentId = consentIdOf(req.params.consentId);
+    const { merchantId } = scopeOf(res, deps.merchants);
+    if ((await consentOwner(deps.client, consentId)) !== merchantId) throw notYours(consentId);
+    sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: true });
+  });
+
+  router.delete('/consents/:consentId', async (req, res) => {
+    const consentId = consentIdOf(req.params.consentId);
+    const { merchantId } = scopeOf(res, deps.merchants);
+    try {
+      await releaseConsent(deps.client, merchantId, consentId);
+    } catch (err) {
+      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
+      throw err;
+    }
+    deps.logger.info({ merchant: merchantId, consentId }, 'consent released');
+    sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: false });
+  });
+
+  return router;
+}
+
+/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
+export const consentPaths: ApiPaths = {
+  '/consents/{consentId}': {
+    put: {
+      'x-listener': 'internal',
+      operationId: 'claimConsent',
+      tags: [Tag.Consents],
+      summary: 'Claim the consent for the calling merchant (idempotent)',
+      description:
+        'Account webhooks carry only the consent id: a consent belongs to the merchant that claimed it first, and ' +
+        'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
+        'it here to receive its transactionEvents before any refresh. No body.',
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      responses: {
+        '201': json(ConsentSchema, 'Claimed by this call'),
+        '200': json(ConsentSchema, "Already the caller's"),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Another merchant's consent"], 503),
+      },
+    },
+    get: {
+      'x-listener': 'internal',
+      operationId: 'getConsent',
+      tags: [Tag.Consents],
+      summary: "The consent, when it is the caller's",
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      responses: {
+        '200': json(ConsentSchema, "The caller's consent"),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 503),
+      },
+    },
+    delete: {
+      'x-listener': 'internal',
+      operationId: 'releaseConsent',
+      tags: [Tag.Consents],
+      summary: 'Release the consent: its account webhooks start nothing until a merchant claims it again',
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      responses: {
+        '200': json(ConsentSchema, 'Released'),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 503),
+      },
+    },
+  },
+};

@@ -1,0 +1,145 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantDefaults } from '../../src/config/merchants';
+import { ConfigError, loadConfig } from '../../src/config';
+
+const keys = [
+  { name: 'shop-a', key: 'shop-a-key-0123456789abcdefghij' },
+  { name: 'shop-b', key: 'shop-b-key-0123456789abcdefghij' },
+];
+const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).toString('base64')}`;
+const defaults: MerchantDefaults = {
+  allowList: { origins: ['https://global.example'], loopback: false },
+  signingSecrets: [secret('global')],
+  transactionsCallbackUrl: 'https://global.example/tx',
+  limits: DEFAULT_MERCHANT_LIMITS,
+};
+
+describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
+  it('gives each merchant its own settings, and the globals to those the file leaves out', () => {
+    const { directory, problems } = buildMerchantDirectory({
+      keys,
+      fileJson: {
+        merchants: {
+          'shop-a': {
+            callbackSigningSecrets: [secret('a-new'), secret('a-old')],
+            callbackAllowedOrigins: ['https://hooks.shop-a.example/'],
+            transactionsCallbackUrl: 'https://hooks.shop-a.example/tx',
+            requestsPerMinute: 60,
+            maxLongPolls: 3,
+            minPollInterval: '10s',
+          },
+        },
+      },
+      defaults,
+    });
+    expect(problems).toEqual([]);
+    const a = directory!.get('shop-a')!;
+    expect(a.callbacks.allowList).toEqual({ origins: ['https://hooks.shop-a.example'], loopback: false });
+    expect(a.callbacks.signingSecrets).toEqual([secret('a-new'), secret('a-old')]);
+    expect(a.transactionsCallbackUrl).toBe('https://hooks.shop-a.example/tx');
+    expect(a.limits).toEqual({ requestsPerMinute: 60, maxLongPolls: 3, minPollIntervalMs: 10_000 });
+    const b = directory!.get('shop-b')!;
+    expect(b.callbacks).toEqual({ allowList: defaults.allowList, signingSecrets: defaults.signingSecrets });
+    expect(b.transactionsCallbackUrl).toBe(defaults.transactionsCallbackUrl);
+    expect(b.limits).toEqual(DEFAULT_MERCHANT_LIMITS);
+    // The first key's merchant owns the pre-tenancy workflows unless named.
+    expect(directory!.legacyMerchantId).toBe('shop-a');
+    // A merchant this process does not list is served with the globals (a worker without MERCHANT_API_KEYS).
+    expect(directory!.resolve('shop-z').callbacks.allowList).toBe(defaults.allowList);
+    expect(directory!.resolve(undefined).id).toBe('shop-a');
+  });
+
+  it('names the merchant and the field of each problem, never a secret', () => {
+    const leaked = 'whsec_not-base64-but-secret!';
+    const { directory, problems } = buildMerchantDirectory({
+      keys,
+      fileJson: {
+        merchants: {
+          'shop-a': { callbackSigningSecrets: [leaked], callbackAllowedOrigins: ['https://x.example/path'] },
+          'shop-b': { requestsPerMinute: 0, minPollInterval: '10 parsecs', colour: 'blue' },
+          'shop-c': {},
+        },
+      },
+      defaults,
+    });
+    expect(directory).toBeUndefined();
+    const messages = problems.map((p) => `${p.variable}: ${p.message}`);
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-a", callbackSigningSecrets\[0\]: /),
+        expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-a", callbackAllowedOrigins\[0\]: /),
+        expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b", requestsPerMinute: /),
+        expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b", minPollInterval: /),
+        expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b".*colour/),
+      ]),
+    );
+    for (const m of messages) expect(m).not.toContain('secret!');
+  });
+
+  it('refuses a merchant without a key, a legacy merchant without a key, and a transactions URL outside its allow-list', () => {
+    const { problems } = buildMerchantDirectory({
+      keys,
+      fileJson: {
+        legacyMerchant: 'shop-x',
+        merchants: {
+          'shop-c': {},
+          'shop-a': {
+            callbackAllowedOrigins: ['https://a.example'],
+            transactionsCallbackUrl: 'https://elsewhere.example/tx',
+          },
+        },
+      },
+      defaults,
+    });
+    expect(problems.map((p) => p.message)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('merchant "shop-c" has no key in MERCHANT_API_KEYS'),
+        expect.stringContaining('names "shop-x", which has no key in MERCHANT_API_KEYS'),
+        expect.stringMatching(/merchant "shop-a", transactionsCallbackUrl: .*callbackAllowedOrigins/),
+      ]),
+    );
+  });
+
+  it('stops start-up naming MERCHANTS_FILE for a file that cannot be read or is not JSON (its text never echoed)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
+    const bad = join(dir, 'merchants.json');
+    writeFileSync(bad, '{ "merchants": { "shop-a": { "callbackSigningSecrets": ["whsec_TOPSECRET"] ');
+    const env = { MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(',') };
+    for (const [file, expected] of [
+      [join(dir, 'missing.json'), /cannot read .*missing\.json \(ENOENT\)/],
+      [bad, /is not valid JSON/],
+    ] as const) {
+      let error: unknown;
+      try {
+        loadConfig({ ...env, MERCHANTS_FILE: file });
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).issues).toEqual([
+        { variable: 'MERCHANTS_FILE', message: expect.stringMatching(expected) },
+      ]);
+      expect((error as Error).message).not.toContain('TOPSECRET');
+    }
+  });
+
+  it('loads the file through loadConfig, with LEGACY_MERCHANT', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
+    const file = join(dir, 'merchants.json');
+    writeFileSync(file, JSON.stringify({ merchants: { 'shop-b': { maxLongPolls: 7 } } }));
+    const config = loadConfig({
+      MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
+      MERCHANTS_FILE: file,
+      LEGACY_MERCHANT: 'shop-b',
+      MERCHANT_REQUESTS_PER_MINUTE: '120',
+    });
+    expect(config.merchants.legacyMerchantId).toBe('shop-b');
+    expect(config.merchants.get('shop-b')!.limits).toMatchObject({ maxLongPolls: 7, requestsPerMinute: 120 });
+    expect(config.merchants.get('shop-a')!.limits).toMatchObject({ requestsPerMinute: 120 });
+    expect(() =>
+      loadConfig({ MERCHANT_API_KEYS: 'shop-a:shop-a-key-0123456789abcdefghij', LEGACY_MERCHANT: 'nobody' }),
+    ).toThrow(/LEGACY_MERCHANT: names "nobody"/);
+  });
+});
