@@ -111,7 +111,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       return { ...body, message: String(body.message).replace(/ \S+$/, ' <ref>') };
     };
     expect(await bodyOf(other)).toEqual(await bodyOf(unknown));
-    expect(await authCount('shop-a', 'accepted')).toBe(before + 1);
+    expect(await authCount('shop-a', 'accepted')).toBe(before + 2); // the start and its own read
     expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
     // The metrics carry names, never keys.
     const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
