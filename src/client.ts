@@ -8,3 +8,4 @@
  */
 export * from './client/consent-refresh';
 export * from './client/finance-applications';
+export * from './client/consent-claims';

@@ -60,6 +60,7 @@ describe('merchants as tenants (whole stack)', () => {
             callbackSigningSecrets: [SECRET_B],
             callbackAllowedOrigins: [originB],
             transactionsCallbackUrl: `${originB}/transactions`,
+            minPollInterval: '5s',
           },
         },
       },
@@ -195,6 +196,20 @@ describe('merchants as tenants (whole stack)', () => {
     expect((await shopB(`/applications/${ref}?waitForChangeFrom=SUBMITTED&timeout=1s`)).status).toBe(404);
     const described = await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).describe();
     expect(described.typedSearchAttributes.get(MerchantId)).toBe('shop-a');
+    await finish(financeApplicationWorkflowId('shop-a', ref));
+  });
+
+  it('holds each merchant to its own poll floor (MERCHANTS_FILE minPollInterval): 400 naming the field', async () => {
+    const ref = `floor-${randomUUID()}`;
+    const below = await start(shopB, { merchantReference: ref, settings: { fastPollInterval: '2s' } });
+    expect(below.status).toBe(400);
+    expect(await below.json()).toMatchObject({
+      message: 'settings.fastPollInterval must be at least 5s for this merchant',
+    });
+    await notFound(financeApplicationWorkflowId('shop-b', ref));
+    // shop-a has no floor of its own: the global one (1s).
+    const allowed = await start(shopA, { merchantReference: ref, settings: { fastPollInterval: '2s' } });
+    expect(allowed.status).toBe(201);
     await finish(financeApplicationWorkflowId('shop-a', ref));
   });
 
