@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { awaitFinanceApplication, startFinanceApplication } from '../src/client';
-import { webhookHash } from '../src/security/webhook-hash';
+import { awaitFinanceApplication, financeApplicationHandle, startFinanceApplication } from '../src/client';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { TEST_MERCHANT } from '../test/helpers/merchants';
 import { startTestStack } from '../test/helpers/stack';
 import { report, runPool, summarize } from './stats';
 
@@ -38,6 +38,7 @@ export async function benchLifecycle(): Promise<void> {
       refs.map((merchantReference) =>
         startFinanceApplication(
           client,
+          TEST_MERCHANT,
           {
             merchantReference,
             application: { redirectUrl: 'https://shop.example/return' },
@@ -47,25 +48,27 @@ export async function benchLifecycle(): Promise<void> {
         ),
       ),
     );
+    // The webhookUrl each application gave the bank (its merchant's key and hash), as the bank calls it.
+    const webhookUrls = apps.map((app) => {
+      const url = sandbox.control.application(app.financeApplicationId)!.createRequest.webhookUrl!;
+      if (!url.startsWith(`${publicBaseUrl}/`)) throw new Error(`webhookUrl ${url} is not on the public listener`);
+      return url;
+    });
     const readsBefore = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length;
     const n = 1_000;
     await runPool(n, 16, async (i) => {
-      const ref = refs[i % refs.length]!;
-      const res = await fetch(
-        `${publicBaseUrl}/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}`,
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ financeApplicationId: apps[i % refs.length]!.financeApplicationId }),
-        },
-      );
+      const res = await fetch(webhookUrls[i % refs.length]!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ financeApplicationId: apps[i % refs.length]!.financeApplicationId }),
+      });
       await res.arrayBuffer();
       if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
     });
     await new Promise((r) => setTimeout(r, 2_000)); // let the last reads happen
     const reads = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length - readsBefore;
     report('coalescing: status reads per webhook', { webhooks: n, statusReads: reads, readsPerWebhook: reads / n });
-    for (const ref of refs) await client.workflow.getHandle(`finance-application:${ref}`).terminate('bench done');
+    for (const ref of refs) await financeApplicationHandle(client, TEST_MERCHANT, ref).terminate('bench done');
     sandbox.control.clearApplicationScripts();
     void parked;
 
@@ -82,6 +85,7 @@ export async function benchLifecycle(): Promise<void> {
           const merchantReference = `bench-lc-${mode === 'webhooks' ? 'wh' : 'poll'}-${i}-${randomUUID().slice(0, 8)}`;
           const started = await startFinanceApplication(
             client,
+            TEST_MERCHANT,
             {
               merchantReference,
               application: { redirectUrl: 'https://shop.example/return' },
@@ -89,7 +93,7 @@ export async function benchLifecycle(): Promise<void> {
             },
             { taskQueue },
           );
-          const final = await awaitFinanceApplication(client, merchantReference);
+          const final = await awaitFinanceApplication(client, TEST_MERCHANT, merchantReference);
           const truth = sandbox.control.application(started.financeApplicationId)!.statusHistory;
           for (const change of final.history) {
             const bankAt = truth.find((t) => t.status === change.status)?.at;

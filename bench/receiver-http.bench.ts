@@ -6,6 +6,7 @@ import { boundPort, closeServer, listen } from '../src/api/http-server';
 import { createMetrics } from '../src/api/metrics';
 import { webhookHash } from '../src/security/webhook-hash';
 import { postRaw } from '../test/helpers/http';
+import { testMerchants } from '../test/helpers/merchants';
 
 const COMMAND = 'npm run bench -- receiver-http';
 const SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -33,6 +34,7 @@ export async function benchReceiverHttp(): Promise<void> {
     taskQueue: 'bench',
     webhooks: { hashSecret: SECRET, securityHeader: '' },
     merchantApiKeys: [],
+    merchants: testMerchants(),
     // Lines at info and above are written (none on this path), as in production.
     logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
     metrics: createMetrics(),

@@ -4,9 +4,9 @@ import { openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startFinanceApplication } from '../src/client';
-import { webhookHash } from '../src/security/webhook-hash';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
+import { TEST_MERCHANT } from '../test/helpers/merchants';
 import { startTestStack } from '../test/helpers/stack';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../test/helpers/temporal';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
@@ -65,6 +65,7 @@ export async function benchReceiver(): Promise<void> {
       refs.map((merchantReference) =>
         startFinanceApplication(
           client,
+          TEST_MERCHANT,
           {
             merchantReference,
             application: { redirectUrl: 'https://shop.example/return' },
@@ -74,10 +75,11 @@ export async function benchReceiver(): Promise<void> {
         ),
       ),
     );
-    // The same workflows for both paths; a webhook also needs its path (with the hash) and body.
+    // The same workflows for both paths; a webhook also needs its path (the webhookUrl's: key and hash) and body.
     const targets = refs.map((ref, i) => ({
-      workflowId: financeApplicationWorkflowId(ref),
-      path: `/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}`,
+      workflowId: financeApplicationWorkflowId(TEST_MERCHANT, ref),
+      path: new URL(stack.sandbox.control.application(apps[i]!.financeApplicationId)!.createRequest.webhookUrl!)
+        .pathname,
       body: JSON.stringify({ financeApplicationId: apps[i]!.financeApplicationId }),
       financeApplicationId: apps[i]!.financeApplicationId,
     }));

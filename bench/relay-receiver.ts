@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
-import { financeApplicationWorkflowId } from '../src/shared/ids';
+import { financeApplicationWorkflowId, parseWebhookKey } from '../src/shared/ids';
 import { testDataConverter } from '../test/helpers/temporal';
 
 /**
@@ -10,7 +10,7 @@ import { testDataConverter } from '../test/helpers/temporal';
  * authenticity, content-type, size or schema check, no routing, logging or metrics). What this costs on top of the
  * bare signal loop is the HTTP hop itself; what the API costs on top of this is the receiver's own work.
  * Child process (IPC: sends `{ port }` once listening). RELAY_SETUP: `{ address, namespace }`; the webhook
- * path's reference (`/webhooks/finance-applications/<ref>/<hash>`) names the workflow.
+ * path's key (`/webhooks/finance-applications/<merchantId>~<ref>/<hash>`) names the workflow.
  */
 async function main(): Promise<void> {
   const { address, namespace } = JSON.parse(process.env.RELAY_SETUP ?? '') as { address: string; namespace: string };
@@ -20,11 +20,16 @@ async function main(): Promise<void> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const ref = (req.url ?? '').split('/')[3] ?? '';
+      const key = parseWebhookKey(decodeURIComponent((req.url ?? '').split('/')[3] ?? ''));
+      if (!key) {
+        res.writeHead(404);
+        res.end();
+        return;
+      }
       const { financeApplicationId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
         financeApplicationId: string;
       };
-      const workflowId = financeApplicationWorkflowId(ref);
+      const workflowId = financeApplicationWorkflowId(key.merchantId, key.merchantReference);
       client.workflow
         .getHandle(workflowId)
         .signal(financeApplicationStatusChangedSignal, { financeApplicationId })

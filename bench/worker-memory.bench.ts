@@ -12,6 +12,8 @@ import { report, runPool } from './stats';
 
 const root = join(__dirname, '..', '..');
 const DAY = 24 * 60 * 60_000;
+/** The merchant the applications belong to (the worker, without MERCHANT_API_KEYS, serves any with the globals). */
+const MERCHANT = 'bench';
 
 /**
  * The production worker process (`node dist/worker.js`, prebuilt bundle) holding many open, mostly idle finance
@@ -70,6 +72,7 @@ export async function benchWorkerMemory(): Promise<void> {
         await runPool(n, 32, async (i) => {
           const started = await startFinanceApplication(
             client,
+            MERCHANT,
             {
               merchantReference: refs[i]!,
               application: { redirectUrl: 'https://shop.example/return' },
@@ -88,7 +91,7 @@ export async function benchWorkerMemory(): Promise<void> {
         const readsBefore = sandbox.control.apiCalls().filter((c) => c.route === 'getStatus').length;
         const t1 = performance.now();
         await runPool(n, 32, async (i) => {
-          await financeApplicationHandle(client, refs[i]!).signal(financeApplicationStatusChangedSignal, {
+          await financeApplicationHandle(client, MERCHANT, refs[i]!).signal(financeApplicationStatusChangedSignal, {
             financeApplicationId: ids[i]!,
           });
         });

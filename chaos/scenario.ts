@@ -10,7 +10,7 @@ import { SIGNAL_DEADLINE_MS } from '../src/api/webhook-receiver';
 import { getFinanceApplication } from '../src/client/finance-applications';
 import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
-import { webhookHash } from '../src/security/webhook-hash';
+import { financeApplicationWebhookUrl } from '../src/security/webhook-hash';
 import { createDataConverter } from '../src/temporal/data-converter';
 import { consentRefreshWorkflowType } from '../src/shared/consent-refresh';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
@@ -52,6 +52,9 @@ import {
 } from './truth';
 
 /** The bounds the README states, printed beside what was measured. */
+/** The merchant of the run (its one key in MERCHANT_API_KEYS): every application and refresh is its own. */
+const MERCHANT = 'chaos';
+
 export const BOUNDS = {
   /** The receivers' signal deadline, retries included; the margin is the answer's own way back. */
   signalMs: SIGNAL_DEADLINE_MS,
@@ -162,7 +165,7 @@ class Stack {
       BANK_CLIENT_SECRET: 'sandbox-secret',
       WEBHOOK_HASH_SECRET: secrets.hash,
       WEBHOOK_SECURITY_HEADER: secrets.header,
-      MERCHANT_API_KEYS: `chaos:${secrets.apiKey}`,
+      MERCHANT_API_KEYS: `${MERCHANT}:${secrets.apiKey}`,
       CALLBACK_ALLOWED_ORIGINS: merchant.origin,
       CALLBACK_SIGNING_SECRETS: secrets.signing,
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
@@ -323,7 +326,8 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   const facade = new Facade(stack.internalUrls, secrets.apiKey);
   const probeRef = `chaos-probe-${o.seed}`;
   const prober = new Prober(stack, {
-    financePath: `/webhooks/finance-applications/${probeRef}/${webhookHash(secrets.hash, probeRef)}`,
+    // The form of the webhookUrls the run's applications carry (the merchant's key and hash), for no application.
+    financePath: new URL(financeApplicationWebhookUrl('http://probe', secrets.hash, probeRef, MERCHANT)).pathname,
     accountBody: JSON.stringify({
       consentId: probeRef,
       taskId: 'chaos-probe',
@@ -666,9 +670,9 @@ async function compareAll(
     if (res.status === 200) {
       const body = res.body as NonNullable<OurApplication['state']>;
       // The facade does not show duplicates; the workflow state does (typed client, query or result).
-      const state = await getFinanceApplication(client, ref).catch(() => undefined);
+      const state = await getFinanceApplication(client, MERCHANT, ref).catch(() => undefined);
       our.state = { ...body, duplicateApplicationIds: state?.duplicateApplicationIds };
-      const described = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).describe();
+      const described = await client.workflow.getHandle(financeApplicationWorkflowId(MERCHANT, ref)).describe();
       our.closedAt = described.closeTime?.toISOString();
     }
     ours.push(our);
@@ -691,7 +695,11 @@ async function compareAll(
     duplicateAttribute += 1;
   }
 
-  const apps = compareApplications({ bank: bankApps, ours, callbackKeys: merchant.financeKeys });
+  const apps = compareApplications({
+    bank: bankApps,
+    ours,
+    callbacks: { merchantId: MERCHANT, keys: merchant.financeKeys },
+  });
   const refreshes = compareRefreshes({ tasks, runs, recordedTaskIds });
   const transactions = compareTransactions({ deliveries: accountWebhooks, batches: merchant.transactionBatches });
   return {

@@ -61,10 +61,10 @@ export interface ApplicationFigures {
 }
 
 /** Idempotency keys of the merchant callbacks the product sends (src/workflows/finance-application.ts). */
-export const statusCallbackKey = (ref: string, status: string): string =>
-  `${financeApplicationWorkflowId(ref)}:${status}`;
-export const duplicateCallbackKey = (ref: string, id: string): string =>
-  `${financeApplicationWorkflowId(ref)}:duplicate:${id}`;
+export const statusCallbackKey = (merchantId: string, ref: string, status: string): string =>
+  `${financeApplicationWorkflowId(merchantId, ref)}:${status}`;
+export const duplicateCallbackKey = (merchantId: string, ref: string, id: string): string =>
+  `${financeApplicationWorkflowId(merchantId, ref)}:duplicate:${id}`;
 
 const rank = (status: string | null | undefined): number =>
   status == null ? -1 : ((FINANCE_APPLICATION_STATUS_ORDER as Record<string, number>)[status] ?? -1);
@@ -77,16 +77,17 @@ const accepted = (status: number) => status >= 200 && status < 300 && status !==
 const ignored = (status: number) => status === 200;
 
 /**
- * Applications: `refs` are the references the harness created; `callbackKeys` the Idempotency-Keys the merchant
- * endpoint received (undefined: callbacks not checked).
+ * Applications: `refs` are the references the harness created; `callbacks` the merchant they belong to and the
+ * Idempotency-Keys its endpoint received (undefined: callbacks not checked).
  */
 export function compareApplications(input: {
   bank: ApplicationRecord[];
   ours: OurApplication[];
-  callbackKeys?: ReadonlySet<string>;
+  callbacks?: { merchantId: string; keys: ReadonlySet<string> };
 }): { findings: Finding[]; figures: ApplicationFigures } {
   const findings: Finding[] = [];
   const add = (category: Category, subject: string, what: string) => findings.push({ category, subject, what });
+  const { callbacks } = input;
   const figures: ApplicationFigures = {
     references: input.ours.length,
     bankApplications: input.bank.length,
@@ -159,7 +160,7 @@ export function compareApplications(input: {
       const id = other.financeApplicationId;
       if (detected.has(id)) {
         figures.duplicatesDetected += 1;
-        if (input.callbackKeys && !input.callbackKeys.has(duplicateCallbackKey(ref, id))) {
+        if (callbacks && !callbacks.keys.has(duplicateCallbackKey(callbacks.merchantId, ref, id))) {
           add('lost', ref, `duplicate ${id} detected but never reported to the merchant's callback`);
         }
         continue;
@@ -185,8 +186,10 @@ export function compareApplications(input: {
         add('wrong', ref, `reports duplicate ${id}, which the bank does not hold for this reference`);
       }
     }
-    if (input.callbackKeys) {
-      const missing = state.history.filter((h) => !input.callbackKeys!.has(statusCallbackKey(ref, h.status)));
+    if (callbacks) {
+      const missing = state.history.filter(
+        (h) => !callbacks.keys.has(statusCallbackKey(callbacks.merchantId, ref, h.status)),
+      );
       if (missing.length > 0) {
         add('lost', ref, `merchant callback never received for ${missing.map((h) => h.status).join(', ')}`);
       }

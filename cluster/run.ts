@@ -58,6 +58,8 @@ import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } fr
 const COMMAND = 'npm run test:cluster';
 const NAMESPACE = 'default';
 const TASK_QUEUE = 'paylater';
+/** The merchant of the run (its one key in MERCHANT_API_KEYS): every application is its own. */
+const MERCHANT = 'cluster';
 const WEBHOOK_APPS = 6;
 const POLLED_APPS = 3;
 /** Bank latency while the worker is killed: its activities are caught mid-call (below the 20 s HTTP deadline). */
@@ -236,7 +238,7 @@ async function main(): Promise<number> {
       BANK_CLIENT_SECRET: 'sandbox-secret',
       WEBHOOK_HASH_SECRET: secrets.hash,
       WEBHOOK_SECURITY_HEADER: secrets.header,
-      MERCHANT_API_KEYS: `cluster:${secrets.apiKey}`,
+      MERCHANT_API_KEYS: `${MERCHANT}:${secrets.apiKey}`,
       CALLBACK_ALLOWED_ORIGINS: merchant.origin,
       CALLBACK_SIGNING_SECRETS: secrets.signing,
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
@@ -429,7 +431,11 @@ async function main(): Promise<number> {
         if (taskId) recordedTaskIds.add(taskId);
       }
       truthFindings = [
-        ...compareApplications({ bank: bankApps, ours, callbackKeys: merchant.financeKeys }).findings,
+        ...compareApplications({
+          bank: bankApps,
+          ours,
+          callbacks: { merchantId: MERCHANT, keys: merchant.financeKeys },
+        }).findings,
         ...compareRefreshes({
           tasks: tasks.filter((t) => t.consentId === refreshConsent),
           runs: [run],
@@ -454,7 +460,7 @@ async function main(): Promise<number> {
     for (const f of truthFindings) findings.push(`${f.category.toUpperCase()} ${f.subject}: ${f.what}`);
     // The history of each application with a finding, for the post-mortem (Web UI JSON import format).
     for (const ref of new Set(truthFindings.map((f) => f.subject).filter((s) => refs.has(s)))) {
-      const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
+      const history = await client.workflow.getHandle(financeApplicationWorkflowId(MERCHANT, ref)).fetchHistory();
       writeFileSync(join(runDir, `history-${ref}.json`), JSON.stringify(history, null, 2));
     }
     findings.push(...visibility);

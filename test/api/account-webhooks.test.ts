@@ -5,6 +5,7 @@ import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
+import { releaseConsent } from '../../src/client/consent-claims';
 import { consentRefreshHandle, getConsentRefreshProgress } from '../../src/client/consent-refresh';
 import type { AccountEventBody } from '../../src/shared/bank-wire';
 import { lateAccountEventsQuery } from '../../src/shared/consent-refresh';
@@ -12,6 +13,7 @@ import { transactionEventsStateQuery } from '../../src/shared/transaction-events
 import { lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { claimTestConsent, TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 /**
  * POST /webhooks/accounts on the real stack: authenticity and shape are checked before any Temporal call, so a
@@ -67,6 +69,9 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     const history = await consentRefreshHandle(stack.t.client, consentId).fetchHistory();
     return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
   };
+  /** The consent is the stack merchant's (its account webhooks start something only then); released by `release`. */
+  const claim = (id: string) => claimTestConsent(stack.t, id);
+  const release = (id: string) => releaseConsent(stack.t.client, TEST_MERCHANT, id).catch(() => undefined);
   const webhookCount = async (kind: string, outcome: string) =>
     (await stack.metrics.webhooks.get()).values.find((v) => v.labels.kind === kind && v.labels.outcome === outcome)
       ?.value ?? 0;
@@ -100,7 +105,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     };
     expect((await send(JSON.stringify(huge), auth)).status).toBe(413);
     expect(await signalsInHistory()).toBe(0);
-    expect((await getConsentRefreshProgress(stack.t.client, consentId)).banks).toEqual([]);
+    expect((await getConsentRefreshProgress(stack.t.client, TEST_MERCHANT, consentId)).banks).toEqual([]);
   });
 
   it("hands another task's accountEvent off while the refresh runs: the refresh never sees it", async () => {
@@ -116,7 +121,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     });
     expect(state.reports[0]).toMatchObject({ taskId: other.taskId, reason: 'other-task' });
     expect(await signalsInHistory()).toBe(before);
-    expect((await getConsentRefreshProgress(stack.t.client, consentId)).staleEvents).toBe(0);
+    expect((await getConsentRefreshProgress(stack.t.client, TEST_MERCHANT, consentId)).staleEvents).toBe(0);
     await handle.terminate('test done');
   });
 
@@ -125,13 +130,14 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect(accepted.status).toBe(202);
     expect(accepted.body).toMatchObject({ status: 'accepted' });
     expect(await signalsInHistory()).toBe(1);
-    const progress = await getConsentRefreshProgress(stack.t.client, consentId);
+    const progress = await getConsentRefreshProgress(stack.t.client, TEST_MERCHANT, consentId);
     expect(progress.banks.map((b) => b.bankCode)).toEqual(['QUIET']);
     expect(await webhookCount('accountEvent', 'accepted')).toBeGreaterThanOrEqual(1);
   });
 
   it('hands an accountEvent for a consent with no refresh off as a late bank report (202, counted late)', async () => {
     const orphan = { ...event(), consentId: `none-${randomUUID()}` };
+    await claim(orphan.consentId);
     const lateBefore = await webhookCount('accountEvent', 'late');
     const res = await send(JSON.stringify(orphan), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
@@ -145,11 +151,13 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect(await webhookCount('accountEvent', 'late')).toBe(lateBefore + 1);
     expect(await webhookCount('accountEvent', 'no_target')).toBe(0);
     await handle.terminate('test done');
+    await release(orphan.consentId);
   });
 
   it('hands a transactionEvent off with signal-with-start (202)', async () => {
     const txConsent = `tx-${randomUUID()}`;
     const body = { consentId: txConsent, eventType: 'NEW', accounts: [{ accountId: 'OPB-1' }] };
+    await claim(txConsent);
     const res = await send(JSON.stringify(body), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
     const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent));
@@ -159,6 +167,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     });
     expect(state.consentId).toBe(txConsent);
     await handle.terminate('test done');
+    await release(txConsent);
   });
 
   it('answers 503 when Temporal cannot take the signal, so the bank retries', async () => {
@@ -181,6 +190,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
       taskQueue: 'unused',
       webhooks: { hashSecret: 'x'.repeat(32), securityHeader: 'Token abc=' },
       merchantApiKeys: [],
+      merchants: testMerchants(),
       logger: pino({ level: 'silent' }),
       metrics,
       checkTemporal: unavailable,
@@ -212,6 +222,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     });
     const server = await listen(app, 0, '127.0.0.1');
     const txConsent = `open-${randomUUID()}`;
+    await claim(txConsent);
     try {
       const body = JSON.stringify({ consentId: txConsent, accounts: [{ accountId: 'a' }] });
       const url = `http://127.0.0.1:${boundPort(server)}/webhooks/accounts`;
@@ -221,6 +232,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     } finally {
       await closeServer(server, 100);
       await stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent)).terminate('test done');
+      await release(txConsent);
     }
   });
 });

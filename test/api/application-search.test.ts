@@ -14,11 +14,12 @@ import {
 } from '../../src/client/finance-applications';
 import { MAX_PAGE_SIZE } from '../../src/shared/application-search';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
-import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId } from '../../src/shared/ids';
 import { MerchantReference } from '../../src/shared/search-attributes';
 import type { financeApplicationWorkflow } from '../../src/workflows/finance-application';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /** Polling is off: statuses move only when the test moves the bank (each change sends its webhook). */
 const WEBHOOKS_ONLY = { fastPollIntervalMs: 3_600_000, slowPollIntervalMs: 3_600_000 };
@@ -50,6 +51,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
     const started = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       { merchantReference: ref, application: { redirectUrl: 'https://shop.example/done' }, settings: WEBHOOKS_ONLY },
       { taskQueue: stack.t.taskQueue },
     );
@@ -149,7 +151,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     const done = `${prefix}c-done`;
     await create(done);
     stack.sandbox.control.setApplicationStatus(ids.get(done)!, 'COMPLETED');
-    await financeApplicationHandle(stack.t.client, done).result();
+    await financeApplicationHandle(stack.t.client, TEST_MERCHANT, done).result();
     const [doneItem] = (await listingOf(`referencePrefix=${done}`, [done])).applications;
     expect(doneItem).toMatchObject({ status: 'COMPLETED', done: true });
     await eventually(async () => {
@@ -162,6 +164,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     const createdBefore = new Date();
     const started = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       {
         merchantReference: can,
         application: { redirectUrl: 'https://shop.example/done' },
@@ -169,19 +172,19 @@ describe('GET /applications: search through visibility (whole stack)', () => {
       },
       { taskQueue: stack.t.taskQueue },
     );
-    const firstRunId = (await financeApplicationHandle(stack.t.client, can).describe()).runId;
+    const firstRunId = (await financeApplicationHandle(stack.t.client, TEST_MERCHANT, can).describe()).runId;
     // Webhooks (each a signal and a read) until the run has continued as new at least once.
     await eventually(async () => {
-      const { runId } = await financeApplicationHandle(stack.t.client, can).describe();
+      const { runId } = await financeApplicationHandle(stack.t.client, TEST_MERCHANT, can).describe();
       if (runId !== firstRunId) return true;
       await stack.sandbox.control.sendApplicationWebhooks(started.financeApplicationId, 5);
       return undefined;
     });
-    expect((await getFinanceApplication(stack.t.client, can)).runs).toBeGreaterThan(1);
+    expect((await getFinanceApplication(stack.t.client, TEST_MERCHANT, can)).runs).toBeGreaterThan(1);
     const page = await listingOf(`referencePrefix=${can}`, [can]);
     expect(page.applications).toHaveLength(1);
     expect(new Date(page.applications[0]!.createdAt).getTime()).toBeLessThan(
-      (await financeApplicationHandle(stack.t.client, can).describe()).startTime.getTime(),
+      (await financeApplicationHandle(stack.t.client, TEST_MERCHANT, can).describe()).startTime.getTime(),
     );
     expect(new Date(page.applications[0]!.createdAt).getTime()).toBeGreaterThanOrEqual(createdBefore.getTime());
     // The window is on the creation, not on the latest run's start.
@@ -196,6 +199,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     await expect(
       startFinanceApplication(
         stack.t.client,
+        TEST_MERCHANT,
         {
           merchantReference: failed,
           application: { redirectUrl: 'https://shop.example/done' },
@@ -207,7 +211,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     // Visibility has the failed run (waited for), and the listing leaves it out.
     await eventually(async () => {
       for await (const wf of stack.t.client.workflow.list({
-        query: `WorkflowId = '${financeApplicationWorkflowId(failed)}' AND ExecutionStatus = 'Failed'`,
+        query: `WorkflowId = '${financeApplicationWorkflowId(TEST_MERCHANT, failed)}' AND ExecutionStatus = 'Failed'`,
       })) {
         return wf;
       }
@@ -220,9 +224,10 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     const old = `${prefix}d-old`;
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: old });
     const before = new Date();
-    // As the start call did before this attribute: MerchantReference only.
+    // As the start call did before this attribute (and before tenancy: the legacy id, no merchant): MerchantReference
+    // only. The stack's merchant is the legacy one, so its listing has it.
     await stack.t.client.workflow.start<typeof financeApplicationWorkflow>(financeApplicationWorkflowType, {
-      workflowId: financeApplicationWorkflowId(old),
+      workflowId: legacyFinanceApplicationWorkflowId(old),
       taskQueue: stack.t.taskQueue,
       args: [
         { merchantReference: old, application: { redirectUrl: 'https://shop.example/done' }, settings: WEBHOOKS_ONLY },
@@ -230,7 +235,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
       typedSearchAttributes: [{ key: MerchantReference, value: old }],
     });
     const [item] = (await listingOf(`referencePrefix=${old}&createdAfter=${before.toISOString()}`, [old])).applications;
-    const { startTime } = await financeApplicationHandle(stack.t.client, old).describe();
+    const { startTime } = await stack.t.client.workflow.getHandle(legacyFinanceApplicationWorkflowId(old)).describe();
     expect(item!.createdAt).toBe(startTime.toISOString());
     await listingOf(`referencePrefix=${old}&createdBefore=${before.toISOString()}`, []);
   });
@@ -269,7 +274,11 @@ describe('GET /applications: search through visibility (whole stack)', () => {
   });
 
   it('the typed client refuses a value that could escape its quotes before it reaches the server', async () => {
-    await expect(listFinanceApplications(stack.t.client, { status: "CREATED' OR 'a'='a" })).rejects.toThrow(RangeError);
-    await expect(listFinanceApplications(stack.t.client, {}, { pageSize: 0 })).rejects.toThrow(RangeError);
+    await expect(
+      listFinanceApplications(stack.t.client, TEST_MERCHANT, { status: "CREATED' OR 'a'='a" }),
+    ).rejects.toThrow(RangeError);
+    await expect(listFinanceApplications(stack.t.client, TEST_MERCHANT, {}, { pageSize: 0 })).rejects.toThrow(
+      RangeError,
+    );
   });
 });

@@ -23,6 +23,7 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, TEST_API_KEY, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /** Polling is off: statuses move only when the test moves the bank (each change sends its webhook). */
 const WEBHOOKS_ONLY: FinanceApplicationSettings = { fastPollIntervalMs: 3_600_000, slowPollIntervalMs: 3_600_000 };
@@ -37,7 +38,7 @@ interface Body {
 
 /** Events of the latest run, by kind. */
 async function historyOf(client: Client, ref: string): Promise<History> {
-  return financeApplicationHandle(client, ref).fetchHistory();
+  return financeApplicationHandle(client, TEST_MERCHANT, ref).fetchHistory();
 }
 const count = (history: History, kind: string) =>
   (history.events ?? []).filter((e) => (e as Record<string, unknown>)[kind] != null).length;
@@ -76,6 +77,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
     const started = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       { merchantReference: ref, application: { redirectUrl: 'https://shop.example/done' }, settings },
       { taskQueue: stack.t.taskQueue },
     );
@@ -96,7 +98,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     expect(body.status).toBe('CREATED');
 
     stack.sandbox.control.setApplicationStatus(id, 'COMPLETED');
-    await financeApplicationHandle(stack.t.client, ref).result();
+    await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).result();
     const done = await wait(ref, 'waitForChangeFrom=COMPLETED&timeout=60s');
     expect(done.headers.get(WAIT_OUTCOME_HEADER)).toBe('done');
     expect(await done.json()).toMatchObject({ status: 'COMPLETED', done: true });
@@ -173,7 +175,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     const max = STATUS_WAIT_LIMITS.maxWaitsPerRun;
     // `max` API processes, each with its own wait (a distinct from-status each would do the same).
     const held = Array.from({ length: max }, () =>
-      waitForFinanceApplicationChange(stack.t.client, ref, {
+      waitForFinanceApplicationChange(stack.t.client, TEST_MERCHANT, ref, {
         fromStatus: 'CREATED',
         timeoutMs: 60_000,
         waits: new FinanceApplicationWaits(stack.t.client),
@@ -186,7 +188,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(await refused.json()).toMatchObject({ error: 'too_many_requests' });
     await expect(
-      waitForFinanceApplicationChange(stack.t.client, ref, {
+      waitForFinanceApplicationChange(stack.t.client, TEST_MERCHANT, ref, {
         fromStatus: 'CREATED',
         timeoutMs: 10_000,
         waits: new FinanceApplicationWaits(stack.t.client),
@@ -214,7 +216,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     const id = await create(ref);
     const before = (await historyOf(stack.t.client, ref)).events!.length;
     const waits = new FinanceApplicationWaits(stack.t.client, { updateTimeoutMs: 500 });
-    const result = waitForFinanceApplicationChange(stack.t.client, ref, {
+    const result = waitForFinanceApplicationChange(stack.t.client, TEST_MERCHANT, ref, {
       fromStatus: 'CREATED',
       timeoutMs: 30_000,
       waits,
@@ -231,24 +233,26 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     expect(waits.listening).toBe(0);
     // Ended, for the replay test (RECORD_HISTORIES=1): waits that timed out, one that saw the change, the end.
     stack.sandbox.control.setApplicationStatus(id, 'COMPLETED');
-    await financeApplicationHandle(stack.t.client, ref).result();
+    await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).result();
     recordFinanceHistory(await historyOf(stack.t.client, ref), 'status-waits');
   });
 
   it('a wait goes on across continue-as-new (the closing run lets it go, the next run takes it)', async () => {
     const ref = `wait-${randomUUID()}`;
     const id = await create(ref, { ...WEBHOOKS_ONLY, continueAsNewAfterEvents: 20 });
-    const firstRunId = (await financeApplicationHandle(stack.t.client, ref).describe()).runId;
+    const firstRunId = (await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).describe()).runId;
     const answer = wait(ref, 'waitForChangeFrom=CREATED&timeout=60s');
     await waitsAccepted(stack.t.client, ref, 1);
     // Webhooks (a signal and a read each, no change) until the run continues as new.
     await eventually(async () => {
-      const { runId } = await financeApplicationHandle(stack.t.client, ref).describe();
+      const { runId } = await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).describe();
       if (runId !== firstRunId) return true;
       await stack.sandbox.control.sendApplicationWebhooks(id, 5);
       return undefined;
     });
-    const first = await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref), firstRunId).fetchHistory();
+    const first = await stack.t.client.workflow
+      .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref), firstRunId)
+      .fetchHistory();
     expect(waitsCompleted(first)).toBe(1); // answered `closing` before the run continued as new
     // The wait moved to the new run; the change reaches it there.
     await waitsAccepted(stack.t.client, ref, 1);
@@ -256,7 +260,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     const res = await answer;
     expect(res.headers.get(WAIT_OUTCOME_HEADER)).toBe('changed');
     expect(await res.json()).toMatchObject({ status: 'IN_PROGRESS' });
-    expect((await getFinanceApplication(stack.t.client, ref)).runs).toBeGreaterThan(1);
+    expect((await getFinanceApplication(stack.t.client, TEST_MERCHANT, ref)).runs).toBeGreaterThan(1);
   });
 
   it('answers 400 on bad wait parameters and 404 for an unknown reference', async () => {
@@ -279,7 +283,7 @@ describe('GET /applications/:ref long-poll: waiting for a change (whole stack)',
     }
     expect((await wait(`never-${randomUUID()}`, 'waitForChangeFrom=CREATED&timeout=1s')).status).toBe(404);
     await expect(
-      waitForFinanceApplicationChange(stack.t.client, ref, { fromStatus: 'CREATED', timeoutMs: 60_001 }),
+      waitForFinanceApplicationChange(stack.t.client, TEST_MERCHANT, ref, { fromStatus: 'CREATED', timeoutMs: 60_001 }),
     ).rejects.toThrow(RangeError);
   });
 });

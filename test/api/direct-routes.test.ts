@@ -15,6 +15,7 @@ import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { postRaw } from '../helpers/http';
+import { testMerchants } from '../helpers/merchants';
 
 const FINANCE = '/webhooks/finance-applications/:ref/:hash';
 
@@ -153,6 +154,7 @@ describe('the public app: a webhook answered the same, routed directly or by Exp
         taskQueue: 'unused',
         webhooks: { hashSecret: HASH_SECRET, securityHeader: '' },
         merchantApiKeys: [],
+        merchants: testMerchants(),
         logger: pino({ level: 'debug' }, sink),
         metrics,
         checkTemporal: () => Promise.resolve(),

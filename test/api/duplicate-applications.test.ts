@@ -12,6 +12,7 @@ import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 describe('duplicate applications at the bank (whole stack)', () => {
   let merchant: Awaited<ReturnType<typeof startMerchant>>;
@@ -45,12 +46,12 @@ describe('duplicate applications at the bank (whole stack)', () => {
     expect(atBank).toHaveLength(2);
     const orphan = atBank.find((a) => a.financeApplicationId !== financeApplicationId)!.financeApplicationId;
 
-    const final = await awaitFinanceApplication(stack.t.client, ref);
+    const final = await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     expect(final.duplicateApplicationIds).toEqual([orphan]);
     expect(final.financeApplicationId).toBe(financeApplicationId);
 
     // Operators: a search attribute (visibility is eventually consistent) and the Web UI's details.
-    const workflowId = financeApplicationWorkflowId(ref);
+    const workflowId = financeApplicationWorkflowId(TEST_MERCHANT, ref);
     await eventually(async () => {
       for await (const wf of stack.t.client.workflow.list({ query: `DuplicateFinanceApplicationId = '${orphan}'` }))
         if (wf.workflowId === workflowId) return true;

@@ -20,9 +20,9 @@ import {
   startFinanceApplication,
 } from '../../src/client/finance-applications';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox';
-import { webhookHash } from '../../src/security/webhook-hash';
 import { checkTemporal } from '../../src/temporal/connection';
 import { connectTestTemporal, eventually, withWorker, type TemporalTestContext } from '../helpers/temporal';
+import { TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 /** A TCP proxy to the dev server that can be cut (refusing and dropping connections) and restored on the same port. */
 async function cuttableProxy(target: string) {
@@ -86,6 +86,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
       taskQueue: t.taskQueue,
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
       merchantApiKeys: [],
+      merchants: testMerchants(),
       logger: pino({ level: 'silent' }),
       metrics,
       checkTemporal: () => checkTemporal(proxiedConnection, t.namespace),
@@ -130,6 +131,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
       async () => {
         const { financeApplicationId: id } = await startFinanceApplication(
           t.client,
+          TEST_MERCHANT,
           {
             merchantReference: ref,
             application: { redirectUrl: 'https://shop.example/done' },
@@ -140,7 +142,8 @@ describe('finance-application receiver while Temporal is unreachable', () => {
 
         await proxy.down();
         sandbox.control.setApplicationStatus(id, 'APPROVED');
-        const direct = await fetch(`${apiUrl}/webhooks/finance-applications/${ref}/${webhookHash(hashSecret, ref)}`, {
+        // The webhookUrl the bank was given (the application's key and hash), as the bank itself would call it.
+        const direct = await fetch(sandbox.control.application(id)!.createRequest.webhookUrl!, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ financeApplicationId: id }),
@@ -176,7 +179,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
         });
         expect(delivery.attempts[delivery.attempts.length - 1]!.status).toBe(202);
         const approved = await eventually(async () => {
-          const s = await getFinanceApplication(t.client, ref);
+          const s = await getFinanceApplication(t.client, TEST_MERCHANT, ref);
           return s.status === 'APPROVED' ? s : undefined;
         });
         expect(approved.history.map((h) => [h.status, h.source])).toEqual([
@@ -186,7 +189,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
         expect(approved.webhooksReceived).toBe(1);
 
         sandbox.control.setApplicationStatus(id, 'COMPLETED');
-        const final = await awaitFinanceApplication(t.client, ref);
+        const final = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref);
         expect(final.history.map((h) => h.status)).toEqual(
           sandbox.control.application(id)!.statusHistory.map((s) => s.status),
         );

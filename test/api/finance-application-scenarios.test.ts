@@ -18,6 +18,7 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 type HistoryEvent = NonNullable<History['events']>[number];
 
@@ -35,7 +36,9 @@ const recordHistory = recordFinanceHistory;
 async function runHistories(client: Client, ref: string, firstRunId: string): Promise<History[]> {
   const histories: History[] = [];
   for (let runId: string | undefined = firstRunId; runId;) {
-    const history: History = await client.workflow.getHandle(financeApplicationWorkflowId(ref), runId).fetchHistory();
+    const history: History = await client.workflow
+      .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref), runId)
+      .fetchHistory();
     histories.push(history);
     const last: HistoryEvent | undefined = history.events?.[history.events.length - 1];
     runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
@@ -63,12 +66,13 @@ describe('finance applications: webhook faults and continue-as-new (whole stack)
     stack.sandbox.control.setApplicationScript(script, { merchantReference: ref });
     const started = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       { merchantReference: ref, application: { redirectUrl: 'https://shop.example/done' }, settings },
       { taskQueue: stack.t.taskQueue },
     );
-    const firstRunId = (await financeApplicationHandle(stack.t.client, ref).describe()).runId;
+    const firstRunId = (await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).describe()).runId;
     await during?.(started.financeApplicationId);
-    const final = await awaitFinanceApplication(stack.t.client, ref);
+    const final = await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     const truth = stack.sandbox.control.application(started.financeApplicationId)!;
     return { started, final, truth, firstRunId, statuses: final.history.map((h) => h.status) };
   }
@@ -142,6 +146,7 @@ describe('finance applications: webhook faults and continue-as-new (whole stack)
     stack.sandbox.control.setApplicationScript({ steps: [], webhooks: { duplicate: 2 } }, { merchantReference: ref });
     const started = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       {
         merchantReference: ref,
         application: { redirectUrl: 'https://shop.example/done' },
@@ -150,16 +155,16 @@ describe('finance applications: webhook faults and continue-as-new (whole stack)
       { taskQueue: stack.t.taskQueue },
     );
     const id = started.financeApplicationId;
-    const firstRunId = (await financeApplicationHandle(stack.t.client, ref).describe()).runId;
+    const firstRunId = (await financeApplicationHandle(stack.t.client, TEST_MERCHANT, ref).describe()).runId;
     for (const status of ['IN_PROGRESS', 'APPROVED', 'SIGNED']) {
       stack.sandbox.control.setApplicationStatus(id, status);
       if (status === 'APPROVED') await stack.sandbox.control.sendApplicationWebhooks(id, 10);
       await eventually(async () =>
-        (await getFinanceApplication(stack.t.client, ref)).status === status ? true : undefined,
+        (await getFinanceApplication(stack.t.client, TEST_MERCHANT, ref)).status === status ? true : undefined,
       );
     }
     stack.sandbox.control.setApplicationStatus(id, 'COMPLETED');
-    const final = await awaitFinanceApplication(stack.t.client, ref);
+    const final = await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     const truth = stack.sandbox.control.application(id)!;
 
     const histories = await runHistories(stack.t.client, ref, firstRunId);

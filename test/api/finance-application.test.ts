@@ -7,17 +7,21 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { awaitFinanceApplication } from '../../src/client/finance-applications';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStateQuery } from '../../src/shared/finance-application';
-import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /** With RECORD_HISTORIES=1, saves the workflow's history for the replay test (test/helpers/histories.ts). */
 async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
-  recordFinanceHistory(await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory(), name);
+  recordFinanceHistory(
+    await client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).fetchHistory(),
+    name,
+  );
 }
 
 describe('finance applications: facade and webhook receiver (whole stack)', () => {
@@ -41,8 +45,10 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     const init = { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) };
     return path.startsWith('/webhooks/') ? fetch(`${stack.publicUrl}${path}`, init) : stack.facade(path, init);
   };
-  const webhookPath = (ref: string) =>
-    `/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, ref)}`;
+  /** The webhook URL's key and hash of the stack merchant's application (the form issued since tenancy). */
+  const keyOf = (ref: string) => webhookKey(TEST_MERCHANT, ref);
+  const hashOf = (ref: string, secret = stack.webhooks.hashSecret) => tenantWebhookHash(secret, TEST_MERCHANT, ref);
+  const webhookPath = (ref: string) => `/webhooks/finance-applications/${keyOf(ref)}/${hashOf(ref)}`;
 
   it('happy path: two POSTs with one reference make one application; webhooks record every sandbox status once, in order', async () => {
     const ref = `api-${randomUUID()}`;
@@ -78,7 +84,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     const id = bodyA!.financeApplicationId as string;
     expect(bodyA).toEqual({
       merchantReference: ref,
-      workflowId: financeApplicationWorkflowId(ref),
+      workflowId: financeApplicationWorkflowId(TEST_MERCHANT, ref),
       financeApplicationId: id,
       bank: expect.objectContaining({ financeApplicationId: id }),
     });
@@ -115,7 +121,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     expect(atBank[0]!.createRequest).not.toHaveProperty('callbackUrl');
 
     // Each change pushed to the merchant once, in order, with a distinct idempotency key.
-    await awaitFinanceApplication(stack.t.client, ref);
+    await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     expect(pushed.map((p) => p.event.status)).toEqual(truth.statusHistory.map((s) => s.status));
     expect(new Set(pushed.map((p) => p.key)).size).toBe(pushed.length);
     expect(pushed.every((p) => p.event.financeApplicationId === id)).toBe(true);
@@ -152,18 +158,11 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     const json = { 'content-type': 'application/json' };
 
     const rejected: [number, Response][] = [
-      [401, await post(`/webhooks/finance-applications/${ref}/forged-hash`, good, json)],
-      [401, await post(`/webhooks/finance-applications/${ref}?hash=forged`, good, json)],
-      [401, await post(`/webhooks/finance-applications/${ref}`, good, json)],
-      [
-        401,
-        await post(
-          `/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, `x${ref}`)}`,
-          good,
-          json,
-        ),
-      ],
-      [401, await post(`/webhooks/finance-applications/${ref}/${webhookHash('another-secret', ref)}`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${keyOf(ref)}/forged-hash`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${keyOf(ref)}?hash=forged`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${keyOf(ref)}`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${keyOf(ref)}/${hashOf(`x${ref}`)}`, good, json)],
+      [401, await post(`/webhooks/finance-applications/${keyOf(ref)}/${hashOf(ref, 'another-secret')}`, good, json)],
       [415, await post(webhookPath(ref), good, { 'content-type': 'text/plain' })],
       [400, await post(webhookPath(ref), '{"financeApplicationId":', json)],
       [400, await post(webhookPath(ref), { financeApplicationId: 42 }, json)],
@@ -176,16 +175,16 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       expect(await res.json()).toMatchObject({ message: expect.any(String) });
     }
 
-    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref));
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref));
     const signalEvents = async () =>
       ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
     expect(await signalEvents()).toBe(0);
 
     // The accepted forms: hash as last path segment and as ?hash=; a foreign id is signalled, then ignored.
-    const hash = webhookHash(stack.webhooks.hashSecret, ref);
     expect((await post(webhookPath(ref), good, json)).status).toBe(202);
     expect(
-      (await post(`/webhooks/finance-applications/${ref}?hash=${encodeURIComponent(hash)}`, good, json)).status,
+      (await post(`/webhooks/finance-applications/${keyOf(ref)}?hash=${encodeURIComponent(hashOf(ref))}`, good, json))
+        .status,
     ).toBe(202);
     expect((await post(webhookPath(ref), { financeApplicationId: 'not-this-one' }, json)).status).toBe(202);
     // Signals sent while a workflow task runs are written after it: wait, then require exactly the three.

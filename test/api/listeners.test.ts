@@ -9,6 +9,7 @@ import pino from 'pino';
 import { authenticate, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
+import { testMerchants } from '../helpers/merchants';
 
 const KEY = 'listeners-test-key-0123456789abcdef';
 
@@ -19,6 +20,7 @@ describe('createPublicApp and createInternalApp', () => {
     taskQueue: 'unused',
     webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'ops', key: KEY }],
+    merchants: testMerchants([{ name: 'ops' }]),
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),
     checkTemporal: () => Promise.resolve(),

@@ -25,6 +25,7 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { claimTestConsent, TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).toString('base64')}`;
 /** A rotation in progress: the new secret first, the old one still listed. */
@@ -34,7 +35,7 @@ const OLD_SECRET = secret('rotation: the old callback key');
 /** With RECORD_HISTORIES=1, saves a run's history for the replay test (`v3-`: recorded with the callback check). */
 async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
-  const history = await client.workflow.getHandle(financeApplicationWorkflowId(ref)).fetchHistory();
+  const history = await client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).fetchHistory();
   writeFileSync(join(__dirname, '..', 'histories', `finance-application-v3-${name}.json`), historyToJSON(history));
 }
 
@@ -82,7 +83,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
       callbackUrl: merchant.url,
     });
     expect(res.status).toBe(201);
-    const final = await awaitFinanceApplication(stack.t.client, ref);
+    const final = await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     expect(final).toMatchObject({ done: true, status: 'COMPLETED' });
 
     const callbacks = receivedFor((e) => e.merchantReference === ref);
@@ -92,7 +93,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
       const event = JSON.parse(callback.body) as { status: string };
       const { headers } = callback;
       // webhook-id is the idempotency key: stable per event, across retries.
-      expect(headers['webhook-id']).toBe(`${financeApplicationWorkflowId(ref)}:${event.status}`);
+      expect(headers['webhook-id']).toBe(`${financeApplicationWorkflowId(TEST_MERCHANT, ref)}:${event.status}`);
       expect(headers['idempotency-key']).toBe(headers['webhook-id']);
       expect(headers['webhook-timestamp']).toMatch(/^\d{10}$/);
       expect(String(headers['webhook-signature']).split(' ')).toHaveLength(2); // one per configured secret
@@ -126,6 +127,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
 
   it('a transactions batch (TRANSACTIONS_CALLBACK_URL) is signed the same way', async () => {
     const consentId = `signed-tx-${randomUUID()}`;
+    await claimTestConsent(stack.t, consentId); // the merchant's consent: its transactionEvents reach it
     await stack.sandbox.control.emitTransactionEvents(consentId, { count: 1, accountIds: ['OPB-1'] });
     const [batch] = await eventually(() => {
       const got = receivedFor((e) => e.type === 'transactionsChanged' && e.consentId === consentId);
@@ -155,9 +157,9 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
         details: { field: 'callbackUrl', origin: expectedOrigin, variable: 'CALLBACK_ALLOWED_ORIGINS' },
       });
       expect(await bankCreateCalls()).toBe(before);
-      await expect(stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).describe()).rejects.toThrow(
-        /not found/i,
-      );
+      await expect(
+        stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).describe(),
+      ).rejects.toThrow(/not found/i);
     },
   );
 
@@ -178,6 +180,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     const ref = `direct-${randomUUID()}`;
     const err: unknown = await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       {
         merchantReference: ref,
         application: { redirectUrl: 'https://shop.example/done' },
@@ -195,7 +198,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
         'The finance application was not created: callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
     });
 
-    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref));
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref));
     expect((await handle.describe()).status.name).toBe('FAILED');
     const { events } = await handle.fetchHistory();
     const EventType = temporal.api.enums.v1.EventType;
@@ -208,7 +211,10 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     // An API process configured more loosely than the worker (a deploy mid-way, say): the worker decides.
     const loose = createInternalApp({
       ...stack.appDeps,
-      callbackAllowList: { origins: ['https://evil.example'], loopback: false },
+      merchants: testMerchants([{ name: TEST_MERCHANT }], {
+        allowList: { origins: ['https://evil.example'], loopback: false },
+        signingSecrets: [NEW_SECRET, OLD_SECRET],
+      }),
       logger: pino({ level: 'silent' }),
       metrics: createMetrics(),
     });

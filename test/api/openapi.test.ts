@@ -20,6 +20,7 @@ import { DOCS_ASSETS, DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/
 import { codecRoutes } from '../../src/api/routes/codec';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
 import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../helpers/openapi';
+import { testMerchants } from '../helpers/merchants';
 
 const VALIDATOR_CLI = join(__dirname, '../../node_modules/@seriousme/openapi-schema-validator/bin/validate-api-cli.js');
 
@@ -48,6 +49,7 @@ function deps(checkTemporal: () => Promise<void> = () => Promise.resolve()): App
     taskQueue: 'openapi-test',
     webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'test', key: 'k'.repeat(32) }],
+    merchants: testMerchants([{ name: 'test' }]),
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),
     checkTemporal,

@@ -14,15 +14,18 @@ import { Agent, request } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
 import {
+  consentClaimWorkflowId,
   consentRefreshWorkflowId,
   financeApplicationWorkflowId,
   lateAccountEventsWorkflowId,
   transactionEventsWorkflowId,
+  webhookKey,
 } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { claimTestConsent, TEST_MERCHANT } from '../helpers/merchants';
 
 const RUNS = Number(process.env.PROPERTY_RUNS) || 1500;
 const SEED = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined;
@@ -302,13 +305,17 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
     });
     expect(refresh.status).toBe(202);
     taskId = ((await refresh.json()) as { taskId: string }).taskId;
+    // The transactionEvents' consent is the merchant's too (its refresh claimed the other): they start its workflow.
+    await claimTestConsent(stack.t, txConsentId);
   });
   afterAll(async () => {
     for (const id of [
-      financeApplicationWorkflowId(ref),
+      financeApplicationWorkflowId(TEST_MERCHANT, ref),
       consentRefreshWorkflowId(consentId),
       lateAccountEventsWorkflowId(consentId),
       transactionEventsWorkflowId(txConsentId),
+      consentClaimWorkflowId(consentId),
+      consentClaimWorkflowId(txConsentId),
     ])
       await stack.t.client.workflow
         .getHandle(id)
@@ -335,11 +342,15 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
   const params = () => ({ numRuns: RUNS, seed: SEED, endOnFailure: true });
 
   it('finance-application webhooks: valid ones accepted and signalled once each, defective ones refused, none 5xx', async () => {
-    const hash = webhookHash(stack.webhooks.hashSecret, ref);
+    // The URL the bank was given: the merchant's key for the reference and its tenant hash.
+    const key = webhookKey(TEST_MERCHANT, ref);
+    const hash = tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref);
     const wrongHashArb = fc.oneof(
       fc.constant(''),
-      fc.constant(webhookHash(stack.webhooks.hashSecret, `${ref}x`)),
-      fc.constant(webhookHash('another-secret-0123456789abcdefghijkl', ref)),
+      fc.constant(tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, `${ref}x`)),
+      fc.constant(tenantWebhookHash('another-secret-0123456789abcdefghijkl', TEST_MERCHANT, ref)),
+      // The pre-tenancy hash of the reference alone does not open the tenant key.
+      fc.constant(webhookHash(stack.webhooks.hashSecret, ref)),
       fc.constant(hash.slice(0, -1)),
       fc.constant(hash.toUpperCase() === hash ? hash.toLowerCase() : hash.toUpperCase()),
       fc.stringMatching(/^[A-Za-z0-9_-]{1,60}$/),
@@ -360,7 +371,7 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
           'hugeHeader',
         ]),
         form: fc.constantFrom('segment', 'segment/', 'query'),
-        refSpelling: percentEncodedArb(ref),
+        refSpelling: percentEncodedArb(key),
         hashSpelling: percentEncodedArb(hash),
         wrongHash: wrongHashArb,
         malformed: fc.constantFrom(...MALFORMED_PERCENT),
@@ -420,7 +431,7 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
       params(),
     );
     expect(accepted).toBeGreaterThan(RUNS / 10);
-    await expectSignals(financeApplicationWorkflowId(ref), accepted);
+    await expectSignals(financeApplicationWorkflowId(TEST_MERCHANT, ref), accepted);
   });
 
   it('account webhooks: valid accountEvents and transactionEvents accepted and signalled once each, defective ones refused, none 5xx', async () => {
@@ -645,7 +656,11 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
     );
     expect(control.refreshTasks().filter((t) => t.consentId.startsWith(prefix))).toEqual([]);
     for (const id of [`${prefix}-a`, prefix]) {
-      for (const workflowId of [financeApplicationWorkflowId(id), consentRefreshWorkflowId(id)]) {
+      for (const workflowId of [
+        financeApplicationWorkflowId(TEST_MERCHANT, id),
+        consentRefreshWorkflowId(id),
+        consentClaimWorkflowId(id),
+      ]) {
         await expect(stack.t.client.workflow.getHandle(workflowId).describe()).rejects.toBeInstanceOf(
           WorkflowNotFoundError,
         );

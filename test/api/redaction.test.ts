@@ -12,6 +12,7 @@ import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { createLogger } from '../../src/logging';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { testMerchants } from '../helpers/merchants';
 
 const HASH_SECRET = 'redaction-test-hash-secret-0123456789';
 const PREVIOUS_SECRET = 'redaction-test-previous-secret-012345';
@@ -56,6 +57,7 @@ describe('redaction: no credential reaches a log line', () => {
         securityHeader: SECURITY_HEADER,
       },
       merchantApiKeys: [{ name: 'shop', key: API_KEY }],
+      merchants: testMerchants([{ name: 'shop' }]),
       logger: createLogger({ level: 'debug', destination: sink }),
       metrics: createMetrics(),
       checkTemporal: () => Promise.resolve(),

@@ -12,6 +12,7 @@ import { financeApplicationStateQuery } from '../../src/shared/finance-applicati
 import { financeApplicationWorkflowId, transactionEventsWorkflowId } from '../../src/shared/ids';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { claimTestConsent, TEST_MERCHANT } from '../helpers/merchants';
 
 /** Another bank: none of the sandbox's default status names. */
 const OTHER_BANK_ENV = {
@@ -73,7 +74,9 @@ describe('settings from the environment and per request (whole stack)', () => {
     const seen = state.history.map((h) => h.status);
     expect(seen).toEqual(path.filter((s) => seen.includes(s)));
     expect(seen.at(-1)).toBe('PAID_OUT');
-    const result = (await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).result()) as {
+    const result = (await stack.t.client.workflow
+      .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref))
+      .result()) as {
       outcome?: string;
     };
     expect(result.outcome).toBe('terminal');
@@ -100,7 +103,7 @@ describe('settings from the environment and per request (whole stack)', () => {
 
   it('the environment deadline and a per-request override reach the workflow', async () => {
     const deadlineOf = async (ref: string) => {
-      const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref));
+      const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref));
       const { startTime } = await handle.describe();
       const { deadlineAt } = await handle.query(financeApplicationStateQuery);
       return (Date.parse(deadlineAt) - startTime.getTime()) / 1000;
@@ -117,7 +120,7 @@ describe('settings from the environment and per request (whole stack)', () => {
     expect(Math.abs((await deadlineOf(fromEnv)) - 7_200)).toBeLessThan(60);
     expect(Math.abs((await deadlineOf(asked)) - 5_400)).toBeLessThan(60);
     for (const ref of [fromEnv, asked])
-      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref)).terminate('test over');
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).terminate('test over');
   });
 
   it.each([
@@ -158,6 +161,7 @@ describe('settings from the environment and per request (whole stack)', () => {
 
   it('the receiver starts transactionEvents workflows with TRANSACTION_EVENTS_WINDOW', async () => {
     const consentId = `consent-${randomUUID()}`;
+    await claimTestConsent(stack.t, consentId);
     await stack.sandbox.control.emitTransactionEvents(consentId, { count: 2 });
     const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
     const timers = await eventually(async () => {

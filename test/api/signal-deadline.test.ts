@@ -21,6 +21,7 @@ import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { makeDeadlineBoundRetryInterceptor, MIN_ATTEMPT_MS } from '../../src/temporal/grpc-retry';
+import { testMerchants } from '../helpers/merchants';
 
 // gRPC status codes.
 const OK = 0;
@@ -209,6 +210,7 @@ describe('signal deadline and gRPC retries', () => {
       taskQueue: 'unused',
       webhooks: { hashSecret, securityHeader: '' },
       merchantApiKeys: [],
+      merchants: testMerchants(),
       logger: pino({ level: 'info' }, sink),
       metrics,
       checkTemporal: () => Promise.resolve(),
@@ -269,6 +271,7 @@ describe('signal deadline and gRPC retries', () => {
       taskQueue: 'unused',
       webhooks: { hashSecret, securityHeader: '' },
       merchantApiKeys: [],
+      merchants: testMerchants(),
       logger: pino({ level: 'info' }, sink),
       metrics: createMetrics(),
       checkTemporal: () => Promise.resolve(),

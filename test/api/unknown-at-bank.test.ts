@@ -11,6 +11,7 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 describe('an application the bank no longer knows (whole stack)', () => {
   let stack: TestStack;
@@ -33,7 +34,7 @@ describe('an application the bank no longer knows (whole stack)', () => {
       }),
     });
     expect(res.status).toBe(201);
-    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(ref));
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref));
     // A poll read while the bank knows it (unchanged reads are the polling activity's retries, not in the state).
     const reads = (status: number) =>
       stack.sandbox.control.apiCalls().filter((c) => c.route === 'getStatus' && c.status === status).length;

@@ -12,7 +12,10 @@ import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
+import { consentClaimWorkflowId } from '../../src/shared/ids';
+import { MerchantId } from '../../src/shared/search-attributes';
 import { postRaw } from '../helpers/http';
+import { TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 const HASH_SECRET = 'pipeline-test-hash-secret-0123456789';
 const HEADER = 'Basic cGlwZWxpbmU6dGVzdA==';
@@ -35,9 +38,23 @@ describe('receiver pipeline (both webhook routes)', () => {
       outcome === 'accept'
         ? Promise.resolve({ status: { name: 'RUNNING' }, typedSearchAttributes: { get: () => undefined } })
         : Promise.reject(new WorkflowNotFoundError('gone', 'wf', undefined));
+    // The consent's claim: c-1 is the test merchant's, whatever happens to its other workflows; nobody claimed others.
+    const describeClaim = (workflowId: string) =>
+      workflowId === consentClaimWorkflowId('c-1')
+        ? Promise.resolve({
+            status: { name: 'RUNNING' },
+            typedSearchAttributes: { get: (key: unknown) => (key === MerchantId ? TEST_MERCHANT : undefined) },
+          })
+        : Promise.reject(new WorkflowNotFoundError('no claim', workflowId, undefined));
     const client = {
       // Signal-with-start always lands (it starts the workflow when none runs).
-      workflow: { getHandle: () => ({ signal: answer, describe }), signalWithStart: () => Promise.resolve() },
+      workflow: {
+        getHandle: (workflowId: string) =>
+          workflowId.startsWith(consentClaimWorkflowId(''))
+            ? { describe: () => describeClaim(workflowId) }
+            : { signal: answer, describe },
+        signalWithStart: () => Promise.resolve(),
+      },
       withDeadline: <R>(deadline: number, fn: () => Promise<R>) => {
         calls.push({ deadline, at: Date.now() });
         return fn();
@@ -48,6 +65,7 @@ describe('receiver pipeline (both webhook routes)', () => {
       taskQueue: 'unused',
       webhooks: { hashSecret: HASH_SECRET, securityHeader: HEADER },
       merchantApiKeys: [],
+      merchants: testMerchants(),
       logger: pino({ level: 'silent' }),
       metrics,
       checkTemporal: () => Promise.resolve(),
@@ -139,7 +157,7 @@ describe('receiver pipeline (both webhook routes)', () => {
     },
   );
 
-  it('a closed or unknown workflow: a finance webhook gets 200 ignored; account webhooks are never ignored', async () => {
+  it("a closed or unknown workflow: a finance webhook gets 200 ignored; a claimed consent's account webhooks are never ignored, an unclaimed one's start nothing", async () => {
     outcome = 'not-found';
     const post = (route: (typeof routes)[keyof typeof routes]) =>
       send(route.path, { ...route.auth, 'content-type': 'application/json' }, JSON.stringify(route.body));
@@ -159,6 +177,12 @@ describe('receiver pipeline (both webhook routes)', () => {
       });
       expect(await late()).toBe(before + 1);
       expect((await post(routes.transaction)).status).toBe(202);
+      // A consent no merchant claimed: 200 ignored, nothing started (nobody to deliver it to).
+      for (const route of [routes.account, routes.transaction]) {
+        const unclaimed = await post({ ...route, body: { ...route.body, consentId: 'c-unclaimed' } });
+        expect(unclaimed).toMatchObject({ status: 200, json: { status: 'ignored' } });
+      }
+      expect(await late()).toBe(before + 1);
     } finally {
       outcome = 'accept';
     }

@@ -79,14 +79,15 @@ function ours(ref: string, id: string, statuses: string[], seen: number[], over:
 }
 
 const LIFE = ['CREATED', 'IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED'];
-const keysFor = (ref: string, statuses: string[]) => new Set(statuses.map((s) => statusCallbackKey(ref, s)));
+const MERCHANT = 'shop';
+const keysFor = (ref: string, statuses: string[]) => new Set(statuses.map((s) => statusCallbackKey(MERCHANT, ref, s)));
 
 describe('compareApplications', () => {
   it('finds nothing when we followed the bank, and counts a status passed between two reads as skipped', () => {
     const { findings, figures } = compareApplications({
       bank: [bankApp('a', 'A', LIFE), bankApp('b', 'B', LIFE)],
       ours: [ours('a', 'A', LIFE, [0, 1, 2, 3, 4]), ours('b', 'B', LIFE, [0, 1, 3, 4])],
-      callbackKeys: new Set([...keysFor('a', LIFE), ...keysFor('b', LIFE)]),
+      callbacks: { merchantId: MERCHANT, keys: new Set([...keysFor('a', LIFE), ...keysFor('b', LIFE)]) },
     });
     expect(findings).toEqual([]);
     expect(figures).toMatchObject({ statusesSkipped: 1, statusesAtBank: 10, duplicatesCreated: 0 });
@@ -192,7 +193,10 @@ describe('compareApplications', () => {
         bankApp('c', 'C4', LIFE, [delivery({ trigger: 'status:IN_PROGRESS', statuses: [200], startAt: 20 })]),
       ],
       ours: [reported, silent, afterClose],
-      callbackKeys: new Set([...keysFor('a', ['CREATED', 'COMPLETED']), ...keysFor('b', ['CREATED', 'COMPLETED'])]),
+      callbacks: {
+        merchantId: MERCHANT,
+        keys: new Set([...keysFor('a', ['CREATED', 'COMPLETED']), ...keysFor('b', ['CREATED', 'COMPLETED'])]),
+      },
     });
     expect(figures).toMatchObject({
       duplicatesCreated: 5,
@@ -205,7 +209,7 @@ describe('compareApplications', () => {
       ['ackLost', 'c', 'a webhook of duplicate C4 was '],
       ['lost', 'c', 'merchant callback never receiv'],
     ]);
-    expect(duplicateCallbackKey('a', 'A2')).toBe('finance-application:a:duplicate:A2');
+    expect(duplicateCallbackKey(MERCHANT, 'a', 'A2')).toBe('finance-application:shop:a:duplicate:A2');
   });
 });
 

@@ -33,10 +33,12 @@ async function main(): Promise<void> {
   const client = new Client({ connection, namespace: 'default' });
   const outcome: Record<string, string> = {};
   const merchantReference = 'pkg-' + Date.now();
+  // The merchant the calls act for (the name of its key in MERCHANT_API_KEYS).
+  const merchant = 'pkg-shop';
 
   // An unknown reference: WorkflowNotFoundError.
   try {
-    const state: FinanceApplicationState = await getFinanceApplication(client, merchantReference);
+    const state: FinanceApplicationState = await getFinanceApplication(client, merchant, merchantReference);
     outcome.unknown = 'found ' + state.merchantReference;
   } catch (err) {
     outcome.unknown = err instanceof WorkflowNotFoundError ? 'WorkflowNotFoundError' : String(err);
@@ -49,19 +51,25 @@ async function main(): Promise<void> {
   };
   try {
     await client.withDeadline(Date.now() + 1_500, () =>
-      startFinanceApplication(client, request, { taskQueue: 'no-worker-' + merchantReference }),
+      startFinanceApplication(client, merchant, request, { taskQueue: 'no-worker-' + merchantReference }),
     );
     outcome.deadline = 'started';
   } catch (err) {
     outcome.deadline = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ? 'WorkflowUpdateRPCTimeoutOrCancelledError' : String(err);
   }
-  await financeApplicationHandle(client, merchantReference).terminate('package test').catch(() => undefined);
+  await financeApplicationHandle(client, merchant, merchantReference).terminate('package test').catch(() => undefined);
 
   // A reference the workflow id rules refuse, before any call.
   try {
-    await startFinanceApplication(client, { ...request, merchantReference: 'no spaces' }, { taskQueue: 'x' });
+    await startFinanceApplication(client, merchant, { ...request, merchantReference: 'no spaces' }, { taskQueue: 'x' });
   } catch (err) {
     outcome.badReference = err instanceof RangeError ? 'RangeError' : String(err);
+  }
+  // A merchant id the rules refuse (a ':' would blur the workflow ids of two merchants), before any call.
+  try {
+    await getFinanceApplication(client, 'shop:a', merchantReference);
+  } catch (err) {
+    outcome.badMerchant = err instanceof RangeError ? 'RangeError' : String(err);
   }
   outcome.failureTypes = [FinanceApplicationFailureType.CreateRejected, REFRESH_NOT_STARTED].join(',');
   console.log(JSON.stringify(outcome));
@@ -157,7 +165,7 @@ describe('the typed client package (npm pack, installed in a scratch project)', 
     writeFileSync(
       join(scratch, 'wrong.ts'),
       `import { startFinanceApplication } from '@paylater-temporal/client';\n` +
-        `export const f = (c: never) => startFinanceApplication(c, { merchantReference: 42, application: {} }, { taskQueue: 'q' });\n`,
+        `export const f = (c: never) => startFinanceApplication(c, 'shop', { merchantReference: 42, application: {} }, { taskQueue: 'q' });\n`,
     );
     const wrong = await typeErrors([
       '--noEmit',
@@ -186,6 +194,7 @@ describe('the typed client package (npm pack, installed in a scratch project)', 
       unknown: 'WorkflowNotFoundError',
       deadline: 'WorkflowUpdateRPCTimeoutOrCancelledError',
       badReference: 'RangeError',
+      badMerchant: 'RangeError',
       failureTypes: 'FinanceApplicationCreateRejected,RefreshNotStarted',
     });
   }, 60_000);

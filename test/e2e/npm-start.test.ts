@@ -11,6 +11,7 @@ import { startSandbox } from '../../src/sandbox';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 import { freeLoopbackPort as freePort } from '../../src/free-port';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
@@ -380,6 +381,7 @@ describe('npm run worker (the production worker)', () => {
 
       const started = await startFinanceApplication(
         t.client,
+        TEST_MERCHANT,
         { merchantReference, application: { redirectUrl: 'https://shop.example/return' } },
         { taskQueue: t.taskQueue },
       );
@@ -390,7 +392,7 @@ describe('npm run worker (the production worker)', () => {
       expect(worker.output()).toContain('"msg":"stopped"');
     } finally {
       if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
-      await financeApplicationHandle(t.client, merchantReference)
+      await financeApplicationHandle(t.client, TEST_MERCHANT, merchantReference)
         .terminate('e2e test over')
         .catch(() => undefined);
       await t.close();

@@ -35,6 +35,7 @@ import { createWorker, type PaylaterWorkers } from '../../src/worker-factory';
 import type { Tracing } from '../../src/telemetry/tracing';
 import type { ServiceSettings } from '../../src/shared/application-settings';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
+import { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
 import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
@@ -119,8 +120,7 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-/** The test stack's callback signing secret (Standard Webhooks format) unless a test sets its own. */
-export const TEST_CALLBACK_SIGNING_SECRET = `whsec_${Buffer.from('test-stack merchant callback signing key').toString('base64')}`;
+export { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT };
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** src/workflows bundled once per test file process: restarts in a test then take milliseconds. */

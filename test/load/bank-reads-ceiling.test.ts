@@ -3,6 +3,7 @@ import { startFinanceApplication } from '../../src/client/finance-applications';
 import { runPool } from '../../bench/stats';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 const CEILING = Number(process.env.CEILING_TEST_RATE ?? 50);
 const APPLICATIONS = Number(process.env.CEILING_TEST_APPS ?? 2_000);
@@ -31,6 +32,7 @@ describe('bank read ceiling after a worker outage (whole stack)', () => {
       await runPool(APPLICATIONS, 32, async (i) => {
         const started = await startFinanceApplication(
           stack.t.client,
+          TEST_MERCHANT,
           {
             merchantReference: `ceiling-${run}-${i}`,
             application: { redirectUrl: 'https://shop.example/back' },

@@ -27,6 +27,7 @@ import { findTemporalCli, MISSING_BINARY_HELP } from '../../src/temporal/binarie
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 const run = promisify(execFile);
 const OPERATOR_KEY = `operator-${randomUUID()}`;
@@ -135,7 +136,9 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     const { workflowId } = (await res.json()) as { workflowId: string };
     // The 201 came once the bank created it: the history holds the input, the create activity's input and result,
     // and the update's result. The merchant's client still reads the state (a query, decrypted on the way back).
-    await eventually(async () => (await getFinanceApplication(stack.t.client, merchantReference)).status);
+    await eventually(
+      async () => (await getFinanceApplication(stack.t.client, TEST_MERCHANT, merchantReference)).status,
+    );
 
     const raw = await show(workflowId);
     expect(raw.events.length).toBeGreaterThan(3);
@@ -192,14 +195,16 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
       application: { redirectUrl: 'https://shop.example/return', merchantReference, customer: { name: marker } },
     };
     await beforeRotation.workflow.start('financeApplicationWorkflow', {
-      workflowId: financeApplicationWorkflowId(merchantReference),
+      workflowId: financeApplicationWorkflowId(TEST_MERCHANT, merchantReference),
       taskQueue: stack.t.taskQueue,
       args: [input],
     });
     // After it (test-2 first, test-1 kept): the worker decrypts the old input and goes on, writing under test-2.
-    await eventually(async () => (await getFinanceApplication(stack.t.client, merchantReference)).financeApplicationId);
+    await eventually(
+      async () => (await getFinanceApplication(stack.t.client, TEST_MERCHANT, merchantReference)).financeApplicationId,
+    );
 
-    const workflowId = financeApplicationWorkflowId(merchantReference);
+    const workflowId = financeApplicationWorkflowId(TEST_MERCHANT, merchantReference);
     const raw = await show(workflowId);
     expect(containsAnywhere(raw, marker)).toBe(false);
     expect(startedInput(raw)[0]!.metadata?.['encryption-key-id']).toBe(b64('test-1'));

@@ -14,10 +14,12 @@ import { requestIdFrom, requestLineLevel } from '../../src/api/request-log';
 import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
 import { createLogger, resolveLogFormat } from '../../src/logging';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationWebhookUrl, webhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
 import { createWorkerBankClient } from '../../src/worker-factory';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { claimTestConsent, TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 function capture(): { lines: Record<string, unknown>[]; raw: string[]; sink: Writable } {
   const lines: Record<string, unknown>[] = [];
@@ -91,6 +93,7 @@ describe('request log on both listeners', () => {
       taskQueue: 'unused',
       webhooks: { hashSecret: HASH_SECRET, securityHeader: 'Basic eDp5' },
       merchantApiKeys: [{ name: 'shop', key: 'request-log-test-key-0123456789abcdef' }],
+      merchants: testMerchants([{ name: 'shop' }]),
       logger: createLogger({ level: 'debug', destination: sink }),
       metrics: createMetrics(),
       checkTemporal: () => Promise.resolve(),
@@ -202,7 +205,7 @@ describe('the request id on every line of a request, whichever logger writes it 
           reqId: `req-${ref}`,
           merchantReference: ref,
           financeApplicationId,
-          workflowId: `finance-application:${ref}`,
+          workflowId: financeApplicationWorkflowId(TEST_MERCHANT, ref),
         }),
       ]);
     }
@@ -229,7 +232,7 @@ describe('the request id on every line of a request, whichever logger writes it 
   it("the receiver pipeline's lines: a finance webhook nobody waits for, an accountEvent handed off as late", async () => {
     const ref = `log-nobody-${Date.now()}`;
     const hook = await fetch(
-      `${stack.publicUrl}/webhooks/finance-applications/${ref}/${webhookHash(stack.webhooks.hashSecret, ref)}`,
+      financeApplicationWebhookUrl(stack.publicUrl, stack.webhooks.hashSecret, ref, TEST_MERCHANT),
       {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-request-id': 'req-nobody' },
@@ -238,10 +241,11 @@ describe('the request id on every line of a request, whichever logger writes it 
     );
     expect(hook.status).toBe(200);
     expect(lines.filter((l) => l.reqId === 'req-nobody' && l.level === 40)).toEqual([
-      expect.objectContaining({ merchantReference: ref, financeApplicationId: 'fa-unknown' }),
+      expect.objectContaining({ merchant: TEST_MERCHANT, merchantReference: ref, financeApplicationId: 'fa-unknown' }),
     ]);
 
     const consentId = `log-consent-${Date.now()}`;
+    await claimTestConsent(stack.t, consentId); // only a claimed consent's reports are kept
     const late = await fetch(`${stack.publicUrl}/webhooks/accounts`, {
       method: 'POST',
       headers: {

@@ -11,10 +11,12 @@ import http from 'node:http';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { startTracing, traceableUrl, type Tracing } from '../../src/telemetry/tracing';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
+import { webhookKey } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing;
@@ -117,7 +119,7 @@ describe('tracing', () => {
     expect(bank).toBeDefined();
     expect(parentOf(bank)).toBe(run);
     // No span anywhere carries a finance webhook's hash (the webhookUrl is in the bank call's body, not its URL).
-    const hash = webhookHash(stack.webhooks.hashSecret, ref);
+    const hash = tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref);
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(hash);
   });
 
@@ -136,8 +138,10 @@ describe('tracing', () => {
       workflowId: string;
     };
     const appTrace = (await eventually(() => serverSpan('/applications', since))).spanContext().traceId;
-    const hash = webhookHash(stack.webhooks.hashSecret, ref);
-    const hook = await fetch(`${stack.publicUrl}/webhooks/finance-applications/${ref}/${hash}`, {
+    // The webhookUrl the bank was given: the merchant's key for the reference, and its hash.
+    const key = webhookKey(TEST_MERCHANT, ref);
+    const hash = tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref);
+    const hook = await fetch(`${stack.publicUrl}/webhooks/finance-applications/${key}/${hash}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ financeApplicationId }),
@@ -145,11 +149,11 @@ describe('tracing', () => {
     expect(hook.status).toBe(202);
 
     const route = '/webhooks/finance-applications/:ref/:hash';
-    const server = await eventually(() => serverSpan(`/webhooks/finance-applications/${ref}/`, since));
+    const server = await eventually(() => serverSpan(`/webhooks/finance-applications/${key}/`, since));
     // Named by its route, never by its path: the hash never leaves the process in a span.
     expect(server.name).toBe(`POST ${route}`);
     expect(attr(server, 'http.route')).toBe(route);
-    expect(attr(server, 'http.target')).toBe(`/webhooks/finance-applications/${ref}/:hash`);
+    expect(attr(server, 'http.target')).toBe(`/webhooks/finance-applications/${key}/:hash`);
     const statusUrl = `/applications/${financeApplicationId}/status`;
     const spans = await eventually(() => {
       const found = spansOf(server.spanContext().traceId);

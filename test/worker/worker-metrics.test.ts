@@ -14,6 +14,7 @@ import { freeLoopbackPort } from '../../src/free-port';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { parseExposition, sumOf, type Sample } from '../helpers/prometheus';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * The worker's listener (WORKER_METRICS_PORT) on the whole stack: the SDK's `temporal_` series through the Runtime's
@@ -71,10 +72,11 @@ describe('worker metrics and health (WORKER_METRICS_PORT)', () => {
     stack.sandbox.control.setApplicationScript(script, { merchantReference: ref });
     await startFinanceApplication(
       stack.t.client,
+      TEST_MERCHANT,
       { merchantReference: ref, application: { redirectUrl: 'https://shop.example/done' }, settings },
       { taskQueue: stack.t.taskQueue },
     );
-    return awaitFinanceApplication(stack.t.client, ref);
+    return awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
   }
 
   const business = (samples: Sample[]) => ({

@@ -13,6 +13,7 @@ import { startMerchant } from '../activities/helpers/merchant-server';
 import { recordConsentHistory } from '../helpers/histories';
 import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * Consent refresh end to end on real parts: merchant facade over HTTP → Temporal → worker → real activities →
@@ -68,7 +69,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
       (v) => v.labels.kind === 'accountEvent' && v.labels.outcome === outcome,
     )?.value ?? 0;
   const result = async (consentId: string) => {
-    await awaitConsentRefreshResult(stack.t.client, consentId);
+    await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     return (await get(consentId)).body;
   };
 
@@ -151,7 +152,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
 
     // The bank's real answer for BBBB, with the current taskId, completes it.
     await stack.sandbox.control.sendAccountEvent({ ...late, taskId: started.taskId });
-    const result = await awaitConsentRefreshResult(stack.t.client, consentId);
+    const result = await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     expect(result).toMatchObject({ endedBy: 'all-reported', staleEvents: 0, duplicateEvents: 0, missing: [] });
     // An earlier task's report does not amend this result.
     expect(result.lateReports).toBe(0);
@@ -168,7 +169,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const { status } = await post(consentId, { expectedBankCodes: ['AAAA', 'BBBB', 'CCCC'], timeout: '3s' });
     expect(status).toBe(202);
 
-    const result = await awaitConsentRefreshResult(stack.t.client, consentId);
+    const result = await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     expect(result).toMatchObject({ done: true, endedBy: 'timeout', missing: ['CCCC'] });
     expect(result.banks.map((b) => [b.bankCode, b.taskStatus, b.succeeded]).sort()).toEqual([
       ['AAAA', 'FINISHED', true],
@@ -198,7 +199,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const ignoredBefore = await webhookCount('no_target');
     const started = await post(consentId, { quietPeriod: '1s', timeout: '60s' });
     expect(started.status).toBe(202);
-    const closed = await awaitConsentRefreshResult(stack.t.client, consentId);
+    const closed = await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     expect(closed).toMatchObject({ endedBy: 'quiet-period', lateReports: 0 });
     expect(closed.banks.map((b) => b.bankCode)).toEqual(['AAAA']);
 
@@ -334,12 +335,12 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     expect(a.body.taskId).toBe(b.body.taskId);
     expect(tasksOf(consentId).map((t) => t.taskId)).toEqual([a.body.taskId]);
 
-    await awaitConsentRefreshResult(stack.t.client, consentId);
+    await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     const again = await post(consentId, body);
     expect(again.status).toBe(202);
     expect(again.body.taskId).not.toBe(a.body.taskId);
     expect(tasksOf(consentId).map((t) => t.taskId)).toEqual([a.body.taskId, again.body.taskId]);
-    const result = await awaitConsentRefreshResult(stack.t.client, consentId);
+    const result = await awaitConsentRefreshResult(stack.t.client, TEST_MERCHANT, consentId);
     expect(result.taskId).toBe(again.body.taskId);
   });
 

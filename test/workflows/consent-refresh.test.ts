@@ -14,6 +14,7 @@ import { lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { ConsentId, RefreshTaskId } from '../../src/shared/search-attributes';
 import { recordConsentHistory } from '../helpers/histories';
 import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * consentRefreshWorkflow's logic on the real dev server, with typed jest.fn activities standing in for the bank
@@ -59,7 +60,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
   beforeEach(() => startRefresh.mockReset());
 
   const start = (consentId: string, extra: Record<string, unknown> = {}) =>
-    startConsentRefresh(t.client, { consentId, timeout: '60s', ...extra }, { taskQueue: t.taskQueue });
+    startConsentRefresh(t.client, TEST_MERCHANT, { consentId, timeout: '60s', ...extra }, { taskQueue: t.taskQueue });
   const lateReports = async (consentId: string) =>
     (await t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId)).query(lateAccountEventsQuery)).reports;
   const terminateLate = (consentId: string) =>
@@ -80,7 +81,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     // While PUT /refresh is still open: one event of this task (matched later) and one of an older task.
     await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'AAA'));
     await handle.signal(accountEventSignal, bankEvent(consentId, 'an-earlier-task', 'BBB'));
-    expect((await getConsentRefreshProgress(t.client, consentId)).taskId).toBeUndefined();
+    expect((await getConsentRefreshProgress(t.client, TEST_MERCHANT, consentId)).taskId).toBeUndefined();
     answer({ taskId });
 
     expect(await started).toEqual({ consentId, workflowId: handle.workflowId, taskId });
@@ -88,7 +89,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'BBB', 'FAILED'));
     await handle.signal(accountEventSignal, bankEvent(consentId, taskId, 'CCC'));
 
-    const result = await awaitConsentRefreshResult(t.client, consentId);
+    const result = await awaitConsentRefreshResult(t.client, TEST_MERCHANT, consentId);
     expect(result).toMatchObject({
       consentId,
       taskId,
@@ -173,9 +174,9 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     expect(again.taskId).toBe('task-2');
     expect(startRefresh).toHaveBeenCalledTimes(2);
     await handle.signal(accountEventSignal, bankEvent(consentId, 'task-1', 'AAA')); // the old task's: stale now
-    expect((await getConsentRefreshProgress(t.client, consentId)).staleEvents).toBe(1);
+    expect((await getConsentRefreshProgress(t.client, TEST_MERCHANT, consentId)).staleEvents).toBe(1);
     await handle.signal(accountEventSignal, bankEvent(consentId, 'task-2', 'AAA'));
-    const result = await awaitConsentRefreshResult(t.client, consentId);
+    const result = await awaitConsentRefreshResult(t.client, TEST_MERCHANT, consentId);
     expect(result).toMatchObject({ taskId: 'task-2', staleEvents: 1, handedOffEvents: 1, endedBy: 'all-reported' });
     // Learned from the first run, but the merchant's expectedBankCodes override it.
     expect(result.knownBankCodes).toEqual(['AAA']);
@@ -234,7 +235,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
 
     // It did not close: a second quiet period started. The bank's retry lands now.
     await eventually(async () => ((await quietTimers()).length === 2 ? true : undefined));
-    expect((await getConsentRefreshProgress(t.client, consentId)).done).toBe(false);
+    expect((await getConsentRefreshProgress(t.client, TEST_MERCHANT, consentId)).done).toBe(false);
     await handle.signal(accountEventSignal, bankEvent(consentId, 'task-o', 'BBB'));
     const result = await handle.result();
     expect(result).toMatchObject({ endedBy: 'quiet-period', missing: [] });
@@ -243,7 +244,10 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     // query on the closed run, which replays its whole history, agrees with what the run did.
     const markers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes);
     expect(markers.length).toBeGreaterThanOrEqual(2); // the patches and the clock reading
-    expect(await getConsentRefreshProgress(t.client, consentId)).toMatchObject({ done: true, endedBy: 'quiet-period' });
+    expect(await getConsentRefreshProgress(t.client, TEST_MERCHANT, consentId)).toMatchObject({
+      done: true,
+      endedBy: 'quiet-period',
+    });
     await recordConsentHistory('consent-refresh-v3-quiet-period-after-outage', handle);
   });
 
@@ -259,7 +263,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     const failed: unknown = await handle.result().catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(WorkflowFailedError);
     expect(((failed as WorkflowFailedError).cause as ApplicationFailure).type).toBe(REFRESH_NOT_STARTED);
-    const progress = await getConsentRefreshProgress(t.client, consentId);
+    const progress = await getConsentRefreshProgress(t.client, TEST_MERCHANT, consentId);
     expect(progress.done).toBe(true);
     expect(progress.taskId).toBeUndefined();
     expect(progress.error).toContain('consent unknown to the bank');

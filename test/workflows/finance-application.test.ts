@@ -22,6 +22,7 @@ import {
   financeApplicationStateQuery,
   financeApplicationStatusChangedSignal,
 } from '../../src/shared/finance-application';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { FinanceApplicationStatus } from '../../src/shared/search-attributes';
 import {
   bundleWorkflows,
@@ -30,6 +31,7 @@ import {
   withWorker,
   type TemporalTestContext,
 } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * An in-memory bank: one status per application id, changed by the test. Creation and merchant callbacks are
@@ -92,6 +94,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
   ) =>
     startFinanceApplication(
       t.client,
+      TEST_MERCHANT,
       {
         merchantReference,
         application: { redirectUrl: 'https://shop.example/back', basket: 42 },
@@ -111,18 +114,19 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       expect(first.bank).toMatchObject({ financeApplicationId: first.financeApplicationId, extra: 'kept' });
       expect(activities.createApplication).toHaveBeenCalledTimes(1);
       expect(activities.createApplication.mock.calls[0]![0]).toEqual({
+        merchantId: TEST_MERCHANT,
         merchantReference: ref,
         application: { redirectUrl: 'https://shop.example/back', basket: 42, merchantReference: ref },
       });
       const id = first.financeApplicationId;
-      const handle = financeApplicationHandle(t.client, ref);
+      const handle = financeApplicationHandle(t.client, TEST_MERCHANT, ref);
       const signal = (financeApplicationId = id) =>
         handle.signal(financeApplicationStatusChangedSignal, { financeApplicationId });
 
       statuses.set(id, 'IN_PROGRESS');
       await signal();
       await eventually(async () =>
-        (await getFinanceApplication(t.client, ref)).status === 'IN_PROGRESS' ? true : undefined,
+        (await getFinanceApplication(t.client, TEST_MERCHANT, ref)).status === 'IN_PROGRESS' ? true : undefined,
       );
 
       // A burst of 20 webhooks for one change: far fewer reads than webhooks, one recorded status.
@@ -130,7 +134,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       const readsBefore = activities.getApplicationStatus.mock.calls.length;
       await Promise.all(Array.from({ length: 20 }, () => signal()));
       await eventually(async () =>
-        (await getFinanceApplication(t.client, ref)).status === 'APPROVED' ? true : undefined,
+        (await getFinanceApplication(t.client, TEST_MERCHANT, ref)).status === 'APPROVED' ? true : undefined,
       );
       await eventually(async () =>
         (await handle.query(financeApplicationStateQuery)).webhooksReceived === 21 ? true : undefined,
@@ -156,7 +160,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
 
       statuses.set(id, 'COMPLETED');
       await signal();
-      const final = await awaitFinanceApplication(t.client, ref);
+      const final = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref);
       expect(final.history.map((h) => [h.status, h.source])).toEqual([
         ['CREATED', 'create'],
         ['IN_PROGRESS', 'webhook'],
@@ -191,15 +195,15 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
         'https://merchant.example/hooks?token=secret',
       );
       statuses.set(id, 'IN_PROGRESS');
-      const final = await awaitFinanceApplication(t.client, ref);
+      const final = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref);
       expect(final).toMatchObject({ done: true, outcome: 'deadline', status: 'IN_PROGRESS', webhooksLive: false });
       expect(final.history.map((h) => [h.status, h.source])).toEqual([
         ['CREATED', 'create'],
         ['IN_PROGRESS', 'poll'],
       ]);
       expect(activities.notifyMerchant.mock.calls.map(([c]) => [c.idempotencyKey, c.event.status])).toEqual([
-        [`finance-application:${ref}:CREATED`, 'CREATED'],
-        [`finance-application:${ref}:IN_PROGRESS`, 'IN_PROGRESS'],
+        [`${financeApplicationWorkflowId(TEST_MERCHANT, ref)}:CREATED`, 'CREATED'],
+        [`${financeApplicationWorkflowId(TEST_MERCHANT, ref)}:IN_PROGRESS`, 'IN_PROGRESS'],
       ]);
       expect(final.notificationsSent).toBe(2);
     });
@@ -210,7 +214,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
     const ref = `wf-can-${randomUUID()}`;
     await run(activities, async () => {
       const { financeApplicationId: id } = await start(ref, { ...WEBHOOK_DRIVEN, continueAsNewAfterEvents: 20 });
-      const handle = financeApplicationHandle(t.client, ref);
+      const handle = financeApplicationHandle(t.client, TEST_MERCHANT, ref);
       const firstRunId = (await handle.describe()).runId;
       const order = ['IN_PROGRESS', 'APPROVED', 'SIGNED'];
       let sent = 0;
@@ -226,7 +230,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       statuses.set(id, 'COMPLETED');
       await handle.signal(financeApplicationStatusChangedSignal, { financeApplicationId: id });
       sent++;
-      const final = await awaitFinanceApplication(t.client, ref);
+      const final = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref);
       expect(final.runs).toBeGreaterThan(1);
       expect((await handle.describe()).runId).not.toBe(firstRunId);
       expect(final.webhooksReceived).toBe(sent);
@@ -250,7 +254,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       expect((err as WorkflowUpdateFailedError).cause).toMatchObject({
         type: FinanceApplicationFailureType.CreateRejected,
       });
-      const result: unknown = await awaitFinanceApplication(t.client, ref).catch((e: unknown) => e);
+      const result: unknown = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref).catch((e: unknown) => e);
       expect(result).toBeInstanceOf(WorkflowFailedError);
       expect((result as WorkflowFailedError).cause).toMatchObject({
         type: FinanceApplicationFailureType.CreateRejected,
@@ -276,7 +280,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       expect(cause).toMatchObject({ type: FinanceApplicationFailureType.CallbackUrlNotAllowed, nonRetryable: true });
       expect(cause.message).toContain('callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS');
       expect(cause.message).not.toContain('token');
-      const result: unknown = await awaitFinanceApplication(t.client, ref).catch((e: unknown) => e);
+      const result: unknown = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref).catch((e: unknown) => e);
       expect((result as WorkflowFailedError).cause).toMatchObject({
         type: FinanceApplicationFailureType.CallbackUrlNotAllowed,
       });

@@ -16,6 +16,7 @@ import { DEFAULT_POLL_POLICY, pollSchedule } from '../../src/shared/poll-policy'
 import { bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { financeApplicationWorkflow } from '../../src/workflows/finance-application';
 import { bundleWorkflows, createTimeSkippingEnv, testDataConverter } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -107,8 +108,8 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
         inputs.map((input) =>
           env.client.workflow.start(financeApplicationWorkflow, {
             taskQueue,
-            workflowId: financeApplicationWorkflowId(input.merchantReference),
-            args: [{ ...input, application: { redirectUrl: 'https://shop.example/back' } }],
+            workflowId: financeApplicationWorkflowId(TEST_MERCHANT, input.merchantReference),
+            args: [{ merchantId: TEST_MERCHANT, ...input, application: { redirectUrl: 'https://shop.example/back' } }],
           }),
         ),
       );
@@ -164,7 +165,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
       [{ merchantReference: withWebhook, settings: { deadlineMs: 10 * MINUTE } }],
       async () => {
         await env.client.workflow
-          .getHandle(financeApplicationWorkflowId(withWebhook))
+          .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, withWebhook))
           .signal(financeApplicationStatusChangedSignal, { financeApplicationId: `fa-${withWebhook}` });
       },
     );
@@ -189,7 +190,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
       while (bank.createdAt(ref) === undefined) await new Promise((r) => setTimeout(r, 20)); // the create ran
       await env.sleep(ms - (Number(await env.currentTimeMs()) - bank.createdAt(ref)));
       await env.client.workflow
-        .getHandle(financeApplicationWorkflowId(ref))
+        .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref))
         .signal(financeApplicationStatusChangedSignal, { financeApplicationId: `fa-${ref}` });
     };
     const [result] = await run(

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { transactionEventsStateQuery, type TransactionsChangedEvent } from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
+import { claimTestConsent } from '../helpers/merchants';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -70,6 +71,7 @@ describe('transactionEvents end to end (sandbox → receiver → workflow → me
 
   it('100 events within a second become a handful of merchant calls covering every account, across a worker restart', async () => {
     const consentId = `burst-${randomUUID()}`;
+    await claimTestConsent(stack.t, consentId); // only a claimed consent's transactionEvents reach a merchant
     const accounts = Array.from({ length: 20 }, (_, i) => `OPB-${i}`);
     // 20 accounts × 5 events each, spread at random over one second.
     const burst = Promise.all(
