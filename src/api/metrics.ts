@@ -27,6 +27,16 @@ export function createMetrics() {
       labelNames: ['merchant', 'outcome'] as const,
       registers: [registry],
     }),
+    /**
+     * Operator routes' authentication (/codec), by the operator key's NAME and outcome (accepted, missing, wrong,
+     * merchant_key: a merchant's key, refused with 403).
+     */
+    operatorAuth: new Counter({
+      name: 'operator_api_requests_total',
+      help: 'Requests to operator routes (/codec), by operator key name and authentication outcome',
+      labelNames: ['operator', 'outcome'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -26,10 +26,13 @@ export type ApiPaths = ZodOpenApiPathsObject & {
 
 /** Security scheme names (components.securitySchemes in document.ts). */
 export const MERCHANT_API_KEY = 'merchantApiKey';
+export const OPERATOR_API_KEY = 'operatorApiKey';
 export const WEBHOOK_SECURITY_HEADER = 'webhookSecurityHeader';
 
-/** `Authorization: Bearer <merchant API key>` (MERCHANT_API_KEYS): the merchant facade and /codec. */
+/** `Authorization: Bearer <merchant API key>` (MERCHANT_API_KEYS): the merchant facade. */
 export const merchantKeyRequired = [{ [MERCHANT_API_KEY]: [] }];
+/** `Authorization: Bearer <operator API key>` (OPERATOR_API_KEYS): every operator route (/codec). */
+export const operatorKeyRequired = [{ [OPERATOR_API_KEY]: [] }];
 /** No credentials: probes, the API description, and the finance webhook (its hash is in the URL). */
 export const open: [] = [];
 
