@@ -8,6 +8,7 @@ import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
+import { requestBudget } from './budgets';
 import { answerError, errorHandler, HttpError } from './errors';
 import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
 import { requestLog } from './request-log';
@@ -141,8 +142,9 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(apiDocsRoutes({ document: openApiJson }));
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
   for (const router of extra ?? []) app.use(router);
-  // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.
-  app.use(['/applications', '/consents'], authenticate(deps));
+  // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
+  // merchant's request budget right after: an unauthenticated request never spends a merchant's.
+  app.use(['/applications', '/consents'], authenticate(deps), requestBudget(deps));
   app.use(consentRefreshRoutes(deps));
   app.use(consentRoutes(deps));
   app.use(financeApplicationRoutes(deps));

@@ -243,6 +243,9 @@ describe('docker-compose.yml', () => {
     // Update-with-start needs updates; pinned on (Server 1.32's default) so an override cannot turn them off.
     expect(dynamic['frontend.enableUpdateWorkflowExecution']?.[0]?.value).toBe(true);
     expect(dynamic['frontend.enableUpdateWorkflowExecutionAsyncAccepted']?.[0]?.value).toBe(true);
+    // Each merchant's share of the bank reads: task-queue fairness on the new matcher.
+    expect(dynamic['matching.useNewMatcher']?.[0]?.value).toBe(true);
+    expect(dynamic['matching.enableFairness']?.[0]?.value).toBe(true);
     // What the compose server sets, the embedded dev server sets alike.
     for (const kv of DEV_SERVER_DYNAMIC_CONFIG) {
       const [key, value] = kv.split('=');
