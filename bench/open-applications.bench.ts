@@ -55,6 +55,8 @@ export async function benchOpenApplications(): Promise<void> {
     PORT: String(apiPort),
     INTERNAL_PORT: String(internalPort),
     MERCHANT_API_KEYS: `bench:${apiKey}`,
+    // Required with a real bank; the bench decodes nothing through /codec.
+    OPERATOR_API_KEYS: `bench-operator:operator-key-${randomUUID()}`,
     // The sandbox sends no account webhook in this bench.
     WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
     LOG_LEVEL: 'warn',

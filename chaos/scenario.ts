@@ -166,6 +166,8 @@ class Stack {
       WEBHOOK_HASH_SECRET: secrets.hash,
       WEBHOOK_SECURITY_HEADER: secrets.header,
       MERCHANT_API_KEYS: `${MERCHANT}:${secrets.apiKey}`,
+      // Required with a real bank; the run decodes nothing through /codec.
+      OPERATOR_API_KEYS: `chaos-operator:${randomBytes(24).toString('base64url')}`,
       CALLBACK_ALLOWED_ORIGINS: merchant.origin,
       CALLBACK_SIGNING_SECRETS: secrets.signing,
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,

@@ -4,7 +4,14 @@ import {
   parsePayloadEncryptionKeys,
   type PayloadEncryptionKey,
 } from './security/payload-codec';
-import { generateApiKey, parseMerchantApiKeys, type MerchantApiKey } from './security/api-keys';
+import {
+  generateApiKey,
+  parseMerchantApiKeys,
+  parseOperatorApiKeys,
+  sharedApiKeys,
+  type MerchantApiKey,
+  type OperatorApiKey,
+} from './security/api-keys';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
 import {
   CALLBACK_ALLOWED_ORIGINS,
@@ -42,9 +49,10 @@ import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile 
  * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
  *   development default, so `npm start` works with nothing configured;
  * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL,
- *   WEBHOOK_HASH_SECRET, PAYLOAD_ENCRYPTION_KEYS, MERCHANT_API_KEYS and WEBHOOK_SECURITY_HEADER (unless
- *   WEBHOOK_SECURITY_HEADER_WAIVED=true) are required, and no development default is used.
- * No message ever echoes the value of a secret (MERCHANT_API_KEYS, WEBHOOK_HASH_SECRET*, BANK_CLIENT_SECRET).
+ *   WEBHOOK_HASH_SECRET, PAYLOAD_ENCRYPTION_KEYS, MERCHANT_API_KEYS, OPERATOR_API_KEYS and WEBHOOK_SECURITY_HEADER
+ *   (unless WEBHOOK_SECURITY_HEADER_WAIVED=true) are required, and no development default is used.
+ * No message ever echoes the value of a secret (MERCHANT_API_KEYS, OPERATOR_API_KEYS, WEBHOOK_HASH_SECRET*,
+ * BANK_CLIENT_SECRET).
  *
  * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
  * with a real bank; CALLBACK_SIGNING_SECRETS unset signs with a development secret on the embedded stack and is
@@ -296,6 +304,8 @@ const envSchema = (role: ConfigRole) =>
       MERCHANT_REQUESTS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.requestsPerMinute),
       MERCHANT_MAX_LONG_POLLS: count(1, DEFAULT_MERCHANT_LIMITS.maxLongPolls),
       MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+      /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
+      OPERATOR_API_KEYS: optionalString,
 
       // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
       // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -453,6 +463,19 @@ const envSchema = (role: ConfigRole) =>
         for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
           ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
       }
+      if (env.OPERATOR_API_KEYS !== undefined) {
+        const operators = parseOperatorApiKeys(env.OPERATOR_API_KEYS);
+        for (const problem of operators.problems)
+          ctx.addIssue({ code: 'custom', path: ['OPERATOR_API_KEYS'], message: problem });
+        const merchants = env.MERCHANT_API_KEYS === undefined ? [] : parseMerchantApiKeys(env.MERCHANT_API_KEYS).keys;
+        // One key in both lists would let a merchant decode every merchant's payloads.
+        for (const { merchant, operator } of sharedApiKeys(merchants, operators.keys))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['OPERATOR_API_KEYS'],
+            message: `"${operator}" has the same key as MERCHANT_API_KEYS's "${merchant}": an operator key must not be a merchant's`,
+          });
+      }
       if (
         env.WEBHOOK_HASH_SECRET_PREVIOUS !== undefined &&
         env.WEBHOOK_HASH_SECRET_PREVIOUS === env.WEBHOOK_HASH_SECRET
@@ -482,7 +505,7 @@ const envSchema = (role: ConfigRole) =>
         'PUBLIC_BASE_URL',
         'WEBHOOK_HASH_SECRET',
         'PAYLOAD_ENCRYPTION_KEYS',
-        ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS'] as const)),
+        ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS', 'OPERATOR_API_KEYS'] as const)),
       ] as const) {
         if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
       }
@@ -628,6 +651,8 @@ export interface Config {
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
   merchants: MerchantDirectory;
+  /** Keys of the operator routes, /codec (OPERATOR_API_KEYS); `generated`: a development key made for this run. */
+  operatorApiKeys: { keys: OperatorApiKey[]; generated: boolean };
   temporal: {
     /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
     address?: string;
@@ -698,6 +723,8 @@ export type WebhookSecrets = Pick<WebhookSettings, 'hashSecret' | 'previousHashS
 
 /** The development key's name when MERCHANT_API_KEYS is unset on the embedded stack. */
 export const DEV_API_KEY_NAME = 'dev';
+/** The development operator key's name when OPERATOR_API_KEYS is unset on the embedded stack. */
+export const DEV_OPERATOR_KEY_NAME = 'operator';
 
 export class ConfigError extends Error {
   constructor(readonly issues: { variable: string; message: string }[]) {
@@ -737,6 +764,10 @@ export function loadConfig(
     developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
   };
   const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
+  const operatorApiKeys =
+    e.OPERATOR_API_KEYS === undefined
+      ? { keys: [{ name: DEV_OPERATOR_KEY_NAME, key: generateApiKey() }], generated: true }
+      : { keys: parseOperatorApiKeys(e.OPERATOR_API_KEYS).keys, generated: false };
   return {
     nodeEnv: e.NODE_ENV ?? 'development',
     logLevel: e.LOG_LEVEL,
@@ -747,6 +778,7 @@ export function loadConfig(
     workerMetricsPort: e.WORKER_METRICS_PORT,
     merchantApiKeys,
     merchants,
+    operatorApiKeys,
     temporal: {
       address: temporal.profile.address,
       namespace: temporal.profile.namespace,

@@ -7,7 +7,7 @@ import {
   type MetricsExporterConfig,
 } from '@temporalio/worker';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
-import { loggablePath, REDACT_PATHS } from './security/redaction';
+import { loggableCallbackUrl, loggablePath, loggableUrl, REDACT_PATHS } from './security/redaction';
 import { requestLogIds } from './telemetry/request-context';
 import { activeTraceIds } from './telemetry/trace-ids';
 
@@ -15,13 +15,15 @@ export type Logger = PinoLogger;
 
 /**
  * Secrets never reach a log line: pino redacts known secret fields and credential headers wherever a caller passes
- * them by mistake (src/security/redaction.ts), and every `path` field goes through loggablePath (a finance
- * webhook's hash replaced). Tokens are also kept out of error messages at their source (src/activities/bank);
+ * them by mistake (src/security/redaction.ts), every `path` field goes through loggablePath (a finance
+ * webhook's hash replaced), a `url` field loses its query, and a `callbackUrl` is its origin and a fixed path. Tokens are also kept out of error messages at their source (src/activities/bank);
  * merchant API keys are never logged, only the name of the key that was used.
  */
 const SERIALIZERS = {
   err: pino.stdSerializers.err,
   path: (value: unknown) => (typeof value === 'string' ? loggablePath(value) : value),
+  url: (value: unknown) => (typeof value === 'string' ? loggableUrl(value) : value),
+  callbackUrl: (value: unknown) => (typeof value === 'string' ? loggableCallbackUrl(value) : value),
 };
 
 export type LogFormat = 'json' | 'pretty';

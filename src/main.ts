@@ -112,7 +112,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
   });
 
   const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
-  const notice = generatedKeyNotice(config);
+  const notice = generatedKeyNotice(config, internalUrl);
   const lines = [
     '',
     'Pay-later integration is running:',
@@ -130,9 +130,14 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     ...(config.callbacks.developmentSecret
       ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
       : []),
-    ...(notice
-      ? [notice]
+    // The keys chosen in the environment by name; a key generated for this run in full (generatedKeyNotice).
+    ...(config.merchantApiKeys.generated
+      ? []
       : [`  Merchant API keys         ${config.merchantApiKeys.keys.map((k) => k.name).join(', ')}`]),
+    ...(config.operatorApiKeys.generated
+      ? []
+      : [`  Operator API keys         ${config.operatorApiKeys.keys.map((k) => k.name).join(', ')}   (/codec)`]),
+    ...(notice ? [notice] : []),
     'Try:',
     `  curl -s -X POST ${internalUrl}/applications -H 'content-type: application/json' \\`,
     `       -H 'authorization: Bearer ${key}' \\`,

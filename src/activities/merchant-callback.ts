@@ -14,6 +14,7 @@ import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED, CALLBACK_UNAVAILABLE } from '.
 import { readBodyText } from '../http-client/body';
 import { withDeadline } from '../http-client/deadline';
 import { parseRetryAfter } from '../http-client/retry-after';
+import { asThirdPartyCall } from '../telemetry/third-party-calls';
 import { MAX_RATE_LIMIT_DELAY_MS } from './failures';
 
 /** Below MERCHANT_CALLBACK_ACTIVITY_OPTIONS.startToCloseTimeout (15 s) so the activity reports the real cause. */
@@ -109,14 +110,17 @@ export async function postMerchantCallback(
   let status: number;
   let retryAfter: string | string[] | undefined;
   try {
-    const res = await request(url, {
-      method: 'POST',
-      // Without an injected dispatcher undici's global one is used (no timeouts of ours but the deadline).
-      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-      signal,
-      headers: { 'content-type': 'application/json', 'idempotency-key': callback.idempotencyKey, ...signature },
-      body,
-    });
+    // A merchant is a third party: no trace context of ours in its headers, its URL's path and query out of spans.
+    const res = await asThirdPartyCall(() =>
+      request(url, {
+        method: 'POST',
+        // Without an injected dispatcher undici's global one is used (no timeouts of ours but the deadline).
+        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+        signal,
+        headers: { 'content-type': 'application/json', 'idempotency-key': callback.idempotencyKey, ...signature },
+        body,
+      }),
+    );
     status = res.statusCode;
     retryAfter = res.headers['retry-after'];
     // Read (and drop) the answer so the socket goes back to the pool; only a little of it is kept.

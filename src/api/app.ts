@@ -5,9 +5,10 @@ import type { WebhookSecrets } from '../config';
 import type { Logger } from '../logging';
 import type { MerchantDirectory } from '../config/merchants';
 import { loggablePath } from '../security/redaction';
-import type { MerchantApiKey } from '../security/api-keys';
+import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
+import { requestBudget } from './budgets';
 import { answerError, errorHandler, HttpError } from './errors';
 import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
 import { requestLog } from './request-log';
@@ -22,7 +23,7 @@ import { apiDocsRoutes } from './routes/api-docs';
 import { openApiJson } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 
-export { authenticate } from './authenticate';
+export { authenticate, authenticateOperator } from './authenticate';
 
 export interface AppDeps {
   /** Temporal client: every route is one call through it. */
@@ -37,6 +38,11 @@ export interface AppDeps {
    * callback, limits, and the owner of the workflows started before tenancy.
    */
   merchants: MerchantDirectory;
+  /**
+   * The operators' API keys (OPERATOR_API_KEYS), for every operator route (`authenticateOperator`: /codec); read
+   * per request. Absent: none, so operator routes answer 401 (403 to a merchant key).
+   */
+  operatorApiKeys?: readonly OperatorApiKey[];
   /**
    * Settings of the workflows this app starts (the environment's: config.settings); absent: the built-in defaults
    * (DEFAULT_SERVICE_SETTINGS). Merchants override some per request.
@@ -58,7 +64,8 @@ export interface InternalAppOptions {
   /**
    * More routers on the internal listener (the codec endpoint), mounted in order after /healthz, /readyz and
    * /metrics and before the merchant facade. Each brings its own paths and its own authentication: put
-   * `authenticate(deps)` (exported here) in front of whatever needs a key. A function is given the app's deps
+   * `authenticateOperator(deps)` (exported here) in front of an operator route, `authenticate(deps)` in front of a
+   * merchant's. A function is given the app's deps
    * (keys, metrics, logger, client), for callers that do not build the deps themselves (startListeners).
    */
   extraRouters?: RequestHandler[] | ((deps: AppDeps) => RequestHandler[]);
@@ -135,8 +142,9 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(apiDocsRoutes({ document: openApiJson }));
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
   for (const router of extra ?? []) app.use(router);
-  // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists.
-  app.use(['/applications', '/consents'], authenticate(deps));
+  // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
+  // merchant's request budget right after: an unauthenticated request never spends a merchant's.
+  app.use(['/applications', '/consents'], authenticate(deps), requestBudget(deps));
   app.use(consentRefreshRoutes(deps));
   app.use(consentRoutes(deps));
   app.use(financeApplicationRoutes(deps));

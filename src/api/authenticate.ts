@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { identifyMerchant, type MerchantApiKey } from '../security/api-keys';
+import { identifyApiKey, type MerchantApiKey, type OperatorApiKey } from '../security/api-keys';
 import { HttpError } from './errors';
 import type { Metrics } from './metrics';
 import type { MerchantScope } from '../client/merchant-scope';
@@ -10,11 +10,40 @@ export interface AuthenticateDeps {
   metrics: Pick<Metrics, 'merchantAuth'>;
 }
 
+export interface AuthenticateOperatorDeps {
+  /** The operators' keys (OPERATOR_API_KEYS); read per request. Absent: none, so no operator route opens. */
+  operatorApiKeys?: readonly OperatorApiKey[];
+  /** The merchants' keys, only to tell a merchant that it holds the wrong kind of key (403, not 401). */
+  merchantApiKeys: readonly MerchantApiKey[];
+  metrics: Pick<Metrics, 'operatorAuth'>;
+}
+
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The bearer key of a request, or undefined when it carries none in that form. */
+function presentedKey(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
+/** The 401 of a request without a key, or with one that is no one's. */
+function unauthorized(missing: boolean): HttpError {
+  return new HttpError(
+    401,
+    missing ? 'Missing API key: send Authorization: Bearer <key>' : 'Invalid API key',
+    undefined,
+    undefined,
+    { 'WWW-Authenticate': missing ? 'Bearer realm="paylater"' : 'Bearer realm="paylater", error="invalid_token"' },
+  );
+}
 
 /** The authenticated merchant's name (set by `authenticate`): for logs and labels, never the key. */
 export function merchantOf(res: Response): string | undefined {
   return (res.locals as { merchant?: string }).merchant;
+}
+
+/** The authenticated operator's name (set by `authenticateOperator`): for logs and labels, never the key. */
+export function operatorOf(res: Response): string | undefined {
+  return (res.locals as { operator?: string }).operator;
 }
 
 /**
@@ -34,33 +63,56 @@ export function scopeOf(res: Response, merchants: { legacyMerchantId: string }):
  * (src/security/api-keys.ts); only the matching key's name is kept (`res.locals.merchant`, see merchantOf) and
  * counted (`merchant_api_requests_total{merchant, outcome}`); the key itself is never logged.
  *
- * Mounted in front of the merchant facade; put it in front of any other router that needs a merchant's or
- * operator's key (the codec endpoint: `router.use('/codec', cors, authenticate(deps), codecRouter)`, CORS first
- * so a browser's preflight, which carries no Authorization, is answered).
+ * Mounted in front of the merchant facade. Operator routes mount `authenticateOperator` instead.
  */
 export function authenticate(deps: AuthenticateDeps): RequestHandler {
   return (req, res, next) => {
-    const header = req.headers.authorization;
-    const presented = header === undefined ? undefined : BEARER.exec(header)?.[1];
-    const merchant = presented === undefined ? undefined : identifyMerchant(deps.merchantApiKeys, presented);
+    const presented = presentedKey(req.headers.authorization);
+    const merchant = presented === undefined ? undefined : identifyApiKey(deps.merchantApiKeys, presented);
     if (merchant === undefined) {
       const missing = presented === undefined;
       deps.metrics.merchantAuth.inc({ merchant: 'none', outcome: missing ? 'missing' : 'wrong' });
-      next(
-        new HttpError(
-          401,
-          missing ? 'Missing API key: send Authorization: Bearer <key>' : 'Invalid API key',
-          undefined,
-          undefined,
-          {
-            'WWW-Authenticate': missing ? 'Bearer realm="paylater"' : 'Bearer realm="paylater", error="invalid_token"',
-          },
-        ),
-      );
+      next(unauthorized(missing));
       return;
     }
     deps.metrics.merchantAuth.inc({ merchant, outcome: 'accepted' });
     (res.locals as { merchant?: string }).merchant = merchant;
     next();
+  };
+}
+
+/**
+ * Express middleware in front of every operator route (today /codec, which decodes every merchant's payloads):
+ * the request must carry `Authorization: Bearer <key>` with one of the operator API keys. A merchant's key answers
+ * 403 (it is a valid key, of the wrong kind: the merchant is told to use its own routes); a missing or unknown key
+ * 401 as `authenticate` answers. Counted in `operator_api_requests_total{operator, outcome}` (outcome accepted,
+ * missing, wrong, merchant_key), by the key's name, never the key; the operator's name is kept in
+ * `res.locals.operator` (see operatorOf). Put CORS in front of it where browsers call, so a preflight (which
+ * carries no Authorization) is answered: `router.use('/codec', cors, authenticateOperator(deps))`.
+ */
+export function authenticateOperator(deps: AuthenticateOperatorDeps): RequestHandler {
+  return (req, res, next) => {
+    const presented = presentedKey(req.headers.authorization);
+    if (presented === undefined) {
+      deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'missing' });
+      next(unauthorized(true));
+      return;
+    }
+    const operator = identifyApiKey(deps.operatorApiKeys ?? [], presented);
+    if (operator !== undefined) {
+      deps.metrics.operatorAuth.inc({ operator, outcome: 'accepted' });
+      (res.locals as { operator?: string }).operator = operator;
+      next();
+      return;
+    }
+    if (identifyApiKey(deps.merchantApiKeys, presented) !== undefined) {
+      deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'merchant_key' });
+      next(
+        new HttpError(403, 'An operator key is required (OPERATOR_API_KEYS): a merchant key does not open this route'),
+      );
+      return;
+    }
+    deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'wrong' });
+    next(unauthorized(false));
   };
 }

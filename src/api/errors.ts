@@ -9,6 +9,9 @@ import { sendJson } from './send-json';
 
 export { loggablePath };
 
+/** RFC 9457's media type: the answers of a ProblemError (the 429s of the merchant budgets). */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
 /** One field's problem in a 400's `details` (zod issues, mapped). */
 export const FieldIssueSchema = z.object({ path: z.string(), message: z.string() });
 
@@ -25,6 +28,20 @@ export const ErrorBodySchema = z
   .meta({ id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
+/**
+ * A refusal with a stable problem type (RFC 9457 problem details, `application/problem+json`): the error body's
+ * fields, so clients reading `error` and `message` keep working, plus `type`, `title`, `status` and `detail`.
+ */
+export const ProblemBodySchema = ErrorBodySchema.extend({
+  type: z
+    .url()
+    .meta({ description: 'Stable URI naming the problem', example: 'https://paylater.example/problems/rate-limited' }),
+  title: z.string().meta({ description: 'The problem type in a few words (the same for every answer of its type)' }),
+  status: z.number().int(),
+  detail: z.string().meta({ description: 'This occurrence, for people (the same text as message)' }),
+}).meta({ id: 'Problem' });
+export type ProblemBody = z.infer<typeof ProblemBodySchema>;
+
 /** An error with the HTTP status and message the client should see. */
 export class HttpError extends Error {
   constructor(
@@ -38,6 +55,20 @@ export class HttpError extends Error {
   ) {
     super(message);
     this.name = 'HttpError';
+  }
+}
+
+/** An HttpError answered as problem details: `type` is a stable URI, `title` names the type. */
+export class ProblemError extends HttpError {
+  constructor(
+    status: number,
+    readonly type: string,
+    readonly title: string,
+    detail: string,
+    options: { retryAfterSeconds?: number; headers?: Record<string, string> } = {},
+  ) {
+    super(status, detail, undefined, options.retryAfterSeconds, options.headers);
+    this.name = 'ProblemError';
   }
 }
 
@@ -199,6 +230,11 @@ export function answerError(
     message,
     ...(details ? { details } : {}),
   } satisfies ErrorBody;
+  if (err instanceof ProblemError) {
+    const problem = { type: err.type, title: err.title, status, detail: message, ...body } satisfies ProblemBody;
+    sendJson(res, status, problem, PROBLEM_CONTENT_TYPE);
+    return;
+  }
   sendJson(res, status, body);
 }
 

@@ -10,7 +10,7 @@ import { checkTemporal } from '../temporal/connection';
 import type { PayloadCodec } from '@temporalio/common';
 import type { RequestHandler } from 'express';
 import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
-import { authenticate } from './authenticate';
+import { authenticateOperator } from './authenticate';
 import { codecRoutes } from './routes/codec';
 import { boundPort, closeServer, listen } from './http-server';
 import { createMetrics } from './metrics';
@@ -27,6 +27,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
       securityHeader: config.webhooks.securityHeader,
     },
     merchantApiKeys: config.merchantApiKeys.keys,
+    operatorApiKeys: config.operatorApiKeys.keys,
     settings: config.settings,
     merchants: config.merchants,
     logger: deps.logger,
@@ -82,15 +83,19 @@ export async function startListeners(
 }
 
 /**
- * Who may decode at /codec: a merchant or operator API key (`Authorization: Bearer`, as `temporal --codec-auth`
- * sends it). The Temporal Web UI sends no Authorization header of its own (only its users' SSO token when run
- * with TEMPORAL_CODEC_PASS_ACCESS_TOKEN), so on the embedded stack with the public development payload key, and
- * only there, a browser on an allowed UI origin is let through: that key protects nothing anyway. With real keys,
- * a UI reaches /codec through a proxy that authenticates its users and adds the bearer key (README "Security").
+ * Who may decode at /codec: an operator API key (`Authorization: Bearer`, as `temporal --codec-auth` sends it);
+ * a merchant's key answers 403 (authenticateOperator). The Temporal Web UI sends no Authorization header of its
+ * own (only its users' SSO token when run with TEMPORAL_CODEC_PASS_ACCESS_TOKEN), so on the embedded stack with
+ * the public development payload key and the development operator key generated for the run, and only there, a
+ * browser on an allowed UI origin without Authorization is let through: that payload key protects nothing anyway,
+ * and no operator chose keys. With OPERATOR_API_KEYS or PAYLOAD_ENCRYPTION_KEYS set, a UI reaches /codec through
+ * a proxy that authenticates its users and adds the operator's bearer key (README "Security").
  */
 export function codecAuthentication(config: Config, deps: AppDeps): RequestHandler {
-  const keyed = authenticate(deps);
-  if (!(config.bank.embedded && config.payloadEncryption.developmentKey)) return keyed;
+  const keyed = authenticateOperator(deps);
+  const development =
+    config.bank.embedded && config.payloadEncryption.developmentKey && config.operatorApiKeys.generated;
+  if (!development) return keyed;
   const uiOrigins = new Set(config.codec.corsOrigins);
   return (req, res, next) => {
     const origin = req.headers.origin;
@@ -100,15 +105,31 @@ export function codecAuthentication(config: Config, deps: AppDeps): RequestHandl
 }
 
 /**
- * The line that shows a development API key generated for this run (MERCHANT_API_KEYS unset on the embedded
- * stack), written to the terminal once at start-up, never through the logger. Undefined when keys are configured.
+ * The lines that show the development API keys generated for this run (MERCHANT_API_KEYS or OPERATOR_API_KEYS
+ * unset on the embedded stack), written to the terminal once at start-up, never through the logger. Undefined
+ * when both are configured.
  */
-export function generatedKeyNotice(config: Config): string | undefined {
-  if (!config.merchantApiKeys.generated) return undefined;
-  const { name, key } = config.merchantApiKeys.keys[0]!;
-  return (
-    `  Merchant API key (development, generated for this run; set MERCHANT_API_KEYS to choose keys):\n` +
-    `    ${name}:${key}\n` +
-    `    send it as: Authorization: Bearer ${key}`
-  );
+export function generatedKeyNotice(
+  config: Config,
+  /** The internal listener as bound (INTERNAL_PORT may be 0). */
+  internalUrl = `http://localhost:${config.internalPort}`,
+): string | undefined {
+  const lines: string[] = [];
+  if (config.merchantApiKeys.generated) {
+    const { name, key } = config.merchantApiKeys.keys[0]!;
+    lines.push(
+      `  Merchant API key (development, generated for this run; set MERCHANT_API_KEYS to choose keys):`,
+      `    ${name}:${key}`,
+      `    send it as: Authorization: Bearer ${key}`,
+    );
+  }
+  if (config.operatorApiKeys.generated) {
+    const { name, key } = config.operatorApiKeys.keys[0]!;
+    lines.push(
+      `  Operator API key (development, generated for this run; set OPERATOR_API_KEYS to choose keys):`,
+      `    ${name}:${key}`,
+      `    decode with it: temporal workflow show -w <id> --codec-endpoint ${internalUrl}/codec --codec-auth 'Bearer ${key}'`,
+    );
+  }
+  return lines.length === 0 ? undefined : lines.join('\n');
 }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Prometheus metrics of the HTTP apps (both listeners share one registry, served on the internal one); no global registry. */
 export function createMetrics() {
@@ -25,6 +25,30 @@ export function createMetrics() {
       name: 'merchant_api_requests_total',
       help: 'Requests to API-key routes, by merchant key name and authentication outcome',
       labelNames: ['merchant', 'outcome'] as const,
+      registers: [registry],
+    }),
+    /**
+     * Operator routes' authentication (/codec), by the operator key's NAME and outcome (accepted, missing, wrong,
+     * merchant_key: a merchant's key, refused with 403).
+     */
+    operatorAuth: new Counter({
+      name: 'operator_api_requests_total',
+      help: 'Requests to operator routes (/codec), by operator key name and authentication outcome',
+      labelNames: ['operator', 'outcome'] as const,
+      registers: [registry],
+    }),
+    /** 429s of the merchant budgets (src/api/budgets.ts), by merchant and budget (requests, long_polls). */
+    budgetRefusals: new Counter({
+      name: 'merchant_budget_refusals_total',
+      help: 'Merchant facade requests refused with 429, by merchant and budget (requests per minute, long-polls)',
+      labelNames: ['merchant', 'budget'] as const,
+      registers: [registry],
+    }),
+    /** Long-polls held open now by this API process, by merchant (at most its maxLongPolls). */
+    longPollsOpen: new Gauge({
+      name: 'merchant_long_polls_open',
+      help: 'Long-polls (GET /applications/{ref}?waitForChangeFrom=) held open by this API process, by merchant',
+      labelNames: ['merchant'] as const,
       registers: [registry],
     }),
   };

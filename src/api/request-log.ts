@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Level } from 'pino';
 import type { Logger } from '../logging';
-import { loggablePath } from '../security/redaction';
+import { loggableTarget } from '../security/redaction';
 import { withRequestId } from '../telemetry/request-context';
 import type { Middleware } from './direct-routes';
 
@@ -16,7 +16,7 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 /** The path without the query (`?hash=` is a credential), and with a finance webhook's hash replaced. */
-export const pathOf = (url: string | undefined): string => loggablePath((url ?? '/').split('?')[0] ?? '/');
+export const pathOf = (url: string | undefined): string => loggableTarget(url ?? '/');
 
 /**
  * The request line's level: error answers at info (the error middleware logs each cause once: an expected 503 as

@@ -44,10 +44,15 @@ if (require.main === module) {
         payloadCodec,
       });
       logger.info(
-        { publicUrl, internalUrl, merchantKeys: config.merchantApiKeys.keys.map((k) => k.name) },
+        {
+          publicUrl,
+          internalUrl,
+          merchantKeys: config.merchantApiKeys.keys.map((k) => k.name),
+          operatorKeys: config.operatorApiKeys.keys.map((k) => k.name),
+        },
         `API listening: public (bank webhooks) ${publicUrl}, internal (merchant facade, /readyz, /metrics) ${internalUrl}`,
       );
-      const notice = generatedKeyNotice(config);
+      const notice = generatedKeyNotice(config, internalUrl);
       if (notice) process.stdout.write(`${notice}\n`);
     },
     { role: 'api' },

@@ -1,14 +1,21 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Merchant API keys (MERCHANT_API_KEYS = `name:key,name:key`). The name says whose key it is (logs and metric
- * labels carry it); the key itself is a secret: it is never logged, echoed in an error or put in a label.
- * Revoking a merchant's key = removing its entry (and restarting the internal listener's processes).
+ * API keys of merchants (MERCHANT_API_KEYS) and of operators (OPERATOR_API_KEYS), both `name:key,name:key`. The
+ * name says whose key it is (logs and metric labels carry it); the key itself is a secret: it is never logged,
+ * echoed in an error or put in a label. Revoking a key = removing its entry (and restarting the internal listener's
+ * processes).
  */
-export interface MerchantApiKey {
+export interface ApiKey {
   name: string;
   key: string;
 }
+/** A merchant's key: opens the merchant facade. */
+export type MerchantApiKey = ApiKey;
+/** An operator's key: opens the operator routes (/codec), never the facade. */
+export type OperatorApiKey = ApiKey;
+/** Who holds the keys of a list: named in its problems. */
+export type ApiKeyHolder = 'merchant' | 'operator';
 
 export const MIN_API_KEY_LENGTH = 24;
 const MAX_API_KEY_LENGTH = 512;
@@ -18,11 +25,11 @@ export const API_KEY_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 const API_KEY_PATTERN = /^[\x21\x23-\x2b\x2d-\x7e]+$/;
 
 /**
- * Parses MERCHANT_API_KEYS. Problems name the entry (by position and, once known, by name), never its key:
- * an entry without a colon may be a bare key, so not even that is echoed.
+ * Parses MERCHANT_API_KEYS or OPERATOR_API_KEYS. Problems name the entry (by position and, once known, by name),
+ * never its key: an entry without a colon may be a bare key, so not even that is echoed.
  */
-export function parseMerchantApiKeys(raw: string): { keys: MerchantApiKey[]; problems: string[] } {
-  const keys: MerchantApiKey[] = [];
+export function parseApiKeys(raw: string, holder: ApiKeyHolder): { keys: ApiKey[]; problems: string[] } {
+  const keys: ApiKey[] = [];
   const problems: string[] = [];
   const entries = raw
     .split(',')
@@ -56,12 +63,28 @@ export function parseMerchantApiKeys(raw: string): { keys: MerchantApiKey[]; pro
     }
     const same = keys.find((k) => k.key === key);
     if (same) {
-      problems.push(`${where} ("${name}") has the same key as "${same.name}": each merchant needs its own key`);
+      problems.push(`${where} ("${name}") has the same key as "${same.name}": each ${holder} needs its own key`);
       return;
     }
     keys.push({ name, key });
   });
   return { keys, problems };
+}
+
+export const parseMerchantApiKeys = (raw: string) => parseApiKeys(raw, 'merchant');
+export const parseOperatorApiKeys = (raw: string) => parseApiKeys(raw, 'operator');
+
+/**
+ * Pairs of entries, one in each list, that hold the same key (by name only): a key must say whether it is a
+ * merchant's or an operator's, or a merchant could decode every payload and an operator act as a merchant.
+ */
+export function sharedApiKeys(
+  merchants: readonly MerchantApiKey[],
+  operators: readonly OperatorApiKey[],
+): { merchant: string; operator: string }[] {
+  return operators.flatMap((o) =>
+    merchants.filter((m) => m.key === o.key).map((m) => ({ merchant: m.name, operator: o.name })),
+  );
 }
 
 /** A development key for the embedded stack: 32 random bytes, base64url (43 characters). */
@@ -72,15 +95,15 @@ export function generateApiKey(): string {
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
 /** Digests of the configured keys, computed once per list (the list may be swapped at runtime, as tests do). */
-const digestsOf = new WeakMap<readonly MerchantApiKey[], { name: string; digest: Buffer }[]>();
+const digestsOf = new WeakMap<readonly ApiKey[], { name: string; digest: Buffer }[]>();
 
 /**
- * The name of the merchant whose key was presented, or undefined. Both sides are hashed with SHA-256 (equal
+ * The name of the entry whose key was presented (a merchant's or an operator's, by the list given), or undefined. Both sides are hashed with SHA-256 (equal
  * lengths for timingSafeEqual, so the key's length does not leak either) and the presented key is compared with
  * every configured key, with no early exit: the time taken says nothing about which key, or how much of one,
  * matched.
  */
-export function identifyMerchant(keys: readonly MerchantApiKey[], presented: string): string | undefined {
+export function identifyApiKey(keys: readonly ApiKey[], presented: string): string | undefined {
   let digests = digestsOf.get(keys);
   if (!digests) {
     digests = keys.map((k) => ({ name: k.name, digest: sha256(k.key) }));
@@ -93,3 +116,6 @@ export function identifyMerchant(keys: readonly MerchantApiKey[], presented: str
   }
   return found;
 }
+
+/** The merchant whose key was presented (identifyApiKey over MERCHANT_API_KEYS). */
+export const identifyMerchant = identifyApiKey;

@@ -1,4 +1,4 @@
-import { BlockList, isIP } from 'node:net';
+import { classifyAddress } from './address-class';
 
 /**
  * Where merchant callbacks may go: the one decision, used by the config (TRANSACTIONS_CALLBACK_URL at start-up),
@@ -90,49 +90,19 @@ export function checkCallbackUrl(url: string, allowList: CallbackAllowList): Cal
   };
 }
 
-const loopback = new BlockList();
-loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-loopback.addAddress('::1', 'ipv6');
-
-/** Addresses a callback must not reach through a DNS name: loopback, private, link-local, CGNAT, unspecified… */
-const nonPublic = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  nonPublic.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  nonPublic.addSubnet(net, prefix, 'ipv6');
-
-/** `localhost`, `*.localhost`, 127.0.0.0/8 or ::1 (a URL's hostname: IPv6 in brackets). */
+/** `localhost`, `*.localhost`, or an address of this host's loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.1; a URL's hostname: IPv6 in brackets). */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const family = isIP(host);
-  // BlockList matches IPv4-mapped IPv6 (::ffff:127.0.0.1) against the IPv4 rule.
-  return family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6');
+  return classifyAddress(host) === 'loopback';
 }
 
-/** True for an address no public merchant endpoint has (loopback, private, link-local, …). */
+/**
+ * True for an address that is not globally routable unicast, or that embeds one that is not (NAT64, 6to4, ISATAP;
+ * Teredo whole): the classification is src/security/address-class.ts.
+ */
 export function isNonPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return true; // not an address at all: refuse
-  return nonPublic.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return classifyAddress(address) !== 'public';
 }
 
 /**
@@ -142,8 +112,7 @@ export function isNonPublicAddress(address: string): boolean {
  * non-public address is refused. IP literals are never looked up, so a listed `http://10.0.0.5:8080` still works.
  */
 export function permitsResolvedAddress(hostname: string, address: string, allowList: CallbackAllowList): boolean {
-  if (!isNonPublicAddress(address)) return true;
-  const isLoopbackAddress = isLoopbackHost(address);
-  if (isLoopbackAddress && (allowList.loopback || isLoopbackHost(hostname))) return true;
-  return false;
+  const kind = classifyAddress(address);
+  if (kind === 'public') return true;
+  return kind === 'loopback' && (allowList.loopback || isLoopbackHost(hostname));
 }

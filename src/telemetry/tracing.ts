@@ -1,11 +1,11 @@
-import { trace, type Attributes } from '@opentelemetry/api';
+import { propagation, trace, type Attributes } from '@opentelemetry/api';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, type SDKRegistrationConfig, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import {
   makeWorkflowExporter,
@@ -15,8 +15,12 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { TracingConfig } from '../config';
-import { loggablePath } from '../security/redaction';
+import { loggableTarget } from '../security/redaction';
+import { RedactingSpanProcessor } from './span-redaction';
+import { NoThirdPartyPropagation } from './third-party-calls';
 
 /**
  * OpenTelemetry tracing (issue 11): one trace from a merchant's request or the bank's webhook (the http server
@@ -24,6 +28,8 @@ import { loggablePath } from '../security/redaction';
  * (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici); Express routes name the server span
  * and get a span each (./express-routes.ts). Off unless an OTLP endpoint is
  * configured: otherwise nothing is registered and the Temporal interceptors are left out.
+ * What leaves the process: URLs without query strings or capability paths (./span-redaction.ts), and no trace
+ * context on calls to merchants (./third-party-calls.ts).
  */
 
 /**
@@ -33,7 +39,10 @@ import { loggablePath } from '../security/redaction';
 export const WORKFLOW_TRACING_INTERCEPTOR_MODULE = require.resolve('../workflows/interceptors');
 
 export interface Tracing {
-  /** Processes every span of the process, workflow spans included (through the worker's `exporter` sink). */
+  /**
+   * Processes every span of the process, workflow spans included (through the worker's `exporter` sink): URL
+   * attributes redacted, then exported.
+   */
   spanProcessor: SpanProcessor;
   resource: Resource;
   /** The http and undici instrumentations (a test under jest, whose loader bypasses `require` hooks, patches http by hand). */
@@ -45,15 +54,6 @@ export interface Tracing {
 /** Paths no operator needs a span for: probes and scrapes. */
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** A URL or path with a finance webhook's hash (path or `?hash=`) replaced: spans are exported outside the process. */
-export function traceableUrl(url: string): string {
-  const parsed = new URL(url, 'http://placeholder');
-  const path = loggablePath(parsed.pathname);
-  if (parsed.searchParams.has('hash')) parsed.searchParams.set('hash', ':redacted');
-  const query = parsed.search.replace('%3Aredacted', ':redacted');
-  return /^https?:\/\//i.test(url) ? `${parsed.origin}${path}${query}` : `${path}${query}`;
-}
-
 /**
  * Registers the global tracer provider and the http and undici instrumentations. Call before express and http are
  * loaded (src/telemetry/preload.ts). `spanProcessor` replaces the OTLP export (tests: an in-memory exporter).
@@ -64,24 +64,17 @@ export function startTracing(options: {
   spanProcessor?: SpanProcessor;
 }): Tracing {
   const resource = new Resource({ 'service.name': options.config?.serviceName ?? options.serviceName });
-  const spanProcessor = options.spanProcessor ?? new BatchSpanProcessor(otlpExporter(options.config));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  const spanProcessor = new RedactingSpanProcessor(
+    options.spanProcessor ?? new BatchSpanProcessor(otlpExporter(options.config)),
+  );
+  const provider = new TracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
   const instrumentations = [
     new HttpInstrumentation({
       ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?')[0] ?? ''),
-      // The finance webhook's hash is a credential: never in an exported attribute.
-      startIncomingSpanHook: (req): Attributes => {
-        const target = traceableUrl(req.url ?? '/');
-        return { 'http.target': target, 'http.url': target, 'url.path': target.split('?')[0] ?? target };
-      },
+      startIncomingSpanHook: incomingUrlAttributes,
     }),
-    new UndiciInstrumentation({
-      startSpanHook: (request): Attributes => {
-        const full = traceableUrl(`${request.origin}${request.path}`);
-        return { 'url.full': full, 'url.path': new URL(full).pathname };
-      },
-    }),
+    new UndiciInstrumentation(),
   ];
   // No express instrumentation: the one matching this OpenTelemetry line (1.x, the Temporal interceptors') stops at
   // express 4 (express 5 needs the 2.x line). Routes name the server span and get spans of their own through
@@ -95,7 +88,34 @@ export function startTracing(options: {
       unregister();
       await provider.shutdown();
       trace.disable();
+      propagation.disable();
     },
+  };
+}
+
+/**
+ * The provider, registering the propagator that `OTEL_PROPAGATORS` names (W3C trace context and baggage by default)
+ * wrapped so that calls to merchants carry none of it.
+ */
+class TracerProvider extends NodeTracerProvider {
+  override register(config: SDKRegistrationConfig = {}): void {
+    const propagator = config.propagator ?? this._buildPropagatorFromEnv();
+    super.register({ ...config, propagator: propagator ? new NoThirdPartyPropagation(propagator) : null });
+  }
+}
+
+/**
+ * A server span's URL from the request line as it arrived: the http instrumentation parses it against the Host
+ * header, which reads a path like `//webhooks/finance-applications/…` as a host and its hash as the path. The
+ * redacting processor then has a path to redact, never a misread one.
+ */
+function incomingUrlAttributes(req: IncomingMessage): Attributes {
+  const path = loggableTarget(req.url ?? '/');
+  const scheme = (req.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http';
+  return {
+    'http.target': path,
+    'url.path': path,
+    'http.url': `${scheme}://${req.headers.host ?? 'localhost'}${path}`,
   };
 }
 

@@ -33,12 +33,16 @@ export interface DevServer {
 
 /**
  * Dynamic config the product needs: update-with-start is a multi-operation, off by default on some
- * server versions (DESIGN.md, issue 4).
+ * server versions (DESIGN.md, issue 4); task-queue fairness (the new matcher, and fairness on it) gives each
+ * merchant its share of the bank-reads queue (src/shared/task-queues.ts bankReadPriority); off, the fairness keys
+ * are ignored and the queue is first come, first served.
  */
 export const DEV_SERVER_DYNAMIC_CONFIG = [
   'frontend.enableExecuteMultiOperation=true',
   'frontend.enableUpdateWorkflowExecution=true',
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+  'matching.useNewMatcher=true',
+  'matching.enableFairness=true',
 ];
 
 export function devServerArgs(

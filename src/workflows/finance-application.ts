@@ -41,7 +41,7 @@ import {
   FinanceApplicationStatus,
   MerchantReference,
 } from '../shared/search-attributes';
-import { bankReadsTaskQueue } from '../shared/task-queues';
+import { bankReadPriority, bankReadsTaskQueue } from '../shared/task-queues';
 import {
   BANK_ACTIVITY_OPTIONS,
   CALLBACK_CHECK_OPTIONS,
@@ -95,17 +95,22 @@ const bank = (summary: string) => proxyActivities<Activities>({ ...BANK_ACTIVITY
 const merchant = (summary: string) => proxyActivities<Activities>({ ...MERCHANT_CALLBACK_ACTIVITY_OPTIONS, summary });
 /** The callback allow-list is in the worker's environment: the workflow learns the verdict from a local activity. */
 const { checkCallbackUrl } = proxyLocalActivities<Activities>(CALLBACK_CHECK_OPTIONS);
-/** Status reads go to the rate-limited bank-reads task queue (src/shared/task-queues.ts). */
-const reads = (summary: string) =>
+/**
+ * Status reads go to the rate-limited bank-reads task queue (src/shared/task-queues.ts), each under its merchant's
+ * fairness key: a merchant's share of the read ceiling. (Options of a command, not commands: no patch needed.)
+ */
+const reads = (summary: string, merchantId: string | undefined) =>
   proxyActivities<Activities>({
     ...BANK_ACTIVITY_OPTIONS,
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
+    priority: bankReadPriority(merchantId),
     summary,
   });
-const poller = () =>
+const poller = (merchantId: string | undefined) =>
   proxyActivities<Activities>({
     ...POLL_ACTIVITY_OPTIONS,
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
+    priority: bankReadPriority(merchantId),
     summary: 'Poll status (retries are the polls)',
   });
 
@@ -372,7 +377,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     const poll: Poll = { settled: false, scope: new CancellationScope(), since };
     poll.scope
       .run(() =>
-        poller().pollApplicationStatus({
+        poller(merchantId).pollApplicationStatus({
           financeApplicationId: state.financeApplicationId!,
           merchantReference,
           ...input,
@@ -485,7 +490,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
    */
   async function readStatus(source: StatusSource, announcedAt?: number): Promise<void> {
     try {
-      const read: StatusRead = await reads(`Read status (${source})`).getApplicationStatus({
+      const read: StatusRead = await reads(`Read status (${source})`, merchantId).getApplicationStatus({
         financeApplicationId: state.financeApplicationId!,
         merchantReference,
         source: source === 'webhook' ? 'webhook' : 'poll',

@@ -1,24 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { defaultPayloadConverter } from '@temporalio/common';
-import express, { type RequestHandler } from 'express';
+import express from 'express';
 import pino from 'pino';
+import { authenticateOperator } from '../../src/api/authenticate';
 import { errorHandler, HttpError } from '../../src/api/errors';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
+import { createMetrics } from '../../src/api/metrics';
 import { CODEC_ALLOWED_HEADERS, codecRoutes } from '../../src/api/routes/codec';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
-import { safeEqual } from '../../src/security/webhook-hash';
 
 /**
  * The codec endpoint over real HTTP, as the Temporal Web UI (CORS, preflight, credentials) and the CLI
- * (`--codec-endpoint`, `--codec-auth`) call it. Authentication is injected: here a plain bearer check.
+ * (`--codec-endpoint`, `--codec-auth`) call it, behind the operator keys (authenticateOperator).
  */
-const OPERATOR_KEY = 'operator-key-0123456789';
+const OPERATOR_KEY = 'operator-key-0123456789-abcdef';
+const MERCHANT_KEY = 'merchant-key-0123456789-abcdef';
 const UI_ORIGIN = 'http://localhost:8233';
-const bearer: RequestHandler = (req, _res, next) => {
-  const header = req.headers.authorization ?? '';
-  next(safeEqual(header, `Bearer ${OPERATOR_KEY}`) ? undefined : new HttpError(401, 'Missing or wrong API key'));
-};
+const bearer = authenticateOperator({
+  operatorApiKeys: [{ name: 'ops', key: OPERATOR_KEY }],
+  merchantApiKeys: [{ name: 'shop', key: MERCHANT_KEY }],
+  metrics: createMetrics(),
+});
 
 const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 const jsonPayload = (value: unknown) => {
@@ -135,17 +138,46 @@ describe('codec endpoint: POST /codec/decode and /codec/encode', () => {
 
   describe('authentication', () => {
     it.each([
-      ['no Authorization', {}],
-      ['a wrong key', { authorization: 'Bearer wrong' }],
-      ['a key without the scheme', { authorization: OPERATOR_KEY }],
-    ])('answers 401 with %s', async (_case, headers) => {
+      ['no Authorization', {}, 'Missing API key: send Authorization: Bearer <key>'],
+      ['a wrong key', { authorization: 'Bearer wrong' }, 'Invalid API key'],
+      [
+        'a key without the scheme',
+        { authorization: OPERATOR_KEY },
+        'Missing API key: send Authorization: Bearer <key>',
+      ],
+    ])('answers 401 with %s', async (_case, headers, message) => {
       const res = await fetch(`${url}/codec/decode`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: '{"payloads":[]}',
       });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: 'unauthorized', message: 'Missing or wrong API key' });
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="paylater"/);
+      expect(await res.json()).toEqual({ error: 'unauthorized', message });
+    });
+
+    it('answers 403 to a merchant key, on both operations, and encodes or decodes nothing', async () => {
+      const [sealed] = await codec.encode([defaultPayloadConverter.toPayload('customer secret')]);
+      const payload = {
+        metadata: Object.fromEntries(Object.entries(sealed!.metadata!).map(([k, v]) => [k, b64(v)])),
+        data: b64(sealed!.data!),
+      };
+      for (const path of ['/codec/decode', '/codec/encode']) {
+        const res = await post(path, { payloads: [payload] }, { authorization: `Bearer ${MERCHANT_KEY}` });
+        expect(res.status).toBe(403);
+        const body = await res.text();
+        expect(JSON.parse(body)).toEqual({
+          error: 'forbidden',
+          message: expect.stringMatching(/An operator key is required \(OPERATOR_API_KEYS\)/),
+        });
+        expect(body).not.toContain('customer secret');
+        expect(body).not.toContain(MERCHANT_KEY);
+      }
+      // The same payload with the operator key: decoded.
+      const ok = await post('/codec/decode', { payloads: [payload] });
+      expect(
+        valueOf(((await ok.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads[0]!),
+      ).toBe('customer secret');
     });
 
     it('is not asked of anything outside /codec (the router only guards its own paths)', async () => {

@@ -1,17 +1,19 @@
 /**
  * The two app factories without Temporal: what each listener serves, and the internal app's extension point for
- * routers written elsewhere (the codec endpoint), with the exported `authenticate` in front.
+ * routers written elsewhere (the codec endpoint), with the exported `authenticateOperator` in front.
  */
 import { Router } from 'express';
 import type { Server } from 'node:http';
 import type { Client } from '@temporalio/client';
 import pino from 'pino';
-import { authenticate, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
+import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
+import { operatorOf } from '../../src/api/authenticate';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { testMerchants } from '../helpers/merchants';
 
 const KEY = 'listeners-test-key-0123456789abcdef';
+const MERCHANT_KEY = 'listeners-merchant-key-0123456789';
 
 describe('createPublicApp and createInternalApp', () => {
   const servers: Server[] = [];
@@ -19,8 +21,9 @@ describe('createPublicApp and createInternalApp', () => {
     client: {} as Client,
     taskQueue: 'unused',
     webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
-    merchantApiKeys: [{ name: 'ops', key: KEY }],
-    merchants: testMerchants([{ name: 'ops' }]),
+    merchantApiKeys: [{ name: 'shop', key: MERCHANT_KEY }],
+    merchants: testMerchants([{ name: 'shop' }]),
+    operatorApiKeys: [{ name: 'ops', key: KEY }],
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),
     checkTemporal: () => Promise.resolve(),
@@ -34,16 +37,16 @@ describe('createPublicApp and createInternalApp', () => {
     return `http://127.0.0.1:${boundPort(server)}`;
   };
 
-  /** A stand-in for the codec router (mounted at /codec): POST /decode echoes the merchant's name. */
+  /** A stand-in for the codec router (mounted at /codec): POST /decode echoes the operator's name. */
   const codecLike = () =>
     Router().post('/decode', (_req, res) => {
-      res.json({ decodedFor: res.locals.merchant as string });
+      res.json({ decodedFor: operatorOf(res) ?? null });
     });
 
-  it('mounts extra routers on the internal listener, behind authenticate when the caller puts it in front', async () => {
+  it('mounts extra routers on the internal listener, behind authenticateOperator when the caller puts it in front', async () => {
     const internal = await serve(
       createInternalApp(deps, {
-        extraRouters: (d) => [Router().use('/codec', authenticate(d), codecLike())],
+        extraRouters: (d) => [Router().use('/codec', authenticateOperator(d), codecLike())],
       }),
     );
     const decode = (headers: Record<string, string>) => fetch(`${internal}/codec/decode`, { method: 'POST', headers });
@@ -54,6 +57,11 @@ describe('createPublicApp and createInternalApp', () => {
     const ok = await decode({ authorization: `Bearer ${KEY}` });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ decodedFor: 'ops' });
+    // A merchant's key is a key of the wrong kind here; an operator's opens no merchant route.
+    expect((await decode({ authorization: `Bearer ${MERCHANT_KEY}` })).status).toBe(403);
+    const facade = (key: string) =>
+      fetch(`${internal}/applications/x`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await facade(KEY)).status).toBe(401);
     // Probes stay open; the facade needs the key before anything else is looked at.
     expect((await fetch(`${internal}/readyz`)).status).toBe(200);
     expect((await fetch(`${internal}/applications/x`)).status).toBe(401);

@@ -153,6 +153,11 @@ describe('OpenAPI document', () => {
 
   it('every operation has an id, a tag, its security, and a JSON error body for each 4xx/5xx it declares', () => {
     const document = createOpenApiDocument();
+    expect(Object.keys(document.components?.securitySchemes ?? {}).sort()).toEqual([
+      'merchantApiKey',
+      'operatorApiKey',
+      'webhookSecurityHeader',
+    ]);
     const ids = new Set<string>();
     for (const [path, item] of Object.entries(document.paths ?? {})) {
       for (const [method, op] of Object.entries(item as Record<string, Record<string, unknown>>)) {
@@ -168,6 +173,14 @@ describe('OpenAPI document', () => {
           keyed: facade || path === '/webhooks/accounts',
         });
         if (facade) expect({ where, has401: '401' in (op.responses as object) }).toEqual({ where, has401: true });
+        // Operator routes take an operator key (a merchant key answers 403); the facade a merchant key.
+        if (facade)
+          expect({ where, security: op.security }).toEqual({
+            where,
+            security: [path.startsWith('/codec') ? { operatorApiKey: [] } : { merchantApiKey: [] }],
+          });
+        if (path.startsWith('/codec'))
+          expect({ where, has403: '403' in (op.responses as object) }).toEqual({ where, has403: true });
       }
     }
   });

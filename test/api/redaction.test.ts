@@ -3,7 +3,7 @@
  * account webhooks' security header, a token. Both listeners with the production logger (createLogger) and a
  * Temporal client that is down, so every kind of answer is logged: 4xx at info, 503 at warn.
  */
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
@@ -128,6 +128,31 @@ describe('redaction: no credential reaches a log line', () => {
     expectNoSecretLogged();
   });
 
+  it('logs a request line in the absolute form (`POST http://host/webhooks/…`) with its path redacted too', async () => {
+    const body = JSON.stringify({ financeApplicationId: 'fa-1' });
+    for (const target of [
+      `${publicUrl}/webhooks/finance-applications/${REF}/${HASH}`,
+      `${publicUrl}/webhooks/finance-applications/${REF}?hash=${HASH}`,
+      `http://elsewhere.example/webhooks/finance-applications/${REF}/${HASH}/x?hash=${HASH}`,
+    ]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        // fetch always sends the origin form; node:http sends the path it is given as the request target.
+        const req = httpRequest(
+          { host: '127.0.0.1', port: boundPort(servers[0]!), method: 'POST', path: target },
+          (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0)),
+        );
+        req.on('error', reject);
+        req.setHeader('content-type', 'application/json');
+        req.end(body);
+      });
+      expect([target, status >= 400]).toEqual([target, true]);
+    }
+    expect(
+      lines.filter((l) => l.includes(`"path":"/webhooks/finance-applications/${REF}/:hash"`)).length,
+    ).toBeGreaterThan(0);
+    expectNoSecretLogged();
+  });
+
   it('logs facade answers with the key name at most, never the key', async () => {
     const answers = [
       await fetch(`${internalUrl}/applications`, {
@@ -154,12 +179,16 @@ describe('redaction: no credential reaches a log line', () => {
         hash: HASH,
         webhooks: { hashSecret: HASH_SECRET, previousHashSecret: PREVIOUS_SECRET, securityHeader: SECURITY_HEADER },
         path: `/webhooks/finance-applications/${REF}/${OLD_HASH}`,
+        url: `https://bank.example/webhooks/finance-applications/${REF}?hash=${HASH}`,
+        callbackUrl: `https://shop.example/hooks/${API_KEY}?token=${API_KEY}`,
       },
       'a careless line',
     );
     const careless = lines.find((l) => l.includes('a careless line'))!;
     expect(careless).toContain('[redacted]');
     expect(careless).toContain(`/webhooks/finance-applications/${REF}/:hash`);
+    expect(careless).toContain(`"url":"https://bank.example/webhooks/finance-applications/${REF}"`);
+    expect(careless).toContain('"callbackUrl":"https://shop.example/:callback-path"');
     expectNoSecretLogged();
   });
 

@@ -15,6 +15,7 @@ const REAL_BANK = {
   PUBLIC_BASE_URL: 'https://paylater.example/',
   WEBHOOK_HASH_SECRET: 'x'.repeat(32),
   MERCHANT_API_KEYS: `shop:${'k'.repeat(24)}`,
+  OPERATOR_API_KEYS: `ops:${'o'.repeat(24)}`,
   WEBHOOK_SECURITY_HEADER: 'Basic c2hvcDpob29r=',
   PAYLOAD_ENCRYPTION_KEYS: PAYLOAD_KEYS,
 };
@@ -51,6 +52,7 @@ describe('loadConfig', () => {
         'PUBLIC_BASE_URL',
         'WEBHOOK_HASH_SECRET',
         'MERCHANT_API_KEYS',
+        'OPERATOR_API_KEYS',
         'WEBHOOK_SECURITY_HEADER',
         'PAYLOAD_ENCRYPTION_KEYS',
       ].sort(),
@@ -73,6 +75,7 @@ describe('loadConfig', () => {
     ['WORKER_METRICS_PORT', '70000', /0-65535/],
     ['WORKER_METRICS_PORT', '3001', /must differ from PORT and INTERNAL_PORT/],
     ['MERCHANT_API_KEYS', ',', /lists no key/],
+    ['OPERATOR_API_KEYS', ',', /lists no key/],
     ['LOG_LEVEL', 'loud', /.+/],
     ['BANK_MAX_READS_PER_SECOND', 'fast', /number of reads per second/],
     ['BANK_MAX_READS_PER_SECOND', '0', /greater than 0/],
@@ -216,6 +219,86 @@ describe('loadConfig', () => {
       expect(text).toContain('MERCHANT_API_KEYS');
       for (const secret of value.split(',').map((e) => e.slice(e.indexOf(':') + 1).trim()))
         if (secret.length >= 8) expect(text).not.toContain(secret);
+    });
+
+    it('generates a development operator key on the embedded stack when OPERATOR_API_KEYS is unset, apart from the merchant one', () => {
+      const config = loadConfig({});
+      expect(config.operatorApiKeys).toEqual({
+        generated: true,
+        keys: [{ name: 'operator', key: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) }],
+      });
+      expect(config.operatorApiKeys.keys[0]!.key).not.toBe(config.merchantApiKeys.keys[0]!.key);
+      expect(loadConfig({}).operatorApiKeys.keys[0]!.key).not.toBe(config.operatorApiKeys.keys[0]!.key);
+      // Either list may be chosen without the other.
+      const chosen = loadConfig({ OPERATOR_API_KEYS: `ops:${'o'.repeat(24)}` });
+      expect(chosen.operatorApiKeys).toEqual({ generated: false, keys: [{ name: 'ops', key: 'o'.repeat(24) }] });
+      expect(chosen.merchantApiKeys.generated).toBe(true);
+    });
+
+    it('takes operator name:key pairs, trimmed, and refuses them as it refuses merchant keys, naming OPERATOR_API_KEYS', () => {
+      expect(
+        loadConfig({ OPERATOR_API_KEYS: ` alice : ${'a'.repeat(24)} ,bob:${'b'.repeat(30)}` }).operatorApiKeys,
+      ).toEqual({
+        generated: false,
+        keys: [
+          { name: 'alice', key: 'a'.repeat(24) },
+          { name: 'bob', key: 'b'.repeat(30) },
+        ],
+      });
+      const cases: [string, RegExp][] = [
+        [`alice:${'s'.repeat(23)}`, /entry 1 \("alice"\): the key must be at least 24/],
+        [`${'s'.repeat(30)}`, /entry 1 is not name:key/],
+        [
+          `a:${'a'.repeat(24)},b:${'a'.repeat(24)}`,
+          /entry 2 \("b"\) has the same key as "a": each operator needs its own key/,
+        ],
+      ];
+      for (const [value, message] of cases) {
+        const issue = issuesOf({ OPERATOR_API_KEYS: value }).find((i) => i.variable === 'OPERATOR_API_KEYS');
+        expect(issue?.message).toMatch(message);
+        expect(issue?.message).not.toContain('s'.repeat(23));
+        expect(issue?.message).not.toContain('a'.repeat(24));
+      }
+    });
+
+    it('refuses a key that is both a merchant key and an operator key, naming both entries and never the key', () => {
+      const shared = 'shared-key-'.padEnd(40, 'x');
+      const env = {
+        MERCHANT_API_KEYS: `shop-a:${'a'.repeat(24)},shop-b:${shared}`,
+        OPERATOR_API_KEYS: `alice:${'o'.repeat(24)},bob:${shared}`,
+      };
+      const issues = issuesOf(env);
+      expect(issues).toEqual([
+        {
+          variable: 'OPERATOR_API_KEYS',
+          message: expect.stringMatching(/"bob" has the same key as MERCHANT_API_KEYS's "shop-b"/),
+        },
+      ]);
+      let text = '';
+      try {
+        loadConfig(env);
+      } catch (err) {
+        text = (err as Error).message;
+      }
+      expect(text).toContain('OPERATOR_API_KEYS');
+      expect(text).not.toContain(shared);
+      // With a real bank too.
+      expect(issuesOf({ ...REAL_BANK, OPERATOR_API_KEYS: `ops:${'k'.repeat(24)}` }).map((i) => i.variable)).toEqual([
+        'OPERATOR_API_KEYS',
+      ]);
+    });
+
+    it('requires operator keys with a real bank for the listeners, not for a worker', () => {
+      const { OPERATOR_API_KEYS: _keys, ...withoutKeys } = REAL_BANK;
+      for (const role of ['all', 'api'] as const) {
+        const issues = issuesOf(withoutKeys, role);
+        expect(issues).toEqual([{ variable: 'OPERATOR_API_KEYS', message: 'is required when BANK_BASE_URL is set' }]);
+      }
+      expect(loadConfig(withoutKeys, { role: 'worker' }).bank.embedded).toBe(false);
+      expect(loadConfig(REAL_BANK).operatorApiKeys).toEqual({
+        generated: false,
+        keys: [{ name: 'ops', key: 'o'.repeat(24) }],
+      });
     });
 
     it('requires keys with a real bank for the listeners, not for a worker (which serves no HTTP)', () => {

@@ -22,6 +22,7 @@ const HOST_ENV = {
   WEBHOOK_HASH_SECRET: 'h'.repeat(48),
   BANK_CLIENT_SECRET: 'sandbox-secret',
   MERCHANT_API_KEYS: `shop:${'k'.repeat(32)}`,
+  OPERATOR_API_KEYS: `ops:${'o'.repeat(32)}`,
   PAYLOAD_ENCRYPTION_KEYS: `key-1:${Buffer.alloc(32, 7).toString('base64')}`,
 };
 const rendered = renderCompose(composePath, HOST_ENV);
@@ -162,16 +163,19 @@ describe('docker-compose.yml', () => {
     expect([...rendered.required].sort()).toEqual([
       'BANK_CLIENT_SECRET',
       'MERCHANT_API_KEYS',
+      'OPERATOR_API_KEYS',
       'PAYLOAD_ENCRYPTION_KEYS',
       'WEBHOOK_HASH_SECRET',
     ]);
     expect(() => renderCompose(composePath, {})).toThrow(/BANK_CLIENT_SECRET|WEBHOOK_HASH_SECRET/);
-    // Only the API holds the merchant keys.
+    // Only the API holds the merchant and operator keys.
     expect(environmentOf('worker')).not.toHaveProperty('MERCHANT_API_KEYS');
+    expect(environmentOf('worker')).not.toHaveProperty('OPERATOR_API_KEYS');
     expect(configOf('api').merchantApiKeys).toEqual({
       keys: [{ name: 'shop', key: 'k'.repeat(32) }],
       generated: false,
     });
+    expect(configOf('api').operatorApiKeys).toEqual({ keys: [{ name: 'ops', key: 'o'.repeat(32) }], generated: false });
   });
 
   it('points the apps at services that exist, on the ports those services listen on', () => {
@@ -239,6 +243,9 @@ describe('docker-compose.yml', () => {
     // Update-with-start needs updates; pinned on (Server 1.32's default) so an override cannot turn them off.
     expect(dynamic['frontend.enableUpdateWorkflowExecution']?.[0]?.value).toBe(true);
     expect(dynamic['frontend.enableUpdateWorkflowExecutionAsyncAccepted']?.[0]?.value).toBe(true);
+    // Each merchant's share of the bank reads: task-queue fairness on the new matcher.
+    expect(dynamic['matching.useNewMatcher']?.[0]?.value).toBe(true);
+    expect(dynamic['matching.enableFairness']?.[0]?.value).toBe(true);
     // What the compose server sets, the embedded dev server sets alike.
     for (const kv of DEV_SERVER_DYNAMIC_CONFIG) {
       const [key, value] = kv.split('=');

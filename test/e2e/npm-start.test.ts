@@ -137,10 +137,15 @@ describe('npm start (embedded default)', () => {
       const key = /^ {4}dev:(\S+)$/m.exec(output)?.[1];
       expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(output).toMatch(/Merchant API key \(development, generated for this run/);
+      // Beside it, the operator key generated for this run (OPERATOR_API_KEYS unset), for /codec.
+      const operatorKey = /^ {4}operator:(\S+)$/m.exec(output)?.[1];
+      expect(operatorKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(operatorKey).not.toBe(key);
+      expect(output).toMatch(/Operator API key \(development, generated for this run/);
       // Printed in the banner, never in a log line.
       const logLines = output.split('\n').filter((l) => l.startsWith('{'));
       expect(logLines.length).toBeGreaterThan(0);
-      expect(logLines.filter((l) => l.includes(key!))).toEqual([]);
+      expect(logLines.filter((l) => l.includes(key!) || l.includes(operatorKey!))).toEqual([]);
 
       // The facade: on the internal listener, with the key; 401 without; 404 on the public listener.
       const merchantReference = `e2e-${randomUUID()}`;
@@ -157,6 +162,16 @@ describe('npm start (embedded default)', () => {
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
       expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
+      // /codec: the operator key decodes; the merchant key is refused (403), no key 401.
+      const decode = (headers: Record<string, string>) =>
+        fetch(`http://127.0.0.1:${internalPort}/codec/decode`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: '{"payloads":[]}',
+        });
+      expect((await decode({ authorization: `Bearer ${operatorKey}` })).status).toBe(200);
+      expect((await decode({ authorization: `Bearer ${key}` })).status).toBe(403);
+      expect((await decode({})).status).toBe(401);
       // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
       // through the Runtime's exporter, the worker's business metrics, and health.
       const metricsPort = /Worker metrics, health +http:\/\/localhost:(\d+)\/metrics/.exec(app.output())?.[1];
@@ -301,6 +316,7 @@ describe('npm start (embedded default)', () => {
       'PUBLIC_BASE_URL',
       'WEBHOOK_HASH_SECRET',
       'MERCHANT_API_KEYS',
+      'OPERATOR_API_KEYS',
       'WEBHOOK_SECURITY_HEADER',
       'PAYLOAD_ENCRYPTION_KEYS',
     ]) {
@@ -448,6 +464,7 @@ describe('start in any order', () => {
       PORT: String(apiPort),
       INTERNAL_PORT: String(internalPort),
       MERCHANT_API_KEYS: `order-shop:${key}`,
+      OPERATOR_API_KEYS: `order-operator:operator-key-${randomUUID()}`,
       WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       LOG_LEVEL: 'info',

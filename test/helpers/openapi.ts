@@ -96,7 +96,8 @@ export function answerProblems(answer: Answer, template = pathTemplateOf(answer.
   if (types.length === 0) return answer.body === '' ? [] : [`${what}: a body where the document declares none`];
   const mediaType = (answer.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (!types.includes(mediaType)) return [`${what}: content type "${mediaType}" not documented (${types.join(', ')})`];
-  if (mediaType !== 'application/json') return [];
+  // JSON and its structured-syntax types (application/problem+json) are checked against their schema.
+  if (mediaType !== 'application/json' && !mediaType.endsWith('+json')) return [];
   let body: unknown;
   try {
     body = JSON.parse(answer.body);

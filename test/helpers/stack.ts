@@ -3,7 +3,8 @@ import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import type { Logger } from '../../src/logging';
-import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
+import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
+import { codecRoutes } from '../../src/api/routes/codec';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
@@ -17,7 +18,7 @@ import {
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox';
 import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTuning } from '../../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
-import type { MerchantApiKey } from '../../src/security/api-keys';
+import type { MerchantApiKey, OperatorApiKey } from '../../src/security/api-keys';
 import {
   buildMerchantDirectory,
   DEFAULT_MERCHANT_LIMITS,
@@ -54,6 +55,8 @@ export interface TestStackOptions {
   merchantsFile?: MerchantsFile;
   /** LEGACY_MERCHANT; default the first key's merchant. */
   legacyMerchant?: string;
+  /** The operators' keys (/codec); one `test-operator` key when absent (TEST_OPERATOR_KEY). */
+  operatorApiKeys?: OperatorApiKey[];
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /**
@@ -78,13 +81,18 @@ export interface TestStackOptions {
 
 /** The merchant key of the stack's default `test` entry. */
 export const TEST_API_KEY = 'test-merchant-api-key-0123456789abcdef';
+/** The operator key of the stack's default `test-operator` entry. */
+export const TEST_OPERATOR_KEY = 'test-operator-api-key-0123456789abcdef';
 
 export interface TestStack {
   t: TemporalTestContext;
   sandbox: RunningSandbox;
   /** The public listener (the bank's webhooks, /healthz), as PORT serves it, on a free port. */
   publicUrl: string;
-  /** The internal listener (merchant facade, /readyz, /metrics), as INTERNAL_PORT serves it, on a free port. */
+  /**
+   * The internal listener (merchant facade, /readyz, /metrics, /codec behind the operator keys), as INTERNAL_PORT
+   * serves it, on a free port.
+   */
   internalUrl: string;
   servers: { public: Server; internal: Server };
   /** The first configured merchant key (TEST_API_KEY by default). */
@@ -103,6 +111,8 @@ export interface TestStack {
   setWebhooks(changes: Partial<WebhookSecrets>): void;
   /** Replaces the facade's keys, as a restart with another MERCHANT_API_KEYS would (revocation). */
   setMerchantApiKeys(keys: MerchantApiKey[]): void;
+  /** The first configured operator key (TEST_OPERATOR_KEY by default). */
+  operatorKey: string;
   /**
    * Every answer of both listeners checked against the OpenAPI document as it goes out (test/helpers/openapi.ts):
    * `afterEach(() => stack.openApi.expectAllMatched())` fails a test whose answers disagree with it.
@@ -158,6 +168,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     securityHeader,
   };
   let merchantApiKeys: MerchantApiKey[] = options.merchantApiKeys ?? [{ name: 'test', key: TEST_API_KEY }];
+  const operatorApiKeys: OperatorApiKey[] = options.operatorApiKeys ?? [
+    { name: 'test-operator', key: TEST_OPERATOR_KEY },
+  ];
   // A plain object the receivers read per request; setWebhooks changes it as rolling the API processes would.
   const receiverSecrets: WebhookSecrets = {
     hashSecret,
@@ -185,6 +198,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return merchantApiKeys;
     },
     merchants,
+    operatorApiKeys,
     settings: options.settings,
     startDeadlineMs: options.startDeadlineMs,
     logger,
@@ -192,7 +206,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     checkTemporal: () => checkTemporal(t.connection, t.namespace),
   };
   const publicServer = await listen(createPublicApp(appDeps), 0, '127.0.0.1');
-  const internalServer = await listen(createInternalApp(appDeps), 0, '127.0.0.1');
+  // The codec endpoint as startListeners mounts it, behind the operator keys (no Web UI origin here).
+  const internalApp = createInternalApp(appDeps, {
+    extraRouters: (deps) => [
+      codecRoutes({ codec: payloadCodec, authenticate: authenticateOperator(deps), corsOrigins: [] }),
+    ],
+  });
+  const internalServer = await listen(internalApp, 0, '127.0.0.1');
   const openApi = recordOpenApiAnswers(publicServer, internalServer);
   const publicUrl = `http://127.0.0.1:${boundPort(publicServer)}`;
   const internalUrl = `http://127.0.0.1:${boundPort(internalServer)}`;
@@ -281,6 +301,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     internalUrl,
     servers: { public: publicServer, internal: internalServer },
     apiKey,
+    operatorKey: operatorApiKeys[0]?.key ?? '',
     facade(path, init = {}) {
       const headers = new Headers(init.headers);
       if (!headers.has('authorization')) headers.set('authorization', `Bearer ${apiKey}`);

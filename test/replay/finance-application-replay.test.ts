@@ -36,6 +36,8 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-traced-webhooks.json',
         // Recorded with status waits (the long-poll's updates): timed out, answered on a change, then the end.
         'finance-application-v3-status-waits.json',
+        // Recorded with the bank reads under their merchant's fairness key (an option of the command, not a command).
+        'finance-application-v3-fair-bank-reads.json',
       ]),
     );
   });

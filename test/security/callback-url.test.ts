@@ -1,3 +1,7 @@
+import type { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { guardedLookup } from '../../src/activities/merchant-callback';
+import { classifyAddress, type AddressClass } from '../../src/security/address-class';
 import {
   checkCallbackUrl,
   isLoopbackHost,
@@ -190,5 +194,139 @@ describe('loopback and private addresses', () => {
     expect(permitsResolvedAddress('hooks.shop.example', '127.0.0.1', embedded)).toBe(true);
     expect(permitsResolvedAddress('hooks.shop.example', '10.0.0.1', embedded)).toBe(false);
     expect(permitsResolvedAddress('localhost', '::1', allowList)).toBe(true);
+  });
+});
+
+/**
+ * The SSRF table: every address as the host of a callback URL (a literal) and as a DNS answer for a listed name
+ * (guardedLookup with an injected resolver). Only globally routable unicast passes, and an address that embeds an
+ * IPv4 address (IPv4-mapped, NAT64, 6to4, ISATAP) is what that IPv4 address is; Teredo and local-use NAT64 never pass.
+ * Loopback passes where the allow-list allows loopback (the embedded stack) and nowhere else.
+ */
+describe('address classes: what a callback may reach (literal or resolved)', () => {
+  const TABLE: [address: string, expected: AddressClass, what: string][] = [
+    ['93.184.216.34', 'public', 'IPv4'],
+    ['8.8.8.8', 'public', 'IPv4'],
+    ['172.32.0.1', 'public', 'just past 172.16.0.0/12'],
+    ['2606:2800:220:1::1', 'public', 'IPv6 global unicast'],
+    ['2001:4860:4860::8888', 'public', 'IPv6 in 2001::/16 but past 2001::/23'],
+    ['::ffff:93.184.216.34', 'public', 'IPv4-mapped public'],
+    ['64:ff9b::5db8:d822', 'public', 'NAT64 of a public IPv4 (what DNS64 answers)'],
+    ['2002:5db8:d822::1', 'public', '6to4 of a public IPv4'],
+    ['2a00:1450:4001:80b:0:5efe:5db8:d822', 'public', 'ISATAP of a public IPv4'],
+    ['127.0.0.1', 'loopback', 'IPv4 loopback'],
+    ['127.255.0.9', 'loopback', 'IPv4 loopback'],
+    ['::1', 'loopback', 'IPv6 loopback'],
+    ['::ffff:127.0.0.1', 'loopback', 'IPv4-mapped loopback: the socket connects to 127.0.0.1'],
+    ['0.0.0.0', 'non-public', 'unspecified (connects to this host)'],
+    ['10.1.2.3', 'non-public', 'private'],
+    ['100.64.0.1', 'non-public', 'CGNAT'],
+    ['169.254.169.254', 'non-public', 'link-local (cloud metadata)'],
+    ['172.16.0.1', 'non-public', 'private'],
+    ['192.0.0.1', 'non-public', 'IETF protocol assignments'],
+    ['192.0.2.1', 'non-public', 'documentation'],
+    ['192.168.0.1', 'non-public', 'private'],
+    ['198.18.0.1', 'non-public', 'benchmarking'],
+    ['203.0.113.1', 'non-public', 'documentation'],
+    ['224.0.0.1', 'non-public', 'multicast'],
+    ['240.0.0.1', 'non-public', 'reserved'],
+    ['255.255.255.255', 'non-public', 'broadcast'],
+    ['::', 'non-public', 'unspecified'],
+    ['fe80::1', 'non-public', 'link-local'],
+    ['fe80::1%eth0', 'non-public', 'link-local with a zone'],
+    ['fc00::1', 'non-public', 'unique local'],
+    ['fd00::1', 'non-public', 'unique local'],
+    ['fec0::1', 'non-public', 'site-local (deprecated)'],
+    ['ff02::1', 'non-public', 'multicast'],
+    ['::ffff:10.0.0.1', 'non-public', 'IPv4-mapped private'],
+    ['::ffff:169.254.169.254', 'non-public', 'IPv4-mapped link-local'],
+    ['::7f00:1', 'non-public', 'IPv4-compatible loopback'],
+    ['::a00:1', 'non-public', 'IPv4-compatible private'],
+    ['::ffff:0:a00:1', 'non-public', 'IPv4-translated (SIIT)'],
+    ['64:ff9b::7f00:1', 'non-public', 'NAT64 of loopback: the gateway, not this host'],
+    ['64:ff9b::a00:1', 'non-public', 'NAT64 of a private IPv4'],
+    ['64:ff9b::a9fe:a9fe', 'non-public', 'NAT64 of the metadata address'],
+    ['64:ff9b:1::5db8:d822', 'non-public', 'local-use NAT64 (64:ff9b:1::/48)'],
+    ['2002:7f00:1::1', 'non-public', '6to4 of loopback'],
+    ['2002:a00:1::1', 'non-public', '6to4 of a private IPv4'],
+    ['2002:a9fe:a9fe::1', 'non-public', '6to4 of the metadata address'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'non-public', 'Teredo'],
+    ['2001:0:a00:1::f5ff:fffe', 'non-public', 'Teredo'],
+    ['2001:2::1', 'non-public', 'benchmarking'],
+    ['2001:10::1', 'non-public', 'ORCHID'],
+    ['2001:db8::1', 'non-public', 'documentation'],
+    ['3fff::1', 'non-public', 'documentation'],
+    ['100::1', 'non-public', 'discard-only'],
+    ['5f00::1', 'non-public', 'SRv6 SIDs (outside 2000::/3)'],
+    ['2a00:1450:4001:80b:0:5efe:a00:1', 'non-public', 'ISATAP of a private IPv4'],
+    ['2a00:1450:4001:80b:200:5efe:7f00:1', 'non-public', 'ISATAP of loopback'],
+    ['0x7f.1', 'non-public', 'not a canonical address'],
+    ['2130706433', 'non-public', 'not a canonical address'],
+    ['shop.example', 'non-public', 'not an address'],
+  ];
+  const strict: CallbackAllowList = { origins: ['https://hooks.shop.example'], loopback: false };
+  const embedded: CallbackAllowList = { origins: [], loopback: true };
+
+  it.each(TABLE)('classifyAddress(%s) is %s (%s)', (address, expected) => {
+    expect(classifyAddress(address)).toBe(expected);
+    expect(isNonPublicAddress(address)).toBe(expected !== 'public');
+  });
+
+  it.each(TABLE.filter(([address]) => isIP(address) !== 0))(
+    'a callback URL to the literal %s (%s) passes only as loopback on the embedded stack',
+    (address, expected) => {
+      const url = `http://${isIP(address) === 6 ? `[${address}]` : address}:8080/hooks`;
+      expect(checkCallbackUrl(url, embedded).allowed).toBe(expected === 'loopback');
+      expect(checkCallbackUrl(url, strict).allowed).toBe(false);
+    },
+  );
+
+  const resolvingTo = (...addresses: string[]) =>
+    ((_host: string, _options: unknown, callback: (err: Error | null, found: LookupAddress[]) => void) =>
+      callback(
+        null,
+        addresses.map((address) => ({ address, family: isIP(address) || 4 })),
+      )) as unknown as typeof dnsLookup;
+  const lookup = (allowList: CallbackAllowList, all: boolean, ...addresses: string[]) =>
+    new Promise<{ err: (Error & { code?: string }) | null; result: unknown }>((resolve) =>
+      guardedLookup(allowList, resolvingTo(...addresses))('hooks.shop.example', { all }, (err, result) =>
+        resolve({ err, result }),
+      ),
+    );
+
+  it.each(TABLE)(
+    'a listed host name resolving to %s (%s): through only if public, or loopback on the embedded stack',
+    async (address, expected) => {
+      for (const [allowList, passes] of [
+        [strict, expected === 'public'],
+        [embedded, expected !== 'non-public'],
+      ] as const) {
+        const { err, result } = await lookup(allowList, true, address);
+        if (passes) {
+          expect(err).toBeNull();
+          expect(result).toEqual([{ address, family: isIP(address) || 4 }]);
+        } else {
+          expect(err?.code).toBe('ERR_CALLBACK_NON_PUBLIC_ADDRESS');
+          expect(err?.message).toBe(`hooks.shop.example resolves to a non-public address (${address})`);
+        }
+      }
+    },
+  );
+
+  it('refuses an answer if any of its addresses is refused; one address when net asks for one', async () => {
+    expect((await lookup(strict, true, '93.184.216.34', '64:ff9b::a00:1')).err?.code).toBe(
+      'ERR_CALLBACK_NON_PUBLIC_ADDRESS',
+    );
+    expect((await lookup(strict, true, '2002:a9fe:a9fe::1', '93.184.216.34')).err?.code).toBe(
+      'ERR_CALLBACK_NON_PUBLIC_ADDRESS',
+    );
+    const one = await new Promise<unknown[]>((resolve) =>
+      guardedLookup(strict, resolvingTo('64:ff9b::5db8:d822', '93.184.216.34'))(
+        'hooks.shop.example',
+        {},
+        (err, address, family) => resolve([err, address, family]),
+      ),
+    );
+    expect(one).toEqual([null, '64:ff9b::5db8:d822', 6]);
   });
 });

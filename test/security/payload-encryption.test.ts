@@ -1,26 +1,26 @@
 /**
  * Customer data encrypted in Temporal, on the whole stack (real dev server, sandbox over HTTP, real worker and
  * app, all with the encrypting data converter): a marker in an application's fields is absent from the raw
- * history as the Temporal CLI reads it without a codec, and present when read through the codec endpoint (the CLI's
- * --codec-endpoint/--codec-auth, and POST /codec/decode); a history written under an old key still decodes once a
- * new key was put first.
+ * history as the Temporal CLI reads it without a codec, and present when read through the internal listener's codec
+ * endpoint with an operator key (the CLI's --codec-endpoint/--codec-auth, and POST /codec/decode); a merchant key
+ * there is refused with 403 and decodes nothing; a history written under an old key still decodes once a new key was
+ * put first.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
-import express, { type RequestHandler } from 'express';
+import express from 'express';
 import pino from 'pino';
-import { errorHandler, HttpError } from '../../src/api/errors';
+import { authenticateOperator } from '../../src/api/app';
+import { errorHandler } from '../../src/api/errors';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { getFinanceApplication } from '../../src/client/finance-applications';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
-import { safeEqual } from '../../src/security/webhook-hash';
 import type { FinanceApplicationInput } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { findTemporalCli, MISSING_BINARY_HELP } from '../../src/temporal/binaries';
@@ -31,8 +31,7 @@ import { TEST_MERCHANT } from '../helpers/merchants';
 
 const run = promisify(execFile);
 const OPERATOR_KEY = `operator-${randomUUID()}`;
-const bearer: RequestHandler = (req, _res, next) =>
-  next(safeEqual(req.headers.authorization ?? '', `Bearer ${OPERATOR_KEY}`) ? undefined : new HttpError(401, 'no'));
+const MERCHANT_KEY = `merchant-${randomUUID()}`;
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 
 /** True when `text` occurs in any string of `json`, as it is or inside a base64 value (payload data). */
@@ -63,29 +62,24 @@ interface HistoryJson {
 describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec endpoint)', () => {
   const cli = findTemporalCli();
   let stack: TestStack;
-  let codecServer: Server;
+  /** The internal listener's codec endpoint, behind the operator keys (authenticateOperator). */
   let codecUrl: string;
-  /** Every answer of the codec endpoint, in order. */
-  const answers: number[] = [];
   /** The CLI reads no profile or variable of this machine: a throwaway HOME, connection flags only. */
   let cliHome: string;
 
   beforeAll(async () => {
     if (!cli) throw new Error(`No Temporal CLI. ${MISSING_BINARY_HELP}`);
     cliHome = mkdtempSync(join(tmpdir(), 'paylater-cli-'));
-    stack = await startTestStack(); // the suite's ring: test-2 encrypts, test-1 decrypts
-    const app = express();
-    app.use((_req, res, next) => {
-      res.on('finish', () => answers.push(res.statusCode));
-      next();
+    // The suite's ring: test-2 encrypts, test-1 decrypts.
+    stack = await startTestStack({
+      merchantApiKeys: [{ name: 'shop', key: MERCHANT_KEY }],
+      operatorApiKeys: [{ name: 'ops', key: OPERATOR_KEY }],
     });
-    app.use(codecRoutes({ codec: stack.payloadCodec, authenticate: bearer, corsOrigins: [] }));
-    app.use(errorHandler(pino({ level: 'silent' })));
-    codecServer = await listen(app, 0, '127.0.0.1');
-    codecUrl = `http://127.0.0.1:${boundPort(codecServer)}/codec`;
+    codecUrl = `${stack.internalUrl}/codec`;
   });
+  // Every answer of both listeners, the codec's 401s and 403s included, as the OpenAPI document describes it.
+  afterEach(() => stack.openApi.expectAllMatched());
   afterAll(async () => {
-    await closeServer(codecServer, 1_000);
     await stack?.close();
     rmSync(cliHome, { recursive: true, force: true });
   });
@@ -100,11 +94,15 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     return JSON.parse(stdout) as HistoryJson;
   }
 
-  const decodeOver = async (url: string, payloads: JsonPayload[]) => {
+  const decodeOver = async (
+    url: string,
+    payloads: JsonPayload[],
+    authorization: string | null = `Bearer ${OPERATOR_KEY}`,
+  ) => {
     const res = await fetch(`${url}/decode`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${OPERATOR_KEY}`,
+        ...(authorization === null ? {} : { authorization }),
         'content-type': 'application/json',
         'x-namespace': 'default',
       },
@@ -164,7 +162,53 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     expect(viaHttp.body.payloads[0]!.metadata?.encoding).toBe(b64('json/plain'));
   });
 
-  it('refuses the CLI without the operator key: the codec endpoint is behind authentication', async () => {
+  /** operator_api_requests_total by outcome, as the internal listener's /metrics counts them. */
+  const operatorAuth = async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await stack.metrics.operatorAuth.get()).values.map((v) => [String(v.labels.outcome), v.value]));
+  const delta = (before: Record<string, number>, after: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(after)
+        .map(([outcome, n]) => [outcome, n - (before[outcome] ?? 0)] as const)
+        .filter(([, n]) => n > 0),
+    );
+
+  it('refuses a merchant key on /codec with 403 and decodes nothing; no key is a 401', async () => {
+    const marker = `Merchant-Reads-${randomUUID()}`;
+    const merchantReference = `enc-merchant-${randomUUID()}`;
+    const res = await stack.facade(`/applications`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        merchantReference,
+        redirectUrl: 'https://shop.example/return',
+        customer: { name: marker },
+      }),
+    });
+    expect(res.status).toBe(201);
+    const { workflowId } = (await res.json()) as { workflowId: string };
+    const input = startedInput(await show(workflowId));
+    const before = await operatorAuth();
+
+    // The merchant's key is a valid key (the facade just took it) of the wrong kind.
+    const asMerchant = await decodeOver(codecUrl, input, `Bearer ${MERCHANT_KEY}`);
+    expect(asMerchant.status).toBe(403);
+    expect(asMerchant.body).toEqual({ error: 'forbidden', message: expect.stringMatching(/operator key is required/) });
+    expect(containsAnywhere(asMerchant.body, marker)).toBe(false);
+
+    const without = await decodeOver(codecUrl, input, null);
+    expect(without.status).toBe(401);
+    expect(containsAnywhere(without.body, marker)).toBe(false);
+    const wrong = await decodeOver(codecUrl, input, `Bearer ${OPERATOR_KEY}-not`);
+    expect(wrong.status).toBe(401);
+
+    // The same payloads with the operator's key: decoded.
+    const asOperator = await decodeOver(codecUrl, input);
+    expect(asOperator.status).toBe(200);
+    expect(containsAnywhere(asOperator.body.payloads, marker)).toBe(true);
+    expect(delta(before, await operatorAuth())).toEqual({ merchant_key: 1, missing: 1, wrong: 1, accepted: 1 });
+  });
+
+  it('refuses the CLI with a merchant key or a wrong key: the codec endpoint is behind the operator keys', async () => {
     const merchantReference = `enc-auth-${randomUUID()}`;
     const res = await stack.facade(`/applications`, {
       method: 'POST',
@@ -173,11 +217,17 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     });
     expect(res.status).toBe(201);
     const { workflowId } = (await res.json()) as { workflowId: string };
-    answers.length = 0;
-    // The CLI keeps asking until its command timeout, then fails; the endpoint answered 401 every time.
-    await expect(show(workflowId, { endpoint: codecUrl, auth: 'Bearer wrong' })).rejects.toThrow(/Command failed/);
-    expect(answers.length).toBeGreaterThan(0);
-    expect(new Set(answers)).toEqual(new Set([401]));
+    // The CLI keeps asking until its command timeout, then fails; the endpoint refused it every time.
+    for (const [auth, outcome] of [
+      [`Bearer ${MERCHANT_KEY}`, 'merchant_key'],
+      ['Bearer wrong', 'wrong'],
+    ] as const) {
+      const before = await operatorAuth();
+      await expect(show(workflowId, { endpoint: codecUrl, auth })).rejects.toThrow(/Command failed/);
+      const counted = delta(before, await operatorAuth());
+      expect(Object.keys(counted)).toEqual([outcome]);
+      expect(counted[outcome]).toBeGreaterThan(0);
+    }
   });
 
   it('decodes a history written under the old key once a new key was put first (rotation)', async () => {
@@ -216,7 +266,13 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     // A codec endpoint whose ring dropped test-1 too early cannot read it, and says which key it needs.
     const app = express();
     const [newKey] = parsePayloadEncryptionKeys(TEST_PAYLOAD_ENCRYPTION_KEYS);
-    app.use(codecRoutes({ codec: createPayloadCodec([newKey!]), authenticate: bearer, corsOrigins: [] }));
+    app.use(
+      codecRoutes({
+        codec: createPayloadCodec([newKey!]),
+        authenticate: authenticateOperator(stack.appDeps),
+        corsOrigins: [],
+      }),
+    );
     app.use(errorHandler(pino({ level: 'silent' })));
     const tooEarly = await listen(app, 0, '127.0.0.1');
     try {

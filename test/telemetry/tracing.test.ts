@@ -8,13 +8,19 @@
 import { randomUUID } from 'node:crypto';
 // The module object itself (a namespace import's copy cannot be patched).
 import http from 'node:http';
-import { SpanKind } from '@opentelemetry/api';
+import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { startTracing, traceableUrl, type Tracing } from '../../src/telemetry/tracing';
+import { request } from 'undici';
+import { createCallbackDispatcher, postMerchantCallback } from '../../src/activities/merchant-callback';
+import { CallbackSigner } from '../../src/security/callback-signature';
+import { loggableCallbackUrl, loggableUrl } from '../../src/security/redaction';
+import { startTracing, type Tracing } from '../../src/telemetry/tracing';
+import { webhookHash } from '../../src/security/webhook-hash';
+import { startMerchant } from '../activities/helpers/merchant-server';
 import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { webhookKey } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
 
@@ -200,11 +206,172 @@ describe('tracing', () => {
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(hash);
   });
 
-  it('keeps a finance webhook hash out of exported URLs, in the path and in the query', () => {
-    expect(traceableUrl('/webhooks/finance-applications/r1/abcdef')).toBe('/webhooks/finance-applications/r1/:hash');
-    expect(traceableUrl('http://h:1/webhooks/finance-applications/r1?hash=abc&x=1')).toBe(
-      'http://h:1/webhooks/finance-applications/r1?hash=:redacted&x=1',
-    );
-    expect(traceableUrl('/applications/r1')).toBe('/applications/r1');
+  describe('what leaves the process', () => {
+    const PATH_SECRET = 'merchant-path-secret-6f1c2b';
+    const QUERY_SECRET = 'merchant-query-secret-93ad07';
+    const BANK_QUERY_SECRET = 'bank-query-secret-5e28aa';
+    /** Header names any configured propagator writes (W3C trace context and baggage here). */
+    const PROPAGATION_HEADERS = ['traceparent', 'tracestate', 'baggage'];
+    let merchant: Awaited<ReturnType<typeof startMerchant>>;
+    let origin: string;
+    beforeAll(async () => {
+      merchant = await startMerchant();
+      origin = new URL(merchant.url).origin;
+      expect(propagation.fields()).toEqual(expect.arrayContaining(PROPAGATION_HEADERS));
+    });
+    afterAll(() => merchant?.close());
+
+    /** A call made inside a span of ours, with baggage, as a merchant's request would bring them in. */
+    const inTracedContext = <T>(fn: () => Promise<T>): Promise<T> =>
+      trace.getTracer('test').startActiveSpan('test parent', (span) => {
+        const bag = propagation.createBaggage({ tenant: { value: 'shop-a' } });
+        return context.with(propagation.setBaggage(context.active(), bag), fn).finally(() => span.end());
+      });
+    const propagated = (headers: Record<string, unknown>) =>
+      [...PROPAGATION_HEADERS, ...propagation.fields()].filter((h) => headers[h] !== undefined);
+    const exportedText = (spans: ReadableSpan[]) =>
+      JSON.stringify(spans.map((s) => ({ name: s.name, attributes: s.attributes, events: s.events })));
+
+    it('merchant callbacks carry no trace context even when the pool queues them; other calls do (control)', async () => {
+      const dispatcher = createCallbackDispatcher({ connections: 1, allowList: { origins: [], loopback: true } });
+      const signer = new CallbackSigner([TEST_CALLBACK_SIGNING_SECRET]);
+      const before = merchant.received.length;
+      try {
+        await inTracedContext(async () => {
+          // One connection, six callbacks: five wait in the pool and are sent later, from another callback's socket.
+          const sent = Array.from({ length: 6 }, (_, i) =>
+            postMerchantCallback(
+              { url: `${origin}/hooks/${PATH_SECRET}?token=${QUERY_SECRET}`, idempotencyKey: `k-${i}`, event: { i } },
+              { allowList: { origins: [], loopback: true }, signer, dispatcher },
+            ),
+          );
+          expect(await Promise.all(sent)).toEqual(Array(6).fill({ delivered: true, status: 200 }));
+          // The same receiver, called as the bank is called: the trace context and the baggage are there.
+          const control = await request(`${origin}/control`, { method: 'POST', body: '{}' });
+          await control.body.dump();
+        });
+      } finally {
+        await dispatcher.close();
+      }
+      const received = merchant.received.slice(before);
+      expect(received).toHaveLength(7);
+      const control = received.pop()!;
+      expect(propagated(control.headers)).toEqual(expect.arrayContaining(['traceparent', 'baggage']));
+      expect(received.map((r) => propagated(r.headers))).toEqual(Array(6).fill([]));
+      expect(received.every((r) => r.headers['webhook-signature'] !== undefined)).toBe(true);
+    });
+
+    it('on the whole stack: a callback to a URL with a secret path and query, webhooks with the hash in the path and in the query, a bank call with a query: no secret in any exported span, no trace context to the merchant', async () => {
+      // Short: a webhook path's hash-long token (43 characters or more) is redacted wherever it stands.
+      const ref = `ts-${randomUUID().slice(0, 8)}`;
+      stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+      const callbackUrl = `${origin}/hooks/${PATH_SECRET}?token=${QUERY_SECRET}`;
+      const since = exporter.getFinishedSpans().length;
+      const res = await stack.facade('/applications', {
+        method: 'POST',
+        // A caller's baggage travels with our trace context (to Temporal and the bank), never to the merchant.
+        headers: { 'content-type': 'application/json', baggage: 'tenant=shop-a' },
+        body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done', callbackUrl }),
+      });
+      expect(res.status).toBe(201);
+      const { financeApplicationId } = (await res.json()) as { financeApplicationId: string };
+      const hash = webhookHash(stack.webhooks.hashSecret, ref);
+      for (const path of [`/${ref}?hash=${hash}`, `/${ref}/${hash}?hash=${hash}&x=${QUERY_SECRET}`]) {
+        const hook = await fetch(`${stack.publicUrl}/webhooks/finance-applications${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ financeApplicationId }),
+        });
+        expect([path, hook.status]).toEqual([path, 202]);
+      }
+      await inTracedContext(async () => {
+        const bank = await request(`${stack.sandbox.url}/_sandbox/api-calls?token=${BANK_QUERY_SECRET}`);
+        expect(bank.statusCode).toBe(200);
+        await bank.body.dump();
+      });
+
+      const [callback] = await eventually(() => {
+        const got = merchant.received.filter((r) => r.body.includes(ref));
+        return got.length > 0 ? got : undefined;
+      });
+      expect(callback!.headers['webhook-signature']).toBeDefined();
+      expect(propagated(callback!.headers)).toEqual([]);
+
+      // The callback's client span, in the application's trace like every other step: origin and a fixed path.
+      const callbackSpan = await eventually(() =>
+        exporter
+          .getFinishedSpans()
+          .slice(since)
+          .find((s) => s.kind === SpanKind.CLIENT && String(attr(s, 'url.full')).startsWith(origin)),
+      );
+      expect(callbackSpan.attributes).toMatchObject({
+        'url.full': `${origin}/:callback-path`,
+        'url.path': '/:callback-path',
+      });
+      expect(callbackSpan.attributes['url.query']).toBeUndefined();
+      expect(callbackSpan.parentSpanId).toBeDefined();
+      // The bank call: its query gone, its trace context sent (the sandbox's server span is its child).
+      const bankSpan = await eventually(() =>
+        exporter
+          .getFinishedSpans()
+          .slice(since)
+          .find((s) => s.kind === SpanKind.CLIENT && String(attr(s, 'url.full')).endsWith('/_sandbox/api-calls')),
+      );
+      expect(bankSpan.attributes['url.query']).toBeUndefined();
+      const sandboxSpan = await eventually(() =>
+        exporter.getFinishedSpans().find((s) => s.parentSpanId === bankSpan.spanContext().spanId),
+      );
+      expect(sandboxSpan.kind).toBe(SpanKind.SERVER);
+      expect(attr(sandboxSpan, 'http.target')).toBe('/_sandbox/api-calls');
+      // Both webhooks' server spans, each with the hash replaced or dropped.
+      const hooks = await eventually(() => {
+        const found = exporter
+          .getFinishedSpans()
+          .slice(since)
+          .filter((s) => s.kind === SpanKind.SERVER && String(attr(s, 'http.target')).includes(ref));
+        return found.length === 2 ? found : undefined;
+      });
+      expect(hooks.map((s) => [attr(s, 'http.target'), attr(s, 'http.url')]).sort()).toEqual([
+        [
+          `/webhooks/finance-applications/${ref}`,
+          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${ref}`,
+        ],
+        [
+          `/webhooks/finance-applications/${ref}/:hash`,
+          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${ref}/:hash`,
+        ],
+      ]);
+
+      // Nothing exported carries a secret or a query; the merchant receiver's own server spans stand for another
+      // process's (its path is the merchant's to trace) and are left out.
+      const merchantHost = new URL(origin).host;
+      const ours = exporter
+        .getFinishedSpans()
+        .filter((s) => !(s.kind === SpanKind.SERVER && attr(s, 'http.host') === merchantHost));
+      const text = exportedText(ours);
+      for (const secret of [hash, PATH_SECRET, QUERY_SECRET, BANK_QUERY_SECRET, 'token=', 'hash=']) {
+        expect([secret, text.includes(secret)]).toEqual([secret, false]);
+      }
+      expect(ours.filter((s) => s.attributes['url.query'] !== undefined)).toEqual([]);
+    });
+
+    it('a finance webhook with its hash in the path and in the query, other paths and URLs', () => {
+      expect(loggableUrl('/webhooks/finance-applications/r1/abcdef')).toBe('/webhooks/finance-applications/r1/:hash');
+      expect(loggableUrl('//webhooks//finance-applications/r1/abcdef?x=1')).toBe(
+        '//webhooks//finance-applications/r1/:hash',
+      );
+      expect(loggableUrl('http://h:1/webhooks/finance-applications/r1?hash=abc&x=1')).toBe(
+        'http://h:1/webhooks/finance-applications/r1',
+      );
+      expect(loggableUrl('https://user:pw@bank.example/oauth/token?client_secret=s#frag')).toBe(
+        'https://bank.example/oauth/token',
+      );
+      expect(loggableUrl('/applications/r1?pageToken=t')).toBe('/applications/r1');
+      expect(loggableUrl('?')).toBe('/');
+      expect(loggableCallbackUrl(`https://shop.example:8443/${PATH_SECRET}?token=${QUERY_SECRET}`)).toBe(
+        'https://shop.example:8443/:callback-path',
+      );
+      expect(loggableCallbackUrl('not a url')).toBe(':unparsable-url');
+    });
   });
 });

@@ -11,7 +11,7 @@ import type {
   ZodOpenApiResponseObject,
   ZodOpenApiResponsesObject,
 } from 'zod-openapi';
-import { ErrorBodySchema } from '../errors';
+import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../errors';
 
 /** Which listener serves an operation (`x-listener`): public `PORT`, internal `INTERNAL_PORT`, or both. */
 export type ListenerName = 'public' | 'internal' | 'both';
@@ -26,10 +26,13 @@ export type ApiPaths = ZodOpenApiPathsObject & {
 
 /** Security scheme names (components.securitySchemes in document.ts). */
 export const MERCHANT_API_KEY = 'merchantApiKey';
+export const OPERATOR_API_KEY = 'operatorApiKey';
 export const WEBHOOK_SECURITY_HEADER = 'webhookSecurityHeader';
 
-/** `Authorization: Bearer <merchant API key>` (MERCHANT_API_KEYS): the merchant facade and /codec. */
+/** `Authorization: Bearer <merchant API key>` (MERCHANT_API_KEYS): the merchant facade. */
 export const merchantKeyRequired = [{ [MERCHANT_API_KEY]: [] }];
+/** `Authorization: Bearer <operator API key>` (OPERATOR_API_KEYS): every operator route (/codec). */
+export const operatorKeyRequired = [{ [OPERATOR_API_KEY]: [] }];
 /** No credentials: probes, the API description, and the finance webhook (its hash is in the URL). */
 export const open: [] = [];
 
@@ -56,21 +59,48 @@ const ERROR_REASONS: Record<number, string> = {
   413: 'Request body too large',
   415: 'Unsupported content type, charset or content encoding: send UTF-8 JSON',
   422: 'Refused by the bank',
+  429: "Over the merchant's request budget (requests per minute): retry after `Retry-After` seconds",
   502: 'The bank could not be reached or refused to start',
   503: 'Temporal is unavailable or did not answer in time: retry after `Retry-After` seconds',
 };
 
 /**
+ * The merchant budget's headers (src/api/budgets.ts; draft-ietf-httpapi-ratelimit-headers-08), on every facade
+ * answer: described on the 429, where a client needs them.
+ */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    schema: { type: 'string' },
+    description: 'The merchant\'s request quota: `"merchant-requests"; q=<requests>; w=60; pk=:<partition>:`',
+    example: '"merchant-requests"; q=6000; w=60; pk=:ZTNiMGM0NDI5OGZj:',
+  },
+  RateLimit: {
+    schema: { type: 'string' },
+    description: 'What is left of it: `"merchant-requests"; r=<remaining>; t=<seconds to the window\'s end>`',
+    example: '"merchant-requests"; r=0; t=42',
+  },
+} as const;
+
+/**
  * Error answers (the one error middleware's `{ error, message, details? }` body), by status; a string instead of a
- * status gives the status its own description: `errors(400, [404, 'No application for this reference'])`.
+ * status gives the status its own description: `errors(400, [404, 'No application for this reference'])`. A 429 is a
+ * problem (`application/problem+json`, the same fields plus type, title, status and detail) with Retry-After and the
+ * rate-limit headers.
  */
 export function errors(...statuses: (number | [number, string])[]): ZodOpenApiResponsesObject {
   const responses: ZodOpenApiResponsesObject = {};
   for (const entry of statuses) {
     const [status, reason] = typeof entry === 'number' ? [entry, ERROR_REASONS[entry] ?? 'Error'] : entry;
-    const response = json(ErrorBodySchema, reason);
-    if (status === 503 || status === 429)
-      response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
+    const response =
+      status === 429
+        ? { description: reason, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemBodySchema } } }
+        : json(ErrorBodySchema, reason);
+    if (status === 503) response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
+    if (status === 429)
+      response.headers = {
+        'Retry-After': { schema: { type: 'integer' }, description: 'seconds' },
+        ...RATE_LIMIT_HEADERS,
+      };
     if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string' } } };
     responses[String(status) as `4${string}`] = response;
   }

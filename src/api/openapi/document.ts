@@ -11,7 +11,7 @@ import { consentPaths } from '../routes/consents';
 import { financeApplicationWebhookPaths } from '../routes/finance-application-webhooks';
 import { financeApplicationPaths } from '../routes/finance-applications';
 import { healthPaths } from '../routes/health';
-import { MERCHANT_API_KEY, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './describe';
+import { MERCHANT_API_KEY, OPERATOR_API_KEY, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './describe';
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
@@ -73,6 +73,12 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
           type: 'http',
           scheme: 'bearer',
           description: 'A merchant API key from MERCHANT_API_KEYS: `Authorization: Bearer <key>`',
+        },
+        [OPERATOR_API_KEY]: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An operator API key from OPERATOR_API_KEYS: `Authorization: Bearer <key>`; a merchant key is refused (403)',
         },
         [WEBHOOK_SECURITY_HEADER]: {
           type: 'apiKey',

@@ -4,27 +4,28 @@ import { z } from 'zod';
 import { PayloadEncryptionError } from '../../security/payload-codec';
 import { HttpError } from '../errors';
 import { hasJsonContentType, readJsonBody } from '../json-body';
-import { errors, json, merchantKeyRequired, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
+import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 
 /**
  * The codec endpoint (Temporal's remote codec protocol) for the Web UI and the CLI
- * (`temporal --codec-endpoint <url>/codec --codec-auth 'Bearer <key>'`), on the internal listener:
+ * (`temporal --codec-endpoint <url>/codec --codec-auth 'Bearer <operator key>'`), on the internal listener:
  * - `POST /codec/decode`, `POST /codec/encode`: body `{ "payloads": [ { "metadata": { k: base64 }, "data": base64 } ] }`
  *   (proto3 JSON of Payloads), answered in the same shape; the `X-Namespace` header is accepted and ignored (one
  *   key ring for every namespace).
  * - CORS for the Web UI's origins (`corsOrigins`): the preflight is answered before authentication (browsers send
- *   no credentials with it); every other request must pass `authenticate`.
+ *   no credentials with it); every other request must pass `authenticate` (authenticateOperator: an operator key;
+ *   a merchant's key answers 403, since /codec decodes every merchant's payloads).
  * - A body that is not such JSON: 400/413/415 with a JSON body; a payload that cannot be decrypted (unknown key id,
  *   altered data): 400 naming the key id. Never 500 for anything a caller sends.
  *
  * Mount at the root of the internal listener's app, before its 404 and error handlers:
- * `app.use(codecRoutes({ codec, authenticate, corsOrigins: config.codec.corsOrigins }))`.
+ * `app.use(codecRoutes({ codec, authenticate: codecAuthentication(config, deps), corsOrigins }))` (src/api/listeners.ts).
  */
 export interface CodecRoutesDeps {
   /** The process's payload codec (createPayloadCodec(config.payloadEncryption.keys)), the data converter's own. */
   codec: PayloadCodec;
-  /** Authentication of operators (the internal listener's); runs for every /codec request but the CORS preflight. */
+  /** Authentication of operators (authenticateOperator); runs for every /codec request but the CORS preflight. */
   authenticate: RequestHandler;
   /** Browser origins allowed to call (config.codec.corsOrigins): the Temporal Web UI. */
   corsOrigins: readonly string[];
@@ -123,15 +124,16 @@ const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
   summary: `${operation === 'decode' ? 'Decrypt' : 'Encrypt'} payloads (Temporal remote codec protocol)`,
   description:
     'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` is accepted and ignored. ' +
-    'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB.',
-  security: merchantKeyRequired,
+    'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB. ' +
+    "An operator key (OPERATOR_API_KEYS) is required: a merchant's key answers 403.",
+  security: operatorKeyRequired,
   requestBody: { required: true, content: { 'application/json': { schema: CodecBodySchema } } },
   responses: {
     '200': json(CodecAnswerSchema, `The payloads, ${operation}d`),
     ...errors(
       [400, 'Invalid body, or a payload that cannot be decrypted (unknown key id, altered data)'],
       401,
-      [403, 'Origin not in CODEC_CORS_ORIGINS'],
+      [403, "A merchant's key (an operator key is required), or an origin not in CODEC_CORS_ORIGINS"],
       413,
       415,
     ),

@@ -100,7 +100,7 @@ export const consentPaths: ApiPaths = {
       responses: {
         '201': json(ConsentSchema, 'Claimed by this call'),
         '200': json(ConsentSchema, "Already the caller's"),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Another merchant's consent"], 503),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Another merchant's consent"], 429, 503),
       },
     },
     get: {
@@ -112,7 +112,7 @@ export const consentPaths: ApiPaths = {
       requestParams: { path: ConsentParams },
       responses: {
         '200': json(ConsentSchema, "The caller's consent"),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 503),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
       },
     },
     delete: {
@@ -124,7 +124,7 @@ export const consentPaths: ApiPaths = {
       requestParams: { path: ConsentParams },
       responses: {
         '200': json(ConsentSchema, 'Released'),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 503),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
       },
     },
   },

@@ -35,7 +35,8 @@ import {
 } from '../settings-schemas';
 import type { AppDeps } from '../app';
 import { merchantOf, scopeOf } from '../authenticate';
-import { HttpError, withStartDeadline } from '../errors';
+import { LongPollSlots, ProblemType } from '../budgets';
+import { HttpError, ProblemError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 
@@ -194,13 +195,14 @@ const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant r
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
  *   the status unchanged), with the Wait-Outcome header; 429 with Retry-After when the application takes no more
- *   waits. Waits of this process are shared: one update per application and from-status (FinanceApplicationWaits).
+ *   waits, or the merchant holds its maxLongPolls (src/api/budgets.ts). Waits of this process are shared: one update per application and from-status (FinanceApplicationWaits).
  * - `GET /applications?status=&createdAfter=&createdBefore=&referencePrefix=&pageSize=&pageToken=` →
  *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
 export function financeApplicationRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
   const waits = new FinanceApplicationWaits(deps.client);
+  const longPolls = new LongPollSlots(deps);
 
   // Described in financeApplicationPaths below.
   router.get('/applications', async (req, res) => {
@@ -262,21 +264,38 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
         sendAs(res, 200, ApplicationSchema, applicationBody(await getFinanceApplication(deps.client, scope, ref)));
         return;
       }
+      // The merchant's long-poll budget: a slot held until the answer, or until the merchant hangs up.
+      const release = longPolls.tryAcquire(scope.merchantId);
+      if (!release) throw longPolls.refusal(scope.merchantId);
       // A merchant that hangs up stops waiting: its share of the wait is released at once.
       const gone = new AbortController();
-      res.on('close', () => gone.abort());
-      const { outcome, state } = await waitForFinanceApplicationChange(deps.client, scope, ref, {
-        fromStatus: waitForChangeFrom,
-        timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
-        waits,
-        signal: gone.signal,
-      });
+      const hangUp = () => {
+        release();
+        gone.abort();
+      };
+      res.on('close', hangUp);
+      if (res.closed) hangUp(); // gone while the budget was checked
+      let waited;
+      try {
+        waited = await waitForFinanceApplicationChange(deps.client, scope, ref, {
+          fromStatus: waitForChangeFrom,
+          timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
+          waits,
+          signal: gone.signal,
+        });
+      } finally {
+        release();
+      }
+      const { outcome, state } = waited;
       res.setHeader(WAIT_OUTCOME_HEADER, outcome);
       sendAs(res, 200, ApplicationSchema, applicationBody(state));
     } catch (err) {
       if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
-      if (err instanceof TooManyStatusWaitsError) throw new HttpError(429, err.message, undefined, 1);
+      if (err instanceof TooManyStatusWaitsError)
+        throw new ProblemError(429, ProblemType.TooManyWaits, 'Too many waits on this application', err.message, {
+          retryAfterSeconds: 1,
+        });
       throw err;
     }
   });
@@ -362,6 +381,7 @@ export const financeApplicationPaths: ApiPaths = {
         ...errors(
           [400, 'A parameter is unknown or invalid, or the page token belongs to other filters (`details`)'],
           401,
+          429,
           503,
         ),
       },
@@ -386,6 +406,7 @@ export const financeApplicationPaths: ApiPaths = {
           413,
           415,
           [422, 'The bank refused the application'],
+          429,
           [502, 'The bank could not be reached'],
           [503, 'Temporal unavailable, or the bank did not answer within the start deadline: retry the same request'],
         ),
@@ -401,7 +422,8 @@ export const financeApplicationPaths: ApiPaths = {
       description:
         'With `waitForChangeFrom`, answers as soon as the status differs from it (at once if it already does), or ' +
         'at the timeout with the status unchanged; the `Wait-Outcome` header says which. Served by a workflow update ' +
-        '(no repeated reads); an application holds at most 5 waits at once (429 beyond).',
+        '(no repeated reads); an application holds at most 5 waits at once, and a merchant its maxLongPolls (429 ' +
+        'beyond).',
       security: merchantKeyRequired,
       requestParams: { path: RefParams, query: GetApplicationQuerySchema },
       responses: {
@@ -420,7 +442,12 @@ export const financeApplicationPaths: ApiPaths = {
           [400, 'Malformed URL (invalid percent-encoding), or invalid waitForChangeFrom / timeout'],
           401,
           [404, 'No application for this reference'],
-          [429, 'The application already holds the most waits: retry after Retry-After'],
+          [
+            429,
+            "Over the merchant's request budget (problem type …/rate-limited), the merchant already holds its most " +
+              'long-polls at once (…/too-many-long-polls), or the application its most waits (…/too-many-waits): ' +
+              'retry after Retry-After',
+          ],
           503,
         ),
       },
