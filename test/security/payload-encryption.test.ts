@@ -27,7 +27,6 @@ import { findTemporalCli, MISSING_BINARY_HELP } from '../../src/temporal/binarie
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
-import { TEST_MERCHANT } from '../helpers/merchants';
 
 const run = promisify(execFile);
 const OPERATOR_KEY = `operator-${randomUUID()}`;
@@ -134,9 +133,7 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     const { workflowId } = (await res.json()) as { workflowId: string };
     // The 201 came once the bank created it: the history holds the input, the create activity's input and result,
     // and the update's result. The merchant's client still reads the state (a query, decrypted on the way back).
-    await eventually(
-      async () => (await getFinanceApplication(stack.t.client, TEST_MERCHANT, merchantReference)).status,
-    );
+    await eventually(async () => (await getFinanceApplication(stack.t.client, 'shop', merchantReference)).status);
 
     const raw = await show(workflowId);
     expect(raw.events.length).toBeGreaterThan(3);
@@ -245,16 +242,16 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
       application: { redirectUrl: 'https://shop.example/return', merchantReference, customer: { name: marker } },
     };
     await beforeRotation.workflow.start('financeApplicationWorkflow', {
-      workflowId: financeApplicationWorkflowId(TEST_MERCHANT, merchantReference),
+      workflowId: financeApplicationWorkflowId('shop', merchantReference),
       taskQueue: stack.t.taskQueue,
       args: [input],
     });
     // After it (test-2 first, test-1 kept): the worker decrypts the old input and goes on, writing under test-2.
     await eventually(
-      async () => (await getFinanceApplication(stack.t.client, TEST_MERCHANT, merchantReference)).financeApplicationId,
+      async () => (await getFinanceApplication(stack.t.client, 'shop', merchantReference)).financeApplicationId,
     );
 
-    const workflowId = financeApplicationWorkflowId(TEST_MERCHANT, merchantReference);
+    const workflowId = financeApplicationWorkflowId('shop', merchantReference);
     const raw = await show(workflowId);
     expect(containsAnywhere(raw, marker)).toBe(false);
     expect(startedInput(raw)[0]!.metadata?.['encryption-key-id']).toBe(b64('test-1'));

@@ -15,7 +15,6 @@ import { createCallbackDispatcher, postMerchantCallback } from '../../src/activi
 import { CallbackSigner } from '../../src/security/callback-signature';
 import { loggableCallbackUrl, loggableUrl } from '../../src/security/redaction';
 import { startTracing, type Tracing } from '../../src/telemetry/tracing';
-import { webhookHash } from '../../src/security/webhook-hash';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { webhookKey } from '../../src/shared/ids';
@@ -275,8 +274,9 @@ describe('tracing', () => {
       });
       expect(res.status).toBe(201);
       const { financeApplicationId } = (await res.json()) as { financeApplicationId: string };
-      const hash = webhookHash(stack.webhooks.hashSecret, ref);
-      for (const path of [`/${ref}?hash=${hash}`, `/${ref}/${hash}?hash=${hash}&x=${QUERY_SECRET}`]) {
+      const hash = tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref);
+      const key = webhookKey(TEST_MERCHANT, ref);
+      for (const path of [`/${key}?hash=${hash}`, `/${key}/${hash}?hash=${hash}&x=${QUERY_SECRET}`]) {
         const hook = await fetch(`${stack.publicUrl}/webhooks/finance-applications${path}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -333,12 +333,12 @@ describe('tracing', () => {
       });
       expect(hooks.map((s) => [attr(s, 'http.target'), attr(s, 'http.url')]).sort()).toEqual([
         [
-          `/webhooks/finance-applications/${ref}`,
-          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${ref}`,
+          `/webhooks/finance-applications/${key}`,
+          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${key}`,
         ],
         [
-          `/webhooks/finance-applications/${ref}/:hash`,
-          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${ref}/:hash`,
+          `/webhooks/finance-applications/${key}/:hash`,
+          `${new URL(stack.publicUrl).origin}/webhooks/finance-applications/${key}/:hash`,
         ],
       ]);
 
