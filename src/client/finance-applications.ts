@@ -23,6 +23,7 @@ import {
   MAX_PAGE_SIZE,
   type ApplicationSearchFilter,
 } from '../shared/application-search';
+import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
   FinanceApplicationCreatedAt,
@@ -108,10 +109,11 @@ export async function startFinanceApplication(
     },
   );
   try {
-    return await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
+    const started = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
       args: [{ requestId }],
       startWorkflowOperation,
     });
+    return { ...started, bank: withoutWebhookUrl(started.bank) };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     // The reference's workflow has completed: its result holds the application it created.
@@ -121,7 +123,7 @@ export async function startFinanceApplication(
       merchantReference,
       workflowId,
       financeApplicationId: result.financeApplicationId,
-      bank: result.bank,
+      bank: withoutWebhookUrl(result.bank),
       created: false,
     };
   }
@@ -145,8 +147,17 @@ export async function getFinanceApplication(
 ): Promise<FinanceApplicationState> {
   const handle = financeApplicationHandle(client, merchantReference);
   const { status } = await handle.describe();
-  if (status.name === 'COMPLETED') return handle.result();
-  return handle.query(financeApplicationStateQuery);
+  return merchantView(
+    await (status.name === 'COMPLETED' ? handle.result() : handle.query(financeApplicationStateQuery)),
+  );
+}
+
+/**
+ * The state as merchants get it: runs from before the create activity dropped the bank's echo of our webhookUrl
+ * (whose hash lets anyone post status webhooks) still hold it in their state and result.
+ */
+export function merchantView(state: FinanceApplicationState): FinanceApplicationState {
+  return state.bank ? { ...state, bank: withoutWebhookUrl(state.bank) } : state;
 }
 
 /** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
@@ -154,7 +165,7 @@ export async function awaitFinanceApplication(
   client: Client,
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
-  return financeApplicationHandle(client, merchantReference).result();
+  return merchantView(await financeApplicationHandle(client, merchantReference).result());
 }
 
 /** One application in a listing (contract: GET /applications `applications` items). */

@@ -9,7 +9,7 @@ import {
 } from '../shared/finance-application';
 import { financeApplicationWorkflowId } from '../shared/ids';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
-import { getFinanceApplication } from './finance-applications';
+import { getFinanceApplication, merchantView } from './finance-applications';
 
 /** How a wait for a change ended, with the application as it then stood. */
 export interface FinanceApplicationChange {
@@ -193,7 +193,7 @@ export async function waitForFinanceApplicationChange(
       state = await getFinanceApplication(client, merchantReference);
       continue;
     }
-    state = result.state;
+    state = merchantView(result.state);
     if (result.outcome === 'closing') {
       await pause(Math.min(CLOSING_RETRY_MS, Math.max(0, deadline - Date.now())));
       state = await getFinanceApplication(client, merchantReference);

@@ -1,4 +1,4 @@
-import type { CreateApplicationResponse } from '../shared/bank-wire';
+import { withoutWebhookUrl, type CreateApplicationResponse } from '../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
   UNKNOWN_AT_BANK_GIVE_UP_MS,
@@ -83,8 +83,13 @@ export class FinanceApplication {
   ) {
     this.notifies = options.notifies;
     const carried = options.carried;
+    // Runs from before withoutWebhookUrl carry the bank's echo of our webhookUrl: dropped here.
     this.state = carried
-      ? { ...carried.state, runs: carried.state.runs + 1 }
+      ? {
+          ...carried.state,
+          ...(carried.state.bank ? { bank: withoutWebhookUrl(carried.state.bank) } : {}),
+          runs: carried.state.runs + 1,
+        }
       : {
           merchantReference,
           history: [],
@@ -157,7 +162,8 @@ export class FinanceApplication {
 
   /** The create response: the application exists. Returns the first status change, if the response had one. */
   created(response: CreateApplicationResponse, at: Date): StatusChange | undefined {
-    this.state.bank = response;
+    // The activity strips it already; a history recorded before it did still holds it.
+    this.state.bank = withoutWebhookUrl(response);
     this.state.financeApplicationId = response.financeApplicationId;
     this.state.quietSince = at.toISOString();
     return typeof response.status === 'string' ? this.record(response.status, 'create', at) : undefined;
