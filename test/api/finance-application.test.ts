@@ -198,6 +198,11 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       [400, await post(webhookPath(ref), '{"financeApplicationId":', json)],
       [400, await post(webhookPath(ref), { financeApplicationId: 42 }, json)],
       [400, await post(webhookPath(ref), { somethingElse: 'x' }, json)],
+      // Ids are 1-128 visible ASCII characters: no control characters, no spaces, nothing longer.
+      [400, await post(webhookPath(ref), { financeApplicationId: `${financeApplicationId}\u0000` }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'fa\r\nX-Forged: 1' }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'two words' }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'f'.repeat(129) }, json)],
       [413, await post(webhookPath(ref), { financeApplicationId, padding: 'x'.repeat(64 * 1024) }, json)],
     ];
     for (const [status, res] of rejected) {
