@@ -321,7 +321,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         if (confirmDuplicates) {
           // Our own status first; then the few other ids there is room to read (none most of the time).
           if (ours > 0) await readStatus('webhook', since);
-          await confirmOtherIds();
+          const others = app.otherIdsToConfirm();
+          if (others.length > 0) await confirmOtherIds(others);
+          unconfirmedCounted();
           continue;
         }
         if (reportDuplicates) duplicatesFound(app.duplicatesSeen(app.otherIdsToConfirm()));
@@ -573,10 +575,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   /**
    * Each other financeApplicationId there is room to check (OTHER_ID_LIMITS) is read at the bank, at once: an answer
    * confirms a duplicate (reported as before), a 404 marks it invented, a failure leaves it unchecked. Whatever is
-   * not confirmed is only counted and logged once per run.
+   * not confirmed is only counted and logged once per run (unconfirmedCounted).
    */
-  async function confirmOtherIds(): Promise<void> {
-    const ids = app.otherIdsToConfirm();
+  async function confirmOtherIds(ids: string[]): Promise<void> {
     const verdicts = await Promise.all(ids.map(confirmOtherId));
     const found = ids.filter((id, i) => verdicts[i] === 'found' && app.otherIdFound(id));
     ids.forEach((id, i) => {
@@ -584,7 +585,6 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       else if (verdicts[i] === 'failed') app.otherIdReadFailed(id);
     });
     duplicatesFound(found);
-    unconfirmedCounted();
   }
 
   async function confirmOtherId(id: string): Promise<'found' | 'not_found' | 'failed'> {
@@ -615,12 +615,13 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     const counter = inventedCounter();
     if (unconfirmed.notFound > 0) counter.add(unconfirmed.notFound, { verdict: 'not_found' });
     if (unconfirmed.unchecked > 0) counter.add(unconfirmed.unchecked, { verdict: 'unchecked' });
-    if (unconfirmed.firstInRun)
-      log.warn('Webhooks naming another financeApplicationId the bank did not confirm: counted, not reported', {
-        ...logIds(),
-        ...state.otherIds,
-        limits: OTHER_ID_LIMITS,
-      });
+    if (!unconfirmed.firstInRun) return;
+    log.warn('Webhooks naming another financeApplicationId the bank did not confirm: counted, not reported', {
+      ...logIds(),
+      ...state.otherIds,
+      limits: OTHER_ID_LIMITS,
+    });
+    // Once per run too (a flood makes one batch per signal): later changes refresh the details with the counts.
     describe();
   }
 
