@@ -26,8 +26,10 @@ export async function benchWebhookFlood(): Promise<void> {
   const count = Number(process.env.BENCH_FLOOD_WEBHOOKS ?? 10_000);
   const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralDevServerOptions() });
   process.env.TEMPORAL_TEST_ADDRESS = env.address;
-  // The production worker's workflow code (dist/workflow-bundle.js, built by `npm run bench`): no tracing interceptors.
-  const { workflowBundle } = loadWorkflowBundle(join(__dirname, '..', '..', 'dist'), { tracing: false });
+  // The production worker's workflow code (dist/workflow-bundle.js, built by `npm run bench`): without the tracing
+  // interceptors, as a worker with tracing off runs; BENCH_FLOOD_TRACING=1 takes the bundle of a worker with tracing on.
+  const tracing = process.env.BENCH_FLOOD_TRACING === '1';
+  const { workflowBundle } = loadWorkflowBundle(join(__dirname, '..', '..', 'dist'), { tracing });
   const stack = await startTestStack({ hashSecret: HASH_SECRET, workflowBundle });
   const { client, taskQueue } = stack.t;
   try {
@@ -82,6 +84,7 @@ export async function benchWebhookFlood(): Promise<void> {
       .filter((c) => c.route === 'getStatus' && !c.path.includes(financeApplicationId)).length;
     report('webhook flood: continue-as-new snapshot', {
       invented: count,
+      tracingBundle: tracing ? 'yes' : 'no',
       runs: runs.length,
       largestSnapshotKiB: largest / KiB,
       stateQueryKiB: stateBytes / KiB,
