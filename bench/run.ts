@@ -5,6 +5,7 @@ import { benchOpenApplications } from './open-applications.bench';
 import { benchReceiver } from './receiver.bench';
 import { benchReceiverHttp } from './receiver-http.bench';
 import { benchTenancyThroughput } from './tenancy-throughput.bench';
+import { benchWebhookFlood } from './webhook-flood.bench';
 import { benchWorkerMemory } from './worker-memory.bench';
 
 /**
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
     ['lifecycle', benchLifecycle],
     ['receiver', benchReceiver],
     ['receiver-http', benchReceiverHttp],
+    // 10,000 invented financeApplicationIds on one webhook URL (BENCH_FLOOD_WEBHOOKS): a few minutes.
+    ['webhook-flood', benchWebhookFlood],
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)

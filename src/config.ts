@@ -199,6 +199,9 @@ const DEFAULT_MAX_POLLERS = 10;
 /** Bank status reads per second across every worker (Temporal's task-queue rate limit on the bank-reads queue). */
 export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
 
+/** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
+export const MIN_SECURITY_HEADER_LENGTH = 16;
+
 /**
  * Which process reads the configuration: `all` (npm start: listeners and worker), `api` (npm run api: the two
  * listeners) or `worker` (npm run worker). A worker serves no HTTP: with a real bank it is not required to hold the
@@ -516,6 +519,14 @@ const envSchema = (role: ConfigRole) =>
           message:
             "is required when BANK_BASE_URL is set (set the same value as the bank's Webhook Security Header), " +
             'or set WEBHOOK_SECURITY_HEADER_WAIVED=true to accept account webhooks without one',
+        });
+      // The header is the only thing authenticating account webhooks: a short one is guessable (the value is never echoed).
+      const headerLength = env.WEBHOOK_SECURITY_HEADER.trim().length;
+      if (role !== 'worker' && headerLength > 0 && headerLength < MIN_SECURITY_HEADER_LENGTH)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['WEBHOOK_SECURITY_HEADER'],
+          message: `must be at least ${MIN_SECURITY_HEADER_LENGTH} characters when BANK_BASE_URL is set (it has ${headerLength})`,
         });
     });
 

@@ -1,7 +1,7 @@
 import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { Dispatcher } from 'undici';
-import type { CreateApplicationRequest } from '../shared/bank-wire';
+import { withoutWebhookUrl, type CreateApplicationRequest } from '../shared/bank-wire';
 import { financeApplicationWebhookUrl } from '../security/webhook-hash';
 import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
@@ -109,7 +109,9 @@ export function createActivities(deps: ActivityDeps): Activities {
       // is checked by the merchant facade; its requiredness is the bank's call (not shown), so a 4xx says it.
       const body = { ...application, webhookUrl } as CreateApplicationRequest;
       try {
-        const created = await bank.createApplication(body, { signal: cancellationSignal() });
+        const answer = await bank.createApplication(body, { signal: cancellationSignal() });
+        // The bank may echo our webhookUrl: its hash (the URL's last segment) stays out of the workflow's state.
+        const created = withoutWebhookUrl(answer, webhookUrl.slice(webhookUrl.lastIndexOf('/') + 1));
         log.info('Finance application created', {
           merchantReference,
           financeApplicationId: created.financeApplicationId,

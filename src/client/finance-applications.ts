@@ -24,6 +24,7 @@ import {
   MAX_PAGE_SIZE,
   type ApplicationSearchFilter,
 } from '../shared/application-search';
+import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
   FinanceApplicationCreatedAt,
@@ -121,10 +122,11 @@ export async function startFinanceApplication(
     },
   );
   try {
-    return await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
+    const started = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
       args: [{ requestId }],
       startWorkflowOperation,
     });
+    return { ...started, bank: withoutWebhookUrl(started.bank) };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     // The reference's workflow has completed: its result holds the application it created.
@@ -146,7 +148,7 @@ async function completedApplication(
     merchantReference,
     workflowId,
     financeApplicationId: result.financeApplicationId,
-    bank: result.bank,
+    bank: withoutWebhookUrl(result.bank),
     created: false,
   };
 }
@@ -173,7 +175,7 @@ async function existingLegacyApplication(
     merchantReference,
     workflowId,
     financeApplicationId: state.financeApplicationId,
-    bank: state.bank,
+    bank: withoutWebhookUrl(state.bank),
     created: false,
   };
 }
@@ -249,9 +251,17 @@ export async function readFinanceApplication(
     }
     const state =
       status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
-    return { workflowId, state };
+    return { workflowId, state: merchantView(state) };
   }
   throw new WorkflowNotFoundError('Workflow not found', candidates[0]!, undefined);
+}
+
+/**
+ * The state as merchants get it: runs from before the create activity dropped the bank's echo of our webhookUrl
+ * (whose hash lets anyone post status webhooks) still hold it in their state and result.
+ */
+export function merchantView(state: FinanceApplicationState): FinanceApplicationState {
+  return state.bank ? { ...state, bank: withoutWebhookUrl(state.bank) } : state;
 }
 
 /** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
@@ -261,7 +271,7 @@ export async function awaitFinanceApplication(
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
   const workflowId = await resolveFinanceApplicationId(client, merchant, merchantReference);
-  return client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result();
+  return merchantView(await client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result());
 }
 
 /** One application in a listing (contract: GET /applications `applications` items). */

@@ -29,12 +29,34 @@ export interface CreateApplicationRequest {
 
 /**
  * Section 4.2: create response, not shown. Decision: a JSON object carrying at least `financeApplicationId`
- * (the id the webhook body carries, section 6.1) and usually `status`; every other field is kept as sent.
+ * (the id the webhook body carries, section 6.1) and usually `status`; every other field is kept as sent, except
+ * the webhook URL the bank may echo (withoutWebhookUrl).
  */
 export interface CreateApplicationResponse {
   financeApplicationId: string;
   status?: string;
   [field: string]: unknown;
+}
+
+/** Field names of the create response that may carry our webhookUrl (the sandbox echoes `webhookUrl`). */
+const WEBHOOK_FIELD = /webhook/i;
+
+/**
+ * The bank's create response without our webhookUrl: its hash is the only credential of the status webhook, so it
+ * never reaches a merchant (or the workflow's state). Drops every field whose name contains "webhook", at any depth,
+ * and, given the hash, every string value that contains it (the bank may echo the URL under another name).
+ */
+export function withoutWebhookUrl(response: CreateApplicationResponse, hash?: string): CreateApplicationResponse {
+  const strip = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.filter(kept).map(strip);
+    if (typeof value !== 'object' || value === null) return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(value))
+      if (!WEBHOOK_FIELD.test(key) && kept(field)) out[key] = strip(field);
+    return out;
+  };
+  const kept = (value: unknown): boolean => !(hash && typeof value === 'string' && value.includes(hash));
+  return strip(response) as CreateApplicationResponse;
 }
 
 /**

@@ -76,8 +76,13 @@ export interface FinanceApplicationCarriedState {
   state: FinanceApplicationState;
   /** Status changes not yet pushed to the merchant's callbackUrl. */
   unsentNotifications: StatusChange[];
-  /** financeApplicationIds of webhooks received but not yet acted on. */
+  /**
+   * financeApplicationIds of webhooks received but not yet acted on: each id once, at most a few (runs from before
+   * the bounds carried one per webhook; the next run takes them through the same bounded intake).
+   */
   pendingWebhookIds: string[];
+  /** Other financeApplicationIds the bank answered 404 for (at most one per confirmation read). */
+  notFoundIds?: string[];
   /** Duplicate applications found but not yet reported to the merchant's callback. */
   unsentDuplicateReports?: string[];
 }
@@ -138,9 +143,16 @@ export interface FinanceApplicationState {
   mismatchedWebhooks: number;
   /**
    * Other applications the bank holds for this reference, seen through their webhooks (a create the bank acted
-   * on whose answer was lost, then retried): reported to operators and to the merchant, never followed.
+   * on whose answer was lost, then retried) and confirmed by a status read of their id: reported to operators and to
+   * the merchant, never followed. At most 3 (src/workflows/webhook-ids.ts).
    */
   duplicateApplicationIds?: string[];
+  /**
+   * Webhooks naming another financeApplicationId that the bank did not confirm: `reads` confirmation reads made (at
+   * most 10 over the application's life), `notFound` webhooks naming an id the bank answered 404 for, `unchecked`
+   * webhooks beyond the bounds (or whose read failed). Never reported to the merchant. Absent until the first one.
+   */
+  otherIds?: { reads: number; notFound: number; unchecked: number };
   /** Status reads made (webhook-triggered and polls). */
   statusReads: number;
   /** Status reads that failed after the activity's retries (the next poll tries again). */

@@ -56,3 +56,16 @@ export function parseWebhookKey(segment: string): { merchantId: string; merchant
   if (!MERCHANT_ID_PATTERN.test(merchantId) || !REFERENCE_PATTERN.test(merchantReference)) return undefined;
   return { merchantId, merchantReference };
 }
+
+/**
+ * Ids the bank puts in webhooks (financeApplicationId, taskId, accountId): 1 to 128 visible ASCII characters, after
+ * trimming. No spaces, no control characters: they reach signals, logs and the Web UI. consentId is stricter
+ * (REFERENCE_PATTERN): it becomes part of workflow ids.
+ */
+export const BANK_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+/** A bank code in an accountEvent: 1 to 64 visible ASCII characters. */
+export const BANK_CODE_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+/** Free text from the bank (a bank's name, a status, an event type) may be any text but control characters. */
+export const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\u2028\u2029]*$/u;

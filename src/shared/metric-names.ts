@@ -19,6 +19,11 @@ export const WorkflowMetric = {
   unknownAtBank: 'paylater_finance_application_unknown_at_bank',
   /** Other applications the bank created for one merchant reference. */
   duplicatesDetected: 'paylater_finance_application_duplicates_detected',
+  /**
+   * Status webhooks naming another financeApplicationId that the bank did not confirm (never reported, never pushed
+   * to the merchant); label `verdict` (not_found: a status read answered 404 | unchecked: beyond the bounds, or the read failed).
+   */
+  inventedApplicationIds: 'paylater_finance_application_invented_ids',
   /** Consent refreshes ended; label `ended_by` (all-reported | quiet-period | timeout | not-started). */
   refreshesFinished: 'paylater_consent_refreshes_finished',
   /** Expected banks that had not reported when a refresh ended. */

@@ -13,6 +13,13 @@ export const transactionEventsWorkflowType = 'transactionEventsWorkflow';
 
 export const DEFAULT_TRANSACTION_COALESCE_WINDOW: Duration = '2 seconds';
 export const DEFAULT_TRANSACTION_IDLE_TIMEOUT: Duration = '10 minutes';
+/**
+ * At most this many accounts per transactionEvent signal (the receiver splits a bigger webhook into several) and per
+ * merchant callback (a bigger backlog goes out as consecutive batches). With ids of at most 128 characters a signal,
+ * a callback and the carried snapshot stay under ~150 KB, far below Temporal's 2 MB payload limit.
+ */
+export const MAX_ACCOUNTS_PER_BATCH = 1_000;
+
 /** Downstream batches per run before continue-as-new, besides the server's continueAsNewSuggested. */
 export const DEFAULT_TRANSACTION_BATCHES_PER_RUN = 200;
 

@@ -20,6 +20,15 @@ export const BANK_ACTIVITY_OPTIONS: ActivityOptions = {
   },
 };
 
+/**
+ * A status read of another financeApplicationId, to confirm it (src/workflows/webhook-ids.ts): the same retries as
+ * our own reads, for two minutes only. The loop waits for it, and an unconfirmed id is only counted, never lost work.
+ */
+export const CONFIRMATION_READ_OPTIONS: ActivityOptions = {
+  ...BANK_ACTIVITY_OPTIONS,
+  scheduleToCloseTimeout: '2 minutes',
+};
+
 /** Merchant callbacks (notifyMerchant): a merchant may be down for hours; keep trying for a day. */
 export const MERCHANT_CALLBACK_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '15 seconds',

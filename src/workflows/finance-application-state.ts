@@ -1,4 +1,4 @@
-import type { CreateApplicationResponse } from '../shared/bank-wire';
+import { withoutWebhookUrl, type CreateApplicationResponse } from '../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
   UNKNOWN_AT_BANK_GIVE_UP_MS,
@@ -11,6 +11,7 @@ import {
   type StatusSource,
 } from '../shared/finance-application';
 import { pollPolicyProblems, type PollPolicy } from '../shared/poll-policy';
+import { WebhookIds, type TakenWebhooks, type Unconfirmed } from './webhook-ids';
 
 /**
  * The decisions of one finance application, as plain code (samples-typescript `safe-message-handlers` style):
@@ -71,8 +72,8 @@ export class FinanceApplication {
   readonly state: FinanceApplicationState;
   /** Status changes still to push to the merchant, oldest first (only with a callback URL). */
   readonly unsent: StatusChange[];
-  /** financeApplicationIds of webhooks not yet acted on: the signal handler appends, the loop drains. */
-  private readonly webhookIds: string[];
+  /** Webhooks not yet acted on, and the bounded bookkeeping of other financeApplicationIds. */
+  private readonly webhooks: WebhookIds;
   /** Duplicate applications still to report to the merchant (only with a callback URL). */
   readonly unsentDuplicates: string[];
 
@@ -83,8 +84,13 @@ export class FinanceApplication {
   ) {
     this.notifies = options.notifies;
     const carried = options.carried;
+    // Runs from before withoutWebhookUrl carry the bank's echo of our webhookUrl: dropped here.
     this.state = carried
-      ? { ...carried.state, runs: carried.state.runs + 1 }
+      ? {
+          ...carried.state,
+          ...(carried.state.bank ? { bank: withoutWebhookUrl(carried.state.bank) } : {}),
+          runs: carried.state.runs + 1,
+        }
       : {
           merchantReference,
           history: [],
@@ -99,51 +105,72 @@ export class FinanceApplication {
           deadlineAt: new Date(options.now + settings.deadlineMs).toISOString(),
           runs: 1,
         };
-    this.webhookIds = [...(carried?.pendingWebhookIds ?? [])];
+    this.webhooks = new WebhookIds(this.state, carried);
     this.unsent = [...(carried?.unsentNotifications ?? [])];
     this.unsentDuplicates = [...(carried?.unsentDuplicateReports ?? [])];
   }
 
   private readonly notifies: boolean;
 
-  // --- Webhooks (signal handler side, then the loop).
-
-  /** Workflow time of the first webhook still waiting to be acted on (not carried across continue-as-new). */
-  private webhooksPendingSince: number | undefined;
+  // --- Webhooks (signal handler side, then the loop): src/workflows/webhook-ids.ts bounds what they leave behind.
 
   /** The signal handler: only records (`at`: workflow time, for the webhook-to-recorded delay). */
   receiveWebhook(financeApplicationId: string, at?: number): void {
-    this.state.webhooksReceived += 1;
-    if (this.webhookIds.length === 0) this.webhooksPendingSince = at;
-    this.webhookIds.push(financeApplicationId);
+    this.webhooks.receive(financeApplicationId, at);
   }
 
   hasWebhooks(): boolean {
-    return this.webhookIds.length > 0;
+    return this.webhooks.has();
   }
 
   /**
    * Every webhook received so far, answered by one read (a burst coalesces). Returns how many were this
-   * application's; the others (another financeApplicationId) are counted as mismatched and ignored.
+   * application's; the others (another financeApplicationId) are counted as mismatched.
    */
-  takeWebhooks(): { ours: number; mismatched: number; others: string[]; since?: number } {
-    const ids = this.webhookIds.splice(0);
-    const since = this.webhooksPendingSince;
-    this.webhooksPendingSince = undefined;
-    const ours = ids.filter((id) => id === this.state.financeApplicationId).length;
-    const mismatched = ids.length - ours;
-    this.state.mismatchedWebhooks += mismatched;
-    if (ours > 0) this.state.webhooksLive = true;
-    const others = [...new Set(ids.filter((id) => id !== this.state.financeApplicationId))];
-    return { ours, mismatched, others, since };
+  takeWebhooks(): TakenWebhooks {
+    return this.webhooks.take();
   }
 
   /**
-   * Webhooks carrying another financeApplicationId on this reference's hashed URL: the bank created another
-   * application with our create request (an ambiguous create, retried). Returns the ids not known before; each
-   * is recorded once, and queued for the merchant when callbacks are on.
+   * Other financeApplicationIds to confirm with a status read of each, now (a few at most: src/workflows/webhook-ids.ts).
+   * Each then ends with otherIdFound, otherIdNotFound or otherIdReadFailed.
+   */
+  otherIdsToConfirm(): string[] {
+    return this.webhooks.takeCandidates();
+  }
+
+  /**
+   * The bank confirmed another application for this reference (an ambiguous create, retried). Returns true when it
+   * is recorded: a new duplicate, queued for the merchant when callbacks are on; at most OTHER_ID_LIMITS.maxDuplicates.
+   */
+  otherIdFound(id: string): boolean {
+    if (!this.webhooks.confirmed(id)) return false;
+    if (this.notifies) this.unsentDuplicates.push(id);
+    return true;
+  }
+
+  /** The bank answered 404 for another id: counted as invented, never reported. */
+  otherIdNotFound(id: string): void {
+    this.webhooks.notFound(id);
+  }
+
+  /** The confirmation read failed: the id's webhooks count as unchecked (a real duplicate's next webhook tries again). */
+  otherIdReadFailed(id: string): void {
+    this.webhooks.readFailed(id);
+  }
+
+  /** Webhooks naming an unconfirmed id since the last call (the metric), and whether the run has not logged them yet. */
+  takeUnconfirmed(): Unconfirmed | undefined {
+    return this.webhooks.takeUnconfirmed();
+  }
+
+  /**
+   * Runs from before confirmation (DUPLICATES_PATCH without CONFIRM_DUPLICATES_PATCH) believe other ids unread. Returns
+   * the ids not known before; each is recorded once, and queued for the merchant when callbacks are on. Bounded too:
+   * the ids come from otherIdsToConfirm().
    */
   duplicatesSeen(ids: string[]): string[] {
+    this.webhooks.release(ids);
     if (!this.state.financeApplicationId) return []; // before our own id is known nothing can be told apart
     const known = new Set(this.state.duplicateApplicationIds ?? []);
     const fresh = [...new Set(ids)].filter((id) => id !== this.state.financeApplicationId && !known.has(id));
@@ -157,8 +184,10 @@ export class FinanceApplication {
 
   /** The create response: the application exists. Returns the first status change, if the response had one. */
   created(response: CreateApplicationResponse, at: Date): StatusChange | undefined {
-    this.state.bank = response;
+    // The activity strips it already; a history recorded before it did still holds it.
+    this.state.bank = withoutWebhookUrl(response);
     this.state.financeApplicationId = response.financeApplicationId;
+    this.webhooks.ourIdKnown();
     this.state.quietSince = at.toISOString();
     return typeof response.status === 'string' ? this.record(response.status, 'create', at) : undefined;
   }
@@ -298,7 +327,7 @@ export class FinanceApplication {
     return {
       state: this.state,
       unsentNotifications: [...this.unsent],
-      pendingWebhookIds: [...this.webhookIds],
+      ...this.webhooks.snapshot(),
       ...(this.unsentDuplicates.length > 0 ? { unsentDuplicateReports: [...this.unsentDuplicates] } : {}),
     };
   }
@@ -326,6 +355,13 @@ export class FinanceApplication {
             '',
             `**Duplicate at the bank**: ${s.duplicateApplicationIds.map((id) => `\`${id}\``).join(', ')} ` +
               '(created by a retried create; not followed)',
+          ]
+        : []),
+      ...(s.otherIds && s.otherIds.notFound + s.otherIds.unchecked > 0
+        ? [
+            '',
+            `**Webhooks naming an unconfirmed application**: ${s.otherIds.notFound} unknown to the bank, ` +
+              `${s.otherIds.unchecked} unchecked (${s.otherIds.reads} confirmation reads); counted, not reported`,
           ]
         : []),
       '',

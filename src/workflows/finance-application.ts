@@ -45,11 +45,13 @@ import { bankReadPriority, bankReadsTaskQueue } from '../shared/task-queues';
 import {
   BANK_ACTIVITY_OPTIONS,
   CALLBACK_CHECK_OPTIONS,
+  CONFIRMATION_READ_OPTIONS,
   MERCHANT_CALLBACK_ACTIVITY_OPTIONS,
   POLL_ACTIVITY_OPTIONS,
 } from './activity-options';
 import { FinanceApplication, learnedAt, resolveSettings } from './finance-application-state';
 import { workflowMetrics } from './metrics';
+import { OTHER_ID_LIMITS } from './webhook-ids';
 import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
 
 /**
@@ -87,6 +89,13 @@ export const DUPLICATES_PATCH = 'report-duplicate-applications';
  */
 export const UNKNOWN_AT_BANK_PATCH = 'report-application-unknown-at-bank';
 
+/**
+ * Versioning: new runs believe another financeApplicationId only when a status read of it at the bank answers (a
+ * 404 means invented), keep at most a few, read at most a few over the application's life, and only count the rest
+ * (src/workflows/webhook-ids.ts). Runs from before report every other id they see (DUPLICATES_PATCH), unread.
+ */
+export const CONFIRM_DUPLICATES_PATCH = 'confirm-duplicate-applications-at-bank';
+
 // Workflow time (deterministic in the sandbox); Date.now is linted out of workflow code.
 const now = (): number => new Date().getTime();
 
@@ -105,6 +114,14 @@ const reads = (summary: string, merchantId: string | undefined) =>
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
     priority: bankReadPriority(merchantId),
     summary,
+  });
+/** A read of another application's id, to confirm it exists (bank-reads queue, shorter retries than our own reads). */
+const confirmations = (merchantId: string | undefined) =>
+  proxyActivities<Activities>({
+    ...CONFIRMATION_READ_OPTIONS,
+    taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
+    priority: bankReadPriority(merchantId),
+    summary: 'Confirm another application at the bank',
   });
 const poller = (merchantId: string | undefined) =>
   proxyActivities<Activities>({
@@ -253,6 +270,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   const continued = patched(POLL_POLICY_PATCH) ? await followWithPollActivity() : await followWithPollTimer();
   if (continued) return continued;
 
+  unconfirmedCounted(true);
   describe();
   upsertSearchAttributes([{ key: FinanceApplicationStatus, value: app.searchStatus() }]);
   notifierStop = 'drain';
@@ -273,6 +291,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     let poll: Poll | undefined;
     const keepPollAcrossWebhookChanges = patched(KEEP_POLL_PATCH);
     const reportDuplicates = patched(DUPLICATES_PATCH);
+    const confirmDuplicates = reportDuplicates && patched(CONFIRM_DUPLICATES_PATCH);
     describe();
     for (;;) {
       if (app.isTerminal()) {
@@ -304,8 +323,16 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         return await continueAsNewWith();
       }
       if (app.hasWebhooks()) {
-        const { ours, mismatched, others, since } = app.takeWebhooks();
-        if (reportDuplicates) duplicatesFound(app.duplicatesSeen(others));
+        const { ours, mismatched, since } = app.takeWebhooks();
+        if (confirmDuplicates) {
+          // Our own status first; then the few other ids there is room to read (none most of the time).
+          if (ours > 0) await readStatus('webhook', since);
+          const others = app.otherIdsToConfirm();
+          if (others.length > 0) await confirmOtherIds(others);
+          unconfirmedCounted();
+          continue;
+        }
+        if (reportDuplicates) duplicatesFound(app.duplicatesSeen(app.otherIdsToConfirm()));
         else if (mismatched > 0)
           log.warn('Webhook for another financeApplicationId ignored', { ...logIds(), ignored: mismatched });
         if (ours > 0) await readStatus('webhook', since);
@@ -552,6 +579,59 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     log[level]('Status read failed; retrying at the next poll', { ...logIds(), source, bankFailureType: type });
   }
 
+  /**
+   * Each other financeApplicationId there is room to check (OTHER_ID_LIMITS) is read at the bank, at once: an answer
+   * confirms a duplicate (reported as before), a 404 marks it invented, a failure leaves it unchecked. Whatever is
+   * not confirmed is only counted and logged once per run (unconfirmedCounted).
+   */
+  async function confirmOtherIds(ids: string[]): Promise<void> {
+    const verdicts = await Promise.all(ids.map(confirmOtherId));
+    const found = ids.filter((id, i) => verdicts[i] === 'found' && app.otherIdFound(id));
+    ids.forEach((id, i) => {
+      if (verdicts[i] === 'not_found') app.otherIdNotFound(id);
+      else if (verdicts[i] === 'failed') app.otherIdReadFailed(id);
+    });
+    duplicatesFound(found);
+  }
+
+  async function confirmOtherId(id: string): Promise<'found' | 'not_found' | 'failed'> {
+    try {
+      // No `source`: a webhook naming another id is no evidence that webhooks reach us.
+      await confirmations(merchantId).getApplicationStatus({ financeApplicationId: id, merchantReference });
+      return 'found';
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      if (failureType(err) === BankFailureType.ApplicationUnknown) return 'not_found';
+      log.warn('Could not confirm another financeApplicationId at the bank; its webhooks are counted, not reported', {
+        ...logIds(),
+        bankFailureType: failureType(err),
+      });
+      return 'failed';
+    }
+  }
+
+  /**
+   * Webhooks naming an id the bank did not confirm: a metric, one log line per run, nothing to the merchant. Not in a
+   * task that continues as new (`atEnd` aside): the server refuses it when signals came meanwhile (a flood does that
+   * often), the worker runs it again, and the metric would count twice; the next run emits what was carried.
+   */
+  function unconfirmedCounted(atEnd = false): void {
+    if (!atEnd && shouldContinueAsNew()) return;
+    const unconfirmed = app.takeUnconfirmed();
+    if (!unconfirmed) return;
+    const counter = inventedCounter();
+    if (unconfirmed.notFound > 0) counter.add(unconfirmed.notFound, { verdict: 'not_found' });
+    if (unconfirmed.unchecked > 0) counter.add(unconfirmed.unchecked, { verdict: 'unchecked' });
+    if (!unconfirmed.firstInRun) return;
+    log.warn('Webhooks naming another financeApplicationId the bank did not confirm: counted, not reported', {
+      ...logIds(),
+      ...state.otherIds,
+      limits: OTHER_ID_LIMITS,
+    });
+    // Once per run too (a flood makes one batch per signal): later changes refresh the details with the counts.
+    describe();
+  }
+
   /** Another application at the bank for this reference: visible to operators, counted, told to the merchant. */
   function duplicatesFound(ids: string[]): void {
     if (ids.length === 0) return;
@@ -681,6 +761,14 @@ const duplicateCounter = () =>
     WorkflowMetric.duplicatesDetected,
     '{application}',
     'Other applications the bank created for one merchant reference (a retried ambiguous create)',
+  );
+
+/** Webhooks naming another financeApplicationId that the bank did not confirm (replay-safe, as above). */
+const inventedCounter = () =>
+  metricMeter.createCounter(
+    WorkflowMetric.inventedApplicationIds,
+    '{webhook}',
+    'Status webhooks naming another financeApplicationId the bank did not confirm, by verdict (not_found | unchecked)',
   );
 
 /** The `ApplicationFailure.type` behind an activity failure (workflows branch on it, never on classes of ours). */

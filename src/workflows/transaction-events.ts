@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -16,6 +17,7 @@ import {
   DEFAULT_TRANSACTION_BATCHES_PER_RUN,
   DEFAULT_TRANSACTION_COALESCE_WINDOW,
   DEFAULT_TRANSACTION_IDLE_TIMEOUT,
+  MAX_ACCOUNTS_PER_BATCH,
   transactionEventSignal,
   transactionEventsStateQuery,
   type TransactionEventsInput,
@@ -28,10 +30,19 @@ import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
 const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVITY_OPTIONS);
 
 /**
+ * Versioning: with more than MAX_ACCOUNTS_PER_BATCH accounts pending, new runs deliver them in consecutive batches of
+ * at most that many (the first after the coalescing window, the rest at once), and continue as new only once at
+ * most one batch is left, so callbacks and the carried snapshot stay bounded. Runs from before sent every pending
+ * account in one callback. Asked only when it matters (more than one batch pending), so other histories are unchanged.
+ */
+export const BOUNDED_BATCHES_PATCH = 'transaction-events-bounded-batches';
+
+/**
  * Per-consent hand-off of transactionEvents (operating-bank accounts), started or signalled by the receiver with
  * signal-with-start. A burst is coalesced for `coalesceWindow` after its first event, then ONE merchant callback
- * carries the union of the changed accounts; events that arrive meanwhile make the next batch. The run continues
- * as new when its history grows, carrying undelivered accounts, and closes after `idleTimeout` without events.
+ * carries the union of the changed accounts (at most MAX_ACCOUNTS_PER_BATCH: a bigger backlog goes out as
+ * consecutive batches); events that arrive meanwhile make the next batch. The run continues as new when its history
+ * grows, carrying undelivered accounts (at most one batch), and closes after `idleTimeout` without events.
  */
 export async function transactionEventsWorkflow(input: TransactionEventsInput): Promise<TransactionEventsState> {
   const { consentId, callbackUrl } = input;
@@ -109,6 +120,9 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
     }
   };
 
+  /** More than one batch pending (new runs only: BOUNDED_BATCHES_PATCH; patched() is asked only then). */
+  const backlog = (): boolean => pending.size > MAX_ACCOUNTS_PER_BATCH && patched(BOUNDED_BATCHES_PATCH);
+
   for (;;) {
     setCurrentDetails(`Idle — ${events} transactionEvent(s), ${batches} batch(es) delivered so far`);
     if (pending.size === 0) {
@@ -116,11 +130,13 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
       // Checked again: an event recorded in the same activation as the idle timer still gets delivered.
       if (!woke && pending.size === 0) break;
     }
-    await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
+    // A backlog of more than one batch was coalesced already: its batches go out one after the other.
+    if (!backlog()) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
 
-    const accountIds = [...pending].sort();
+    let accountIds = [...pending].sort();
+    if (backlog()) accountIds = accountIds.slice(0, MAX_ACCOUNTS_PER_BATCH);
     const coalesced = pendingEvents;
-    pending.clear();
+    for (const accountId of accountIds) pending.delete(accountId);
     pendingEvents = 0;
     batches++;
     batchesThisRun++;
@@ -128,6 +144,8 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
     await deliver({ consentId, eventType, accountIds, events: coalesced, batch: batches });
 
     if (batchesThisRun >= maxBatchesPerRun || workflowInfo().continueAsNewSuggested) {
+      // Deliver down to one batch first: the snapshot carries at most MAX_ACCOUNTS_PER_BATCH accounts.
+      if (backlog()) continue;
       await condition(allHandlersFinished);
       log.info('Continuing as new', { consentId, events, batches, pending: pending.size });
       await continueAsNew<typeof transactionEventsWorkflow>({

@@ -108,6 +108,72 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect((await getConsentRefreshProgress(stack.t.client, TEST_MERCHANT, consentId)).banks).toEqual([]);
   });
 
+  it('answers 400 naming the field to ids with control characters, spaces, over 128 characters, or a consentId that is no reference, and starts nothing', async () => {
+    const auth = json(stack.webhooks.securityHeader);
+    const txConsent = `tx-bad-${randomUUID()}`;
+    const tx = { consentId: txConsent, eventType: 'NEW', accounts: [{ accountId: 'OPB-1' }] };
+    const cases: [unknown, string][] = [
+      [{ ...event(), consentId: `${consentId}\u0000` }, 'consentId'],
+      [{ ...event(), consentId: 'new\nline' }, 'consentId'],
+      [{ ...event(), taskId: `${taskId}\r\nX-Injected: 1` }, 'taskId'],
+      [{ ...event(), taskId: 'a b' }, 'taskId'],
+      [{ ...event(), bankCode: 'QUI\tET' }, 'bankCode'],
+      [{ ...event(), bankName: 'Quiet\u0007Bank' }, 'bankName'],
+      [{ ...event(), accounts: [{ accountId: 'q'.repeat(129), eventType: 'ADDED' }] }, 'accounts.0.accountId'],
+      [{ ...event(), accounts: [{ accountId: 'q-\u001b[31m', eventType: 'ADDED' }] }, 'accounts.0.accountId'],
+      [{ ...tx, consentId: `${txConsent}\u0001` }, 'consentId'],
+      [{ ...tx, consentId: 'tx with spaces' }, 'consentId'],
+      [{ ...tx, consentId: '..' }, 'consentId'],
+      [{ ...tx, consentId: 'c/../../x' }, 'consentId'],
+      [{ ...tx, consentId: 'c'.repeat(129) }, 'consentId'],
+      [{ ...tx, accounts: [{ accountId: 'OPB\u00001' }] }, 'accounts.0.accountId'],
+      [{ ...tx, eventType: 'NEW\u0085' }, 'eventType'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await fetch(`${stack.publicUrl}/webhooks/accounts`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify(body),
+      });
+      expect({ field, status: res.status }).toEqual({ field, status: 400 });
+      const problem = (await res.json()) as { details?: { path: string; message: string }[] };
+      expect(problem.details?.map((d) => d.path)).toContain(field);
+    }
+    expect(await signalsInHistory()).toBe(0);
+    // Nothing started: no late-report or transaction workflow for any of these consents.
+    for (const id of [consentId, txConsent, 'tx with spaces', 'c'.repeat(129)]) {
+      for (const workflowId of [lateAccountEventsWorkflowId(id), transactionEventsWorkflowId(id)]) {
+        await expect(stack.t.client.workflow.getHandle(workflowId).describe()).rejects.toThrow(/not found/i);
+      }
+    }
+  });
+
+  it('signals a transactionEvent of 2,500 accounts in parts of at most 1,000, and its workflow delivers every account in batches of at most 1,000', async () => {
+    const txConsent = `tx-big-${randomUUID()}`;
+    const accounts = Array.from({ length: 2_500 }, (_, i) => ({ accountId: `OPB-${String(i).padStart(5, '0')}` }));
+    const res = await send(JSON.stringify({ consentId: txConsent, accounts }), json(stack.webhooks.securityHeader));
+    expect(res.status).toBe(202);
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent));
+    const state = await eventually(async () => {
+      const s = await handle.query(transactionEventsStateQuery);
+      return s.events === 3 && s.batches === 3 && s.pendingAccountIds.length === 0 ? s : undefined;
+    });
+    expect(state).toMatchObject({ consentId: txConsent, events: 3, batches: 3 });
+    // The signals as Temporal holds them: three, none over the bound, together every account once.
+    const history = await handle.fetchHistory();
+    const signalled: string[][] = [];
+    for (const e of history.events ?? []) {
+      const payloads = e.workflowExecutionSignaledEventAttributes?.input?.payloads;
+      if (!payloads) continue;
+      const [decoded] = await stack.payloadCodec.decode(payloads);
+      const signal = JSON.parse(Buffer.from(decoded!.data!).toString('utf8')) as { accounts: { accountId: string }[] };
+      signalled.push(signal.accounts.map((a) => a.accountId));
+    }
+    expect(signalled.map((s) => s.length)).toEqual([1_000, 1_000, 500]);
+    expect(signalled.flat().sort()).toEqual(accounts.map((a) => a.accountId));
+    await handle.terminate('test done');
+  });
+
   it("hands another task's accountEvent off while the refresh runs: the refresh never sees it", async () => {
     const before = await signalsInHistory();
     const other = { ...event(), taskId: `earlier-${taskId}` };

@@ -1,8 +1,9 @@
 /**
  * Duplicate applications at the bank, made visible (issue 10): the bank creates the application, then answers
  * 500; the create is retried and the bank creates a second one for the same reference. The workflow follows the
- * one it was answered; the other's webhooks (same reference, same hashed URL, another financeApplicationId) show
- * the duplicate to operators (search attribute, Web UI details) and to the merchant (a signed callback).
+ * one it was answered; the other's webhooks (same reference, same hashed URL, another financeApplicationId), once a
+ * status read of that id confirms it at the bank, show the duplicate to operators (search attribute, Web UI details)
+ * and to the merchant (a signed callback).
  */
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -78,6 +79,11 @@ describe('duplicate applications at the bank (whole stack)', () => {
       financeApplicationId,
       duplicateFinanceApplicationId: orphan,
     });
-    recordFinanceHistory(await stack.t.client.workflow.getHandle(workflowId).fetchHistory(), 'duplicate-application');
+    // The other id was read at the bank before it was believed (the sandbox knows it): once.
+    const reads = stack.sandbox.control.apiCalls().filter((c) => c.route === 'getStatus' && c.path.includes(orphan));
+    expect(reads).toHaveLength(1);
+    expect(final.otherIds).toMatchObject({ reads: 1, notFound: 0, unchecked: 0 });
+    // Recorded under CONFIRM_DUPLICATES_PATCH; `duplicate-application` (unread duplicates) stays for runs from before.
+    recordFinanceHistory(await stack.t.client.workflow.getHandle(workflowId).fetchHistory(), 'duplicate-confirmed');
   });
 });

@@ -137,6 +137,36 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     await recordHistory(stack.t.client, ref, 'webhooks');
   });
 
+  it("the create answer never carries the bank's echo of our webhookUrl (its hash lets anyone post status webhooks)", async () => {
+    const ref = `nohook-${randomUUID()}`;
+    const hash = hashOf(ref);
+    const res = await post('/applications', { merchantReference: ref, redirectUrl: 'https://shop.example/done' });
+    expect(res.status).toBe(201);
+    const text = await res.text();
+    const body = JSON.parse(text) as { financeApplicationId: string; bank: Record<string, unknown> };
+    // The bank did get it (and the sandbox echoes it in its create answer: src/sandbox/routes/bank.ts)...
+    const atBank = stack.sandbox.control.application(body.financeApplicationId)!;
+    expect(atBank.createRequest.webhookUrl).toContain(hash);
+    // ...but neither the answer nor anything a merchant reads carries it.
+    expect(body.bank).toMatchObject({ financeApplicationId: body.financeApplicationId, status: 'CREATED' });
+    expect(text).not.toMatch(/webhook/i);
+    expect(text).not.toContain(hash);
+    const again = await post('/applications', { merchantReference: ref, redirectUrl: 'https://shop.example/done' });
+    expect(again.status).toBe(200);
+    expect(await again.text()).not.toContain(hash);
+    // At the source: the create activity's result in the history, hence the workflow's state, holds no hash either.
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref));
+    expect(JSON.stringify(await handle.query(financeApplicationStateQuery))).not.toContain(hash);
+    const history = await handle.fetchHistory();
+    const completed = (history.events ?? []).filter((e) => e.activityTaskCompletedEventAttributes);
+    expect(completed.length).toBeGreaterThan(0);
+    const decoded = await Promise.all(
+      completed.map((e) => stack.payloadCodec.decode(e.activityTaskCompletedEventAttributes!.result!.payloads!)),
+    );
+    for (const payloads of decoded)
+      for (const p of payloads) expect(Buffer.from(p.data ?? []).toString('utf8')).not.toContain(hash);
+  });
+
   it('answers the facade errors: 400 invalid body, 415 not JSON, 404 unknown reference', async () => {
     expect(
       (await post('/applications', { merchantReference: 'bad ref', redirectUrl: 'https://x.example' })).status,
@@ -167,6 +197,11 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       [400, await post(webhookPath(ref), '{"financeApplicationId":', json)],
       [400, await post(webhookPath(ref), { financeApplicationId: 42 }, json)],
       [400, await post(webhookPath(ref), { somethingElse: 'x' }, json)],
+      // Ids are 1-128 visible ASCII characters: no control characters, no spaces, nothing longer.
+      [400, await post(webhookPath(ref), { financeApplicationId: `${financeApplicationId}\u0000` }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'fa\r\nX-Forged: 1' }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'two words' }, json)],
+      [400, await post(webhookPath(ref), { financeApplicationId: 'f'.repeat(129) }, json)],
       [413, await post(webhookPath(ref), { financeApplicationId, padding: 'x'.repeat(64 * 1024) }, json)],
     ];
     for (const [status, res] of rejected) {

@@ -343,6 +343,24 @@ describe('loadConfig', () => {
       expect(loadConfig({}).webhooks.securityHeader).toBe('');
     });
 
+    it('refuses a security header shorter than 16 characters with a real bank, naming the variable, never the value', () => {
+      for (const header of ['x', 'Basic abc=', 'a'.repeat(15), `  ${'b'.repeat(15)}  `]) {
+        const issues = issuesOf({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER: header });
+        expect(issues.map((i) => i.variable)).toEqual(['WEBHOOK_SECURITY_HEADER']);
+        expect(issues[0]!.message).toMatch(/at least 16 characters when BANK_BASE_URL is set/);
+        expect(issues[0]!.message).not.toContain(header.trim());
+      }
+      expect(loadConfig({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER: 'a'.repeat(16) }).webhooks.securityHeader).toBe(
+        'a'.repeat(16),
+      );
+      // The embedded stack and a worker (which checks no account webhook) start with a short one.
+      expect(loadConfig({ WEBHOOK_SECURITY_HEADER: 'short' }).webhooks.securityHeader).toBe('short');
+      expect(loadConfig({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER: 'short' }, { role: 'worker' })).toBeDefined();
+      // The waiver still allows none at all.
+      const { WEBHOOK_SECURITY_HEADER: _header, ...withoutHeader } = REAL_BANK;
+      expect(loadConfig({ ...withoutHeader, WEBHOOK_SECURITY_HEADER_WAIVED: 'true' }).webhooks.securityHeader).toBe('');
+    });
+
     it('refuses a waiver while a header is set (one of them is a mistake)', () => {
       const issue = issuesOf({ ...REAL_BANK, WEBHOOK_SECURITY_HEADER_WAIVED: 'true' }).find(
         (i) => i.variable === 'WEBHOOK_SECURITY_HEADER_WAIVED',

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { DataConverter } from '@temporalio/common';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import type { Logger } from '../../src/logging';
 import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
@@ -77,6 +77,11 @@ export interface TestStackOptions {
   settings?: ServiceSettings;
   /** The apps' logger (silent, or TEST_LOG_LEVEL, when absent): a test that reads the lines passes createLogger's. */
   logger?: Logger;
+  /**
+   * The worker's workflow code; src/workflows bundled with the tracing interceptors when absent (as every test
+   * worker). A bench passes the production bundle without them (loadWorkflowBundle in src/prebuilt-workflow-bundle.ts).
+   */
+  workflowBundle?: WorkflowBundleOption;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -278,7 +283,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       taskQueue: t.taskQueue,
       activities,
       dataConverter,
-      workflowBundle: await workflowBundle(),
+      workflowBundle: options.workflowBundle ?? (await workflowBundle()),
       tuning: options.worker?.tuning ?? defaults.worker,
       bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
       tracing: options.tracing,

@@ -29,6 +29,10 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-callback-refused.json',
         // Recorded with duplicate applications reported (DUPLICATES_PATCH).
         'finance-application-v3-duplicate-application.json',
+        // Recorded with other ids believed only once the bank confirms them (CONFIRM_DUPLICATES_PATCH): a confirmed
+        // duplicate, and the first run of a flood of invented ids (404 reads, the bounded intake, continue-as-new).
+        'finance-application-v3-duplicate-confirmed.json',
+        'finance-application-v3-webhook-flood.json',
         // Recorded with an application the bank no longer knows (UNKNOWN_AT_BANK_PATCH).
         'finance-application-v3-unknown-at-bank.json',
         // Recorded with tracing on: its signals carry trace headers, and the webhook reads were scheduled in their

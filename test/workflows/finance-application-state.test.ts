@@ -36,7 +36,8 @@ describe('FinanceApplication (plain state object)', () => {
     const app = created();
     expect(app.hasWebhooks()).toBe(false);
     for (const id of ['fa-1', 'fa-1', 'fa-other']) app.receiveWebhook(id);
-    expect(app.takeWebhooks()).toEqual({ ours: 2, mismatched: 1, others: ['fa-other'] });
+    expect(app.takeWebhooks()).toEqual({ ours: 2, mismatched: 1 });
+    expect(app.otherIdsToConfirm()).toEqual(['fa-other']); // believed only once the bank confirms it
     expect(app.hasWebhooks()).toBe(false);
     expect(app.state).toMatchObject({ webhooksReceived: 3, mismatchedWebhooks: 1, webhooksLive: true });
     expect(app.pollInput(T0).webhooksLive).toBe(true);
@@ -56,6 +57,41 @@ describe('FinanceApplication (plain state object)', () => {
     // Before its own id is known, a workflow cannot tell another application from its own.
     const creating = new FinanceApplication('ref-0', resolveSettings().settings, { now: T0, notifies: true });
     expect(creating.duplicatesSeen(['fa-x'])).toEqual([]);
+  });
+
+  it('reports only another id the bank confirmed, once, to operators and the merchant', () => {
+    const app = created(true);
+    for (const id of ['fa-dup', 'fa-invented', 'fa-dup']) app.receiveWebhook(id);
+    expect(app.takeWebhooks()).toMatchObject({ ours: 0, mismatched: 3 });
+    expect(app.otherIdsToConfirm()).toEqual(['fa-dup', 'fa-invented']);
+    expect(app.otherIdFound('fa-dup')).toBe(true);
+    app.otherIdNotFound('fa-invented');
+    expect(app.state.duplicateApplicationIds).toEqual(['fa-dup']);
+    expect(app.nextDuplicateReport()).toBe('fa-dup');
+    expect(app.state.otherIds).toEqual({ reads: 2, notFound: 1, unchecked: 0 });
+    expect(app.takeUnconfirmed()).toEqual({ notFound: 1, unchecked: 0, firstInRun: true });
+    // The duplicate's later webhooks and the invented id again: no read, the invented one counted.
+    app.receiveWebhook('fa-dup');
+    app.receiveWebhook('fa-invented');
+    app.takeWebhooks();
+    expect(app.otherIdsToConfirm()).toEqual([]);
+    expect(app.takeUnconfirmed()).toEqual({ notFound: 1, unchecked: 0, firstInRun: false });
+    expect(app.unsentDuplicates).toEqual(['fa-dup']);
+    expect(app.details()).toContain('2 unknown to the bank');
+  });
+
+  it('drops the bank’s echo of our webhookUrl from the create answer and from a snapshot of a run from before', () => {
+    const { settings } = resolveSettings();
+    const app = new FinanceApplication('order-1', settings, { now: T0, notifies: false });
+    app.created({ financeApplicationId: 'fa-1', status: 'CREATED', webhookUrl: 'https://x/webhooks/h' }, at(0));
+    expect(app.state.bank).toEqual({ financeApplicationId: 'fa-1', status: 'CREATED' });
+    const old = {
+      state: { ...app.state, bank: { financeApplicationId: 'fa-1', webhookUrl: 'https://x/webhooks/h' } },
+      unsentNotifications: [],
+      pendingWebhookIds: [],
+    };
+    const next = new FinanceApplication('order-1', settings, { now: T0, carried: old, notifies: false });
+    expect(next.state.bank).toEqual({ financeApplicationId: 'fa-1' });
   });
 
   it('hands the polling activity what it needs: seen statuses, the clock, the policy', () => {

@@ -141,7 +141,8 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
       );
       expect(activities.getApplicationStatus.mock.calls.length - readsBefore).toBeLessThan(20);
 
-      // A stale read (the bank answers an older status) is not a regression; a foreign id triggers no read.
+      // A stale read (the bank answers an older status) is not a regression; a foreign id triggers no read of ours,
+      // only one read of that id to confirm it (this bank knows every id: a duplicate, reported once).
       statuses.set(id, 'IN_PROGRESS');
       const readsBeforeStale = activities.getApplicationStatus.mock.calls.length;
       await signal();
@@ -153,10 +154,16 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
           : undefined;
       });
       await signal('someone-elses-application');
-      await eventually(async () =>
-        (await handle.query(financeApplicationStateQuery)).mismatchedWebhooks === 1 ? true : undefined,
-      );
-      expect(activities.getApplicationStatus.mock.calls.length).toBe(readsAfterStale);
+      await eventually(async () => {
+        const s = await handle.query(financeApplicationStateQuery);
+        return s.mismatchedWebhooks === 1 && s.otherIds?.reads === 1 ? true : undefined;
+      });
+      expect(
+        activities.getApplicationStatus.mock.calls
+          .slice(readsAfterStale)
+          .map(([c]) => [c.financeApplicationId, c.source]),
+      ).toEqual([['someone-elses-application', undefined]]);
+      expect((await handle.query(financeApplicationStateQuery)).statusReads).toBe(readsAfterStale);
 
       statuses.set(id, 'COMPLETED');
       await signal();
@@ -173,6 +180,7 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
         status: 'COMPLETED',
         webhooksLive: true,
         mismatchedWebhooks: 1,
+        duplicateApplicationIds: ['someone-elses-application'],
       });
       const described = await handle.describe();
       expect(described.typedSearchAttributes.get(FinanceApplicationStatus)).toBe('COMPLETED');

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../src/activities/types';
+import type { WorkflowHandle } from '@temporalio/client';
 import {
+  MAX_ACCOUNTS_PER_BATCH,
   transactionEventSignal,
   transactionEventsStateQuery,
   type TransactionEventsInput,
@@ -9,8 +11,15 @@ import {
   type TransactionsChangedEvent,
 } from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
+import { recordConsentHistory } from '../helpers/histories';
 import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events';
-import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  startTestWorker,
+  testPayloadCodec,
+  type TemporalTestContext,
+} from '../helpers/temporal';
 
 /**
  * transactionEventsWorkflow's logic on the real dev server with a typed jest.fn notifyMerchant (the real HTTP
@@ -116,6 +125,60 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     ).toEqual(['a', 'b']);
     expect(new Set(calls.map((c) => c.idempotencyKey)).size).toBe(2);
     await t.client.workflow.getHandle(transactionEventsWorkflowId(consentId)).terminate('test done');
+  });
+
+  it('delivers a backlog in batches of at most 1,000 accounts, and continues as new carrying at most one batch', async () => {
+    const consentId = `c-${randomUUID()}`;
+    notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
+    const input = {
+      consentId,
+      callbackUrl: 'http://merchant.test/tx',
+      coalesceWindow: '300ms',
+      idleTimeout: '2s',
+      maxBatchesPerRun: 1,
+    } as const;
+    const all = Array.from({ length: 3_500 }, (_, i) => `acc-${String(i).padStart(4, '0')}`);
+    // As the receiver signals a big transactionEvent: parts of at most MAX_ACCOUNTS_PER_BATCH.
+    for (let from = 0; from < all.length; from += MAX_ACCOUNTS_PER_BATCH) {
+      const accounts = all.slice(from, from + MAX_ACCOUNTS_PER_BATCH).map((accountId) => ({ accountId }));
+      await signalWithStart(input, { consentId, accounts });
+    }
+    const delivered = await eventually(() => {
+      const ids = callsFor(consentId).flatMap((c) =>
+        (c.event as unknown as TransactionsChangedEvent).accounts.map((a) => a.accountId),
+      );
+      return ids.length >= all.length ? ids : undefined;
+    });
+    expect(delivered.sort()).toEqual(all);
+    const sizes = callsFor(consentId).map((c) => (c.event as unknown as TransactionsChangedEvent).accounts.length);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MAX_ACCOUNTS_PER_BATCH);
+    expect(sizes.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(callsFor(consentId).map((c) => c.idempotencyKey)).size).toBe(sizes.length);
+
+    // Every run after the first started from a snapshot of at most one batch.
+    const workflowId = transactionEventsWorkflowId(consentId);
+    const carried: number[] = [];
+    let first = '';
+    let runId: string | undefined = (await t.client.workflow.getHandle(workflowId).describe()).runId;
+    while (runId) {
+      first = runId;
+      const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await t.client.workflow
+        .getHandle(workflowId, runId)
+        .fetchHistory();
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      const [payload] = await testPayloadCodec.decode(started?.input?.payloads ?? []);
+      const arg = JSON.parse(Buffer.from(payload!.data!).toString('utf8')) as TransactionEventsInput;
+      if (arg.carried) carried.push(arg.carried.pendingAccountIds.length);
+      runId = started?.continuedExecutionRunId || undefined;
+    }
+    expect(carried.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...carried)).toBeLessThanOrEqual(MAX_ACCOUNTS_PER_BATCH);
+    // The first run (BOUNDED_BATCHES_PATCH: batches back to back, then continue-as-new) for the replay test.
+    await recordConsentHistory('transaction-events-v2-bounded-batches', t.client.workflow.getHandle(workflowId, first));
+    await t.client.workflow
+      .getHandle(workflowId)
+      .terminate('test done')
+      .catch(() => undefined);
   });
 
   it('keeps serving later bursts after the merchant refused a batch', async () => {

@@ -10,12 +10,21 @@ import {
   type LateReportReason,
 } from '../../shared/consent-refresh';
 import {
+  MAX_ACCOUNTS_PER_BATCH,
   transactionEventSignal,
   transactionEventsWorkflowType,
   type TransactionEventSignalInput,
 } from '../../shared/transaction-events';
 import { DEFAULT_SERVICE_SETTINGS } from '../../shared/application-settings';
-import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
+import {
+  BANK_CODE_PATTERN,
+  BANK_ID_PATTERN,
+  consentRefreshWorkflowId,
+  lateAccountEventsWorkflowId,
+  NO_CONTROL_CHARACTERS,
+  REFERENCE_PATTERN,
+  transactionEventsWorkflowId,
+} from '../../shared/ids';
 import { ConsentId, MerchantId, RefreshTaskId } from '../../shared/search-attributes';
 import { ConsentOwners } from '../../client/consent-claims';
 import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
@@ -35,29 +44,43 @@ import type { DirectRoute } from '../direct-routes';
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
 export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
 
-const id = z.string().trim().min(1).max(256);
+/**
+ * Bounds of what the bank sends (README "Bounds"): ids are 1-128 visible ASCII characters (after trimming), the
+ * consentId a reference ([A-Za-z0-9._~-]{1,128}: it becomes part of workflow ids), free text has no control
+ * characters. Anything else is a 400 naming the field, and nothing is signalled or started.
+ */
+const id = z
+  .string()
+  .trim()
+  .regex(BANK_ID_PATTERN, 'must be 1 to 128 visible ASCII characters (no spaces or control characters)');
+const consentId = z
+  .string()
+  .trim()
+  .regex(REFERENCE_PATTERN, 'must match [A-Za-z0-9._~-]{1,128} (it becomes part of workflow ids)');
+const text = (max: number) => z.string().max(max).regex(NO_CONTROL_CHARACTERS, 'must not contain control characters');
 
 /** bank-interface 6.2 accountEvent; unknown fields are dropped, item eventType is any string. */
 export const AccountEventSchema = z
   .object({
-    consentId: id,
+    consentId,
     taskId: id,
-    taskStatus: z.string().min(1).max(64),
-    bankCode: z.string().min(1).max(64),
-    bankName: z.string().max(256),
-    accounts: z.array(z.object({ accountId: id, eventType: z.string().min(1).max(64) })).max(1000),
+    taskStatus: text(64).min(1),
+    bankCode: z.string().regex(BANK_CODE_PATTERN, 'must be 1 to 64 visible ASCII characters'),
+    bankName: text(256),
+    // One bank's accounts: 1,000 is far beyond any consent; more is a 400 (one signal stays far under 2 MB).
+    accounts: z.array(z.object({ accountId: id, eventType: text(64).min(1) })).max(MAX_ACCOUNTS_PER_BATCH),
   })
   .meta({ id: 'AccountEvent' });
 
-/** bank-interface 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). */
+/**
+ * bank-interface 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). Any number of
+ * accounts the body limit lets through; the receiver signals them in parts of at most MAX_ACCOUNTS_PER_BATCH.
+ */
 export const TransactionEventSchema = z
   .object({
-    consentId: id,
-    eventType: z.string().min(1).max(64).default('NEW'),
-    accounts: z
-      .array(z.object({ accountId: id }))
-      .min(1)
-      .max(1000),
+    consentId,
+    eventType: text(64).min(1).default('NEW'),
+    accounts: z.array(z.object({ accountId: id })).min(1),
   })
   .meta({ id: 'TransactionEvent' });
 
@@ -163,6 +186,49 @@ async function handOffLateReport(
 }
 
 /**
+ * A transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off), in parts of at
+ * most MAX_ACCOUNTS_PER_BATCH accounts, one after the other: each signal stays small, and each part starts the
+ * workflow again if it closed meanwhile. A failure midway is a 503: the bank sends the whole event again, and the
+ * accounts already signalled come twice (the merchant's callback carries a set of changed accounts: harmless).
+ */
+async function deliverTransactionEvent(
+  deps: AppDeps,
+  owners: ConsentOwners,
+  event: TransactionEventSignalInput,
+): Promise<{ workflowId: string; outcome?: string }> {
+  // Only for a consent a merchant claimed, and then for that merchant.
+  const merchantId = await ownerOrIgnore(owners, event.consentId);
+  const workflowId = transactionEventsWorkflowId(event.consentId);
+  for (let from = 0; from < event.accounts.length; from += MAX_ACCOUNTS_PER_BATCH) {
+    const part = { ...event, accounts: event.accounts.slice(from, from + MAX_ACCOUNTS_PER_BATCH) };
+    await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
+      transactionEventsWorkflowType,
+      {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        args: [
+          {
+            merchantId,
+            consentId: event.consentId,
+            callbackUrl: deps.merchants.resolve(merchantId).transactionsCallbackUrl,
+            // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
+            coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
+          },
+        ],
+        signal: transactionEventSignal,
+        signalArgs: [part],
+        typedSearchAttributes: [
+          { key: MerchantId, value: merchantId },
+          { key: ConsentId, value: event.consentId },
+        ],
+        staticSummary: `transactionEvents of consent ${event.consentId}`,
+      },
+    );
+  }
+  return { workflowId };
+}
+
+/**
  * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (bank-interface 6.2), through the
  * receiver pipeline (src/api/webhook-receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
  * in constant time (an empty setting expects none: the embedded stack, or WEBHOOK_SECURITY_HEADER_WAIVED=true).
@@ -189,33 +255,7 @@ export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
         parse: parseAccountWebhook,
         async deliver(webhook) {
           if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
-          const event = webhook.event;
-          const merchantId = await ownerOrIgnore(owners, event.consentId);
-          const workflowId = transactionEventsWorkflowId(event.consentId);
-          await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
-            transactionEventsWorkflowType,
-            {
-              workflowId,
-              taskQueue: deps.taskQueue,
-              args: [
-                {
-                  merchantId,
-                  consentId: event.consentId,
-                  callbackUrl: deps.merchants.resolve(merchantId).transactionsCallbackUrl,
-                  // TRANSACTION_EVENTS_WINDOW: taken by the run this signal starts (a running one keeps its own).
-                  coalesceWindow: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).transactionEvents.coalesceWindowMs,
-                },
-              ],
-              signal: transactionEventSignal,
-              signalArgs: [event],
-              typedSearchAttributes: [
-                { key: MerchantId, value: merchantId },
-                { key: ConsentId, value: event.consentId },
-              ],
-              staticSummary: `transactionEvents of consent ${event.consentId}`,
-            },
-          );
-          return { workflowId };
+          return deliverTransactionEvent(deps, owners, webhook.event);
         },
         logIds: (webhook) =>
           webhook.kind === 'accountEvent'
@@ -228,6 +268,7 @@ export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
             : {
                 consentId: webhook.event.consentId,
                 accounts: webhook.event.accounts.length,
+                signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
                 workflowId: transactionEventsWorkflowId(webhook.event.consentId),
               },
         // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
@@ -248,8 +289,9 @@ export const accountWebhookPaths: ApiPaths = {
       description:
         "A body with `taskId` is an accountEvent: signalled to the consent's running refresh of that task, else " +
         'handed off as a late bank report (202 either way). Any other body is a transactionEvent: signal-with-start ' +
-        "of the consent's transactionEventsWorkflow. `Authorization` must equal WEBHOOK_SECURITY_HEADER (none is " +
-        'checked when it is empty). Body up to 256 KiB.',
+        "of the consent's transactionEventsWorkflow, in signals of at most 1,000 accounts. `Authorization` must " +
+        'equal WEBHOOK_SECURITY_HEADER (none is checked when it is empty). Body up to 256 KiB; ids of 1 to 128 ' +
+        'visible ASCII characters, consentId [A-Za-z0-9._~-]{1,128}, no control characters anywhere (else 400).',
       security: [{ [WEBHOOK_SECURITY_HEADER]: [] }],
       requestBody: {
         required: true,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
 import {
+  BANK_ID_PATTERN,
   financeApplicationWorkflowId,
   legacyFinanceApplicationWorkflowId,
   parseWebhookKey,
@@ -23,10 +24,16 @@ export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
 /** The bank's finance-application webhook carries one id; anything much bigger is not the bank. */
 export const FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT = 16 * 1024;
 
-/** bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. */
+/**
+ * bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible ASCII
+ * characters after trimming (README "Bounds"): anything else is a 400 and nothing is signalled.
+ */
 export const FinanceApplicationWebhookSchema = z
   .object({
-    financeApplicationId: z.string().trim().min(1).max(256),
+    financeApplicationId: z
+      .string()
+      .trim()
+      .regex(BANK_ID_PATTERN, 'must be 1 to 128 visible ASCII characters (no spaces or control characters)'),
   })
   .meta({ id: 'FinanceApplicationWebhook' });
 

@@ -21,6 +21,7 @@ import {
 import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl } from '../../security/callback-url';
 import { REFERENCE_PATTERN } from '../../shared/ids';
+import { withoutWebhookUrl } from '../../shared/bank-wire';
 import {
   applicationSettingsFor,
   DEFAULT_SERVICE_SETTINGS,
@@ -70,9 +71,11 @@ export const ApplicationStartedSchema = z
     merchantReference: z.string(),
     workflowId: z.string(),
     financeApplicationId: z.string(),
-    bank: z
-      .looseObject({ financeApplicationId: z.string(), status: z.string().optional() })
-      .meta({ description: "The bank's create response, as it answered" }),
+    bank: z.looseObject({ financeApplicationId: z.string(), status: z.string().optional() }).meta({
+      description:
+        "The bank's create response, as it answered, without any field naming a webhook: the webhook URL the bank " +
+        'may echo carries the credential of the status webhook',
+    }),
   })
   .meta({ id: 'ApplicationStarted' });
 
@@ -251,7 +254,8 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
       started.created ? 'finance application started' : 'finance application already existed',
     );
     const { created: _created, ...body } = started;
-    sendAs(res, started.created ? 201 : 200, ApplicationStartedSchema, body);
+    // The client strips it too; here as well, since this answer is what a merchant (or a third party) sees.
+    sendAs(res, started.created ? 201 : 200, ApplicationStartedSchema, { ...body, bank: withoutWebhookUrl(body.bank) });
   });
 
   router.get('/applications/:ref', async (req, res) => {
