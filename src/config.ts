@@ -37,7 +37,6 @@ import {
   DEFAULT_MERCHANT_LIMITS,
   readMerchantsFile,
   type MerchantDirectory,
-  type MerchantProblem,
 } from './config/merchants';
 import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
 
@@ -871,6 +870,6 @@ function loadMerchants(
       },
     },
   });
-  if (!directory) throw new ConfigError(problems as MerchantProblem[]);
+  if (!directory) throw new ConfigError(problems);
   return directory;
 }
