@@ -150,6 +150,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
 
   it('signals a transactionEvent of 2,500 accounts in parts of at most 1,000, and its workflow delivers every account in batches of at most 1,000', async () => {
     const txConsent = `tx-big-${randomUUID()}`;
+    await claim(txConsent);
     const accounts = Array.from({ length: 2_500 }, (_, i) => ({ accountId: `OPB-${String(i).padStart(5, '0')}` }));
     const res = await send(JSON.stringify({ consentId: txConsent, accounts }), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);

@@ -610,13 +610,14 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
 
     await fc.assert(
       fc.asyncProperty(planArb, async (p) => {
-        // A keyed POST without a body is a valid start of a refresh with the defaults (documented): not generated.
+        // A keyed POST without a body is a valid start of a refresh with the defaults, and a keyed PUT without a body a
+        // valid claim of the consent (both documented): not generated.
         fc.pre(
           !(
-            p.method === 'POST' &&
             p.auth === 'right' &&
             p.body === null &&
-            /^\/consents\/[^/]+\/refresh$/.test(p.path)
+            ((p.method === 'POST' && /^\/consents\/[^/]+\/refresh$/.test(p.path)) ||
+              (p.method === 'PUT' && /^\/consents\/[^/]+$/.test(p.path)))
           ),
         );
         const headers: Record<string, string> = { ...p.extraHeaders };

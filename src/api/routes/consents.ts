@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import express, { type Router } from 'express';
 import { z } from 'zod';
 import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
 import { REFERENCE_PATTERN } from '../../shared/ids';
@@ -16,6 +16,9 @@ export const ConsentSchema = z
     claimed: z.boolean().meta({ description: 'False once released' }),
   })
   .meta({ id: 'Consent' });
+
+/** PUT takes no body; `{}` is accepted as none. */
+const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
 
 const ConsentParams = z.object({ consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }) });
 
@@ -40,8 +43,12 @@ export function consentRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
 
   // Described in consentPaths below.
-  router.put('/consents/:consentId', async (req, res) => {
+  router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req.params.consentId);
+    // No body (or `{}`): a body that is anything else is refused, not ignored.
+    const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+    if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
+    ClaimBody.parse(req.body ?? {});
     const scope = scopeOf(res, deps.merchants);
     let claim;
     try {
@@ -94,13 +101,22 @@ export const consentPaths: ApiPaths = {
       description:
         'Account webhooks carry only the consent id: a consent belongs to the merchant that claimed it first, and ' +
         'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
-        'it here to receive its transactionEvents before any refresh. No body.',
+        'it here to receive its transactionEvents before any refresh. No body (or `{}`).',
       security: merchantKeyRequired,
       requestParams: { path: ConsentParams },
+      requestBody: { required: false, content: { 'application/json': { schema: ClaimBody } } },
       responses: {
         '201': json(ConsentSchema, 'Claimed by this call'),
         '200': json(ConsentSchema, "Already the caller's"),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Another merchant's consent"], 429, 503),
+        ...errors(
+          [400, 'Invalid consentId, or a body other than {}'],
+          401,
+          [404, "Another merchant's consent"],
+          413,
+          415,
+          429,
+          503,
+        ),
       },
     },
     get: {
