@@ -64,6 +64,7 @@ export async function startConsentRefresh(
   const { merchantId } = merchantScope(merchant);
   // The consent is the merchant's from its first refresh on; another merchant's consent is not found.
   await claimConsent(client, merchantId, input.consentId, options);
+  await assertNoRefreshOfAnother(client, merchantId, input.consentId);
   input = { ...input, merchantId } as ConsentRefreshInput;
   const workflowId = consentRefreshWorkflowId(input.consentId);
   if (input.knownBankCodes === undefined) {
@@ -114,11 +115,67 @@ export async function getConsentRefreshProgress(
   consentId: string,
 ): Promise<ConsentRefreshProgress & { lateReports: number }> {
   await assertConsentOf(client, merchant, consentId);
+  await assertWorkflowOf(client, merchant, consentRefreshWorkflowId(consentId), consentId);
   const [progress, late] = await Promise.all([
     consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery),
-    getLateBankReports(client, consentId),
+    ownLateBankReports(client, merchant, consentId),
   ]);
   return mergeLateReports(progress, late.reports);
+}
+
+/** A refresh of the consent still runs for its previous owner (released since): a start would attach to it. */
+export class RefreshOfPreviousOwnerRunningError extends Error {
+  constructor(readonly consentId: string) {
+    super(
+      `A refresh of consent ${consentId} started before it was claimed by this merchant is still running; retry once it ends`,
+    );
+    this.name = 'RefreshOfPreviousOwnerRunningError';
+  }
+}
+
+async function assertNoRefreshOfAnother(client: Client, merchantId: string, consentId: string): Promise<void> {
+  let description;
+  try {
+    description = await consentRefreshHandle(client, consentId).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    throw err;
+  }
+  if (description.status.name !== 'RUNNING') return;
+  const owner = description.typedSearchAttributes.get(MerchantId);
+  if (owner !== undefined && owner !== merchantId) throw new RefreshOfPreviousOwnerRunningError(consentId);
+}
+
+/**
+ * The workflow was started for this merchant (its MerchantId), or before tenancy for the legacy merchant. A consent
+ * released by one merchant and claimed by another keeps the first one's workflows until new ones replace them:
+ * they stay the first merchant's (ConsentNotFoundError to the new owner). Throws WorkflowNotFoundError too.
+ */
+async function assertWorkflowOf(
+  client: Client,
+  merchant: MerchantScope | string,
+  workflowId: string,
+  consentId: string,
+): Promise<void> {
+  const scope = merchantScope(merchant);
+  const owner = (await client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(MerchantId);
+  if (owner === undefined ? !scope.ownsLegacy : owner !== scope.merchantId) throw new ConsentNotFoundError(consentId);
+}
+
+/** The consent's late bank reports, when its late-reports workflow is the merchant's; none otherwise. */
+async function ownLateBankReports(
+  client: Client,
+  merchant: MerchantScope | string,
+  consentId: string,
+): Promise<LateAccountEventsState> {
+  try {
+    await assertWorkflowOf(client, merchant, lateAccountEventsWorkflowId(consentId), consentId);
+  } catch (err) {
+    if (err instanceof ConsentNotFoundError || err instanceof WorkflowNotFoundError)
+      return { consentId, reports: [], received: 0, duplicates: 0 };
+    throw err;
+  }
+  return getLateBankReports(client, consentId);
 }
 
 /** Waits for the consent's latest refresh to end and returns its result, amended by the late reports so far. */
@@ -128,8 +185,9 @@ export async function awaitConsentRefreshResult(
   consentId: string,
 ): Promise<ConsentRefreshResult & { lateReports: number }> {
   await assertConsentOf(client, merchant, consentId);
+  await assertWorkflowOf(client, merchant, consentRefreshWorkflowId(consentId), consentId);
   const result = await consentRefreshHandle(client, consentId).result();
-  return mergeLateReports(result, (await getLateBankReports(client, consentId)).reports);
+  return mergeLateReports(result, (await ownLateBankReports(client, merchant, consentId)).reports);
 }
 
 /**

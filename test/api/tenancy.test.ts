@@ -231,8 +231,13 @@ describe('merchants as tenants (whole stack)', () => {
       const res = await shopB(path, { method, body });
       expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 });
     }
+    // shop-a's own refresh (it claimed the consent first).
+    const refreshA = await shopA(`/consents/${consentId}/refresh`, { method: 'POST', body: '{}' });
+    expect(refreshA.status).toBe(202);
+    const shopATask = ((await refreshA.json()) as { taskId: string }).taskId;
+    expect((await shopA(`/consents/${consentId}/refresh`)).status).toBe(200);
     // shop-b's refresh reached nothing at the bank.
-    expect(stack.sandbox.control.refreshTasks().filter((t) => t.consentId === consentId)).toEqual([]);
+    expect(stack.sandbox.control.refreshTasks().filter((t) => t.consentId === consentId)).toHaveLength(1);
     const claim = await stack.t.client.workflow.getHandle(consentClaimWorkflowId(consentId)).describe();
     expect(claim.typedSearchAttributes.get(MerchantId)).toBe('shop-a');
 
@@ -255,6 +260,11 @@ describe('merchants as tenants (whole stack)', () => {
       (await shopB(`/consents/${consentId}`, { method: 'PUT' })).status === 201 ? true : undefined,
     );
     expect((await shopA(`/consents/${consentId}`)).status).toBe(404);
+    // shop-a's refresh of it stays shop-a's: the new owner does not read it, nor attach to it while it runs.
+    expect((await shopB(`/consents/${consentId}/refresh`)).status).toBe(404);
+    const attach = await shopB(`/consents/${consentId}/refresh`, { method: 'POST', body: '{}' });
+    expect([409, 202]).toContain(attach.status); // 202 only once shop-a's refresh has ended: then shop-b's own
+    if (attach.status === 202) expect(await attach.json()).not.toMatchObject({ taskId: shopATask });
     await finish(consentClaimWorkflowId(consentId));
   });
 

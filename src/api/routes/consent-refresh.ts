@@ -2,7 +2,11 @@ import express, { type Router } from 'express';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { getConsentRefreshProgress, startConsentRefresh } from '../../client/consent-refresh';
+import {
+  getConsentRefreshProgress,
+  RefreshOfPreviousOwnerRunningError,
+  startConsentRefresh,
+} from '../../client/consent-refresh';
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
@@ -128,6 +132,7 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
+      if (err instanceof RefreshOfPreviousOwnerRunningError) throw new HttpError(409, err.message, undefined, 60);
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.type === REFRESH_NOT_STARTED) {
         throw new HttpError(502, `The bank did not start the refresh: ${cause.message}`);
@@ -177,6 +182,7 @@ export const consentRefreshPaths: ApiPaths = {
           [400, 'Invalid consentId or body'],
           401,
           [404, "The consent is another merchant's"],
+          [409, "A refresh started by the consent's previous owner still runs: retry after Retry-After"],
           413,
           415,
           429,
