@@ -170,7 +170,7 @@ export function buildMerchantDirectory(input: {
   if (legacyMerchantId === undefined || (keysConfigured && !names.includes(legacyMerchantId)))
     problems.push({
       variable: legacyFrom,
-      message: `names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
+      message: `${legacyFrom === MERCHANTS_FILE ? 'legacyMerchant ' : ''}names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
     });
 
   const merchants = new Map<string, MerchantSettings>();
@@ -185,7 +185,7 @@ export function buildMerchantDirectory(input: {
       if (!verdict.allowed)
         problems.push({
           variable: MERCHANTS_FILE,
-          message: `merchant "${id}", transactionsCallbackUrl: ${verdict.reason} (add ${verdict.origin ?? 'its origin'} to its callbackAllowedOrigins)`,
+          message: `merchant "${id}", transactionsCallbackUrl: ${verdict.reason.replace('CALLBACK_ALLOWED_ORIGINS', 'its callbackAllowedOrigins')}`,
         });
     }
     merchants.set(id, {
