@@ -141,29 +141,24 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
     try {
       ({ workflowId, outcome } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
     } catch (err) {
-      if (err instanceof WebhookIgnored) {
-        count(kind, err.outcome);
+      // Nowhere to go by design (WebhookIgnored), or a closed or unknown workflow: 200 `ignored`, so the bank does
+      // not retry; counted and logged.
+      const ignored =
+        err instanceof WebhookIgnored
+          ? { outcome: err.outcome, reason: err.reason, why: err.reason }
+          : err instanceof WorkflowNotFoundError
+            ? { outcome: 'no_target', reason: spec.ignoredReason, why: 'for a closed or unknown workflow' }
+            : undefined;
+      if (ignored) {
+        count(kind, ignored.outcome);
         deps.logger.warn(
           { kind, ...spec.logIds(event, req) },
-          `${kind} webhook ${err.reason}: acknowledged, not delivered`,
+          `${kind} webhook ${ignored.why}: acknowledged, not delivered`,
         );
         sendJson(res, 200, {
           status: 'ignored',
           kind,
-          reason: err.reason,
-        } satisfies z.infer<typeof WebhookIgnoredSchema>);
-        return;
-      }
-      if (err instanceof WorkflowNotFoundError) {
-        count(kind, 'no_target');
-        deps.logger.warn(
-          { kind, ...spec.logIds(event, req) },
-          `${kind} webhook for a closed or unknown workflow: acknowledged, not delivered`,
-        );
-        sendJson(res, 200, {
-          status: 'ignored',
-          kind,
-          reason: spec.ignoredReason,
+          reason: ignored.reason,
         } satisfies z.infer<typeof WebhookIgnoredSchema>);
         return;
       }

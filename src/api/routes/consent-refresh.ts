@@ -80,9 +80,11 @@ export const RefreshProgressSchema = z
   })
   .meta({ id: 'RefreshProgress' });
 
-const ConsentParams = z.object({ consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }) });
+export const ConsentParams = z.object({
+  consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }),
+});
 
-const consentIdOf = (raw: string | string[] | undefined): string => {
+export const consentIdOf = (raw: string | string[] | undefined): string => {
   const consentId = typeof raw === 'string' ? raw : '';
   if (!REFERENCE_PATTERN.test(consentId)) throw new HttpError(400, 'consentId must match [A-Za-z0-9._~-]{1,128}');
   return consentId;

@@ -1,12 +1,12 @@
 import express, { type Router } from 'express';
 import { z } from 'zod';
 import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
-import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { AppDeps } from '../app';
 import { scopeOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
+import { ConsentParams, consentIdOf } from './consent-refresh';
 
 /** A consent as its owner sees it. */
 export const ConsentSchema = z
@@ -19,14 +19,6 @@ export const ConsentSchema = z
 
 /** PUT takes no body; `{}` is accepted as none. */
 const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
-
-const ConsentParams = z.object({ consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }) });
-
-const consentIdOf = (raw: string | string[] | undefined): string => {
-  const consentId = typeof raw === 'string' ? raw : '';
-  if (!REFERENCE_PATTERN.test(consentId)) throw new HttpError(400, 'consentId must match [A-Za-z0-9._~-]{1,128}');
-  return consentId;
-};
 
 const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
 
