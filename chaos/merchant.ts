@@ -121,6 +121,16 @@ export class Facade {
    * A start call retried as a merchant would: on 503 (after Retry-After, at most 2 s) or no answer, with the same
    * body (the reference or consent makes it idempotent), until another answer or `giveUpMs` passed.
    */
+  /** PUT /consents/:id (the merchant claims the consent) until it answers 200 or 201: an API may be starting. */
+  async claimConsent(consentId: string): Promise<void> {
+    for (let attempt = 0; attempt < 30; attempt++) {
+      const res = await this.request(attempt, 'PUT', `/consents/${consentId}`);
+      if (res.status === 200 || res.status === 201) return;
+      await sleep(1_000);
+    }
+    throw new Error(`PUT /consents/${consentId} never answered 200 or 201`);
+  }
+
   async startWithRetry(api: number, path: string, body: unknown, giveUpMs: number): Promise<FacadeResponse> {
     const deadline = Date.now() + giveUpMs;
     for (let attempt = 0; ; attempt++) {

@@ -364,6 +364,8 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     o.log(
       `  stack up: Temporal ${stack.temporalAddress}, APIs ${stack.publicUrls.join(' ')}, sandbox ${stack.sandboxUrl}`,
     );
+    // The merchant claims its consents first: a transactionEvent of an unclaimed consent starts nothing.
+    for (const consent of plan.consents) await facade.claimConsent(consent.consentId);
 
     for (const app of plan.applications) {
       await sandboxCall(stack.sandboxUrl, 'POST', '/_sandbox/application-scripts', {

@@ -368,6 +368,8 @@ async function main(): Promise<number> {
       findings.push(`POST /consents/${refreshConsent}/refresh answered ${refreshAnswer.status ?? 'nothing'}`);
     }
     const burstConsent = `cluster-${tag}-consent-transactions`;
+    // The merchant claims the consent first: a transactionEvent of an unclaimed consent starts nothing.
+    await facade.claimConsent(burstConsent);
     await sandboxCall(sandboxUrl, 'PUT', `/_sandbox/consents/${burstConsent}`, {
       operatingAccounts: [`${tag}-op-1`, `${tag}-op-2`, `${tag}-op-3`],
     });
