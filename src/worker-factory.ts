@@ -4,8 +4,6 @@
  * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
  */
 import type { DataConverter } from '@temporalio/common';
-import type { CallbackAllowList } from './security/callback-url';
-import type { MerchantSettings } from './config/merchants';
 import {
   NativeConnection,
   Worker,
@@ -17,7 +15,7 @@ import type { Config, WorkerTuning } from './config';
 import {
   createActivities,
   createBankClient,
-  createCallbackDispatcher,
+  callbackDispatchers,
   ReadPacer,
   WebhookEvidence,
   type Activities,
@@ -234,15 +232,7 @@ export async function startWorker(options: {
     metrics.tokenRequests.inc({ outcome }),
   );
   // One dispatcher per allow-list: the DNS rebinding guard lets loopback through only where that list allows it.
-  const dispatchers = new Map<CallbackAllowList, ReturnType<typeof createCallbackDispatcher>>();
-  const callbackDispatcher = (merchant: MerchantSettings) => {
-    let dispatcher = dispatchers.get(merchant.callbacks.allowList);
-    if (!dispatcher) {
-      dispatcher = createCallbackDispatcher({ allowList: merchant.callbacks.allowList });
-      dispatchers.set(merchant.callbacks.allowList, dispatcher);
-    }
-    return dispatcher;
-  };
+  const dispatchers = callbackDispatchers();
   if (config.callbacks.developmentSecret) {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
     logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
@@ -252,7 +242,7 @@ export async function startWorker(options: {
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
     callbacks: config.callbacks,
     merchants: config.merchants,
-    callbackDispatcher,
+    callbackDispatcher: (merchant) => dispatchers.for(merchant),
     // One per process: a webhook seen by any activity of this worker slows every application's polls.
     webhookEvidence: new WebhookEvidence(),
     // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
@@ -261,7 +251,7 @@ export async function startWorker(options: {
   });
   const closeClients = async () => {
     await bank.close();
-    await Promise.all([...dispatchers.values()].map((d) => d.close()));
+    await dispatchers.close();
     await metricsServer.close();
   };
   let workers: PaylaterWorkers;

@@ -33,7 +33,7 @@ export {
 } from './bank/create-bank-client';
 export { ClientCredentialsTokenProvider, type TokenProvider, type TokenRequestOutcome } from './bank/token-provider';
 export type { BankLogger } from './bank/logger';
-export { createCallbackDispatcher } from './merchant-callback';
+export { callbackDispatchers, createCallbackDispatcher } from './merchant-callback';
 export { toApplicationFailure } from './failures';
 export { WebhookEvidence } from './webhook-evidence';
 export { ReadPacer } from './bank/read-pacer';

@@ -49,6 +49,27 @@ export function createCallbackDispatcher(
 }
 
 /**
+ * One callback dispatcher per allow-list, made on first use: each merchant's callbacks go through the DNS rebinding
+ * guard of its own list (loopback only where that list allows it). `for` is ActivityDeps.callbackDispatcher.
+ */
+export function callbackDispatchers(): {
+  for(merchant: { callbacks: { allowList: CallbackAllowList } }): Agent;
+  close(): Promise<void>;
+} {
+  const dispatchers = new Map<CallbackAllowList, Agent>();
+  return {
+    for({ callbacks: { allowList } }) {
+      let dispatcher = dispatchers.get(allowList);
+      if (!dispatcher) dispatchers.set(allowList, (dispatcher = createCallbackDispatcher({ allowList })));
+      return dispatcher;
+    },
+    close: async () => {
+      await Promise.all([...dispatchers.values()].map((d) => d.close()));
+    },
+  };
+}
+
+/**
  * dns.lookup (or `resolve`, for tests), refusing what the host name must not reach. IP literals never come here
  * (net connects to them without a lookup).
  */

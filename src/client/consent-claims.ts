@@ -14,6 +14,7 @@ import { consentClaimWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import { ConsentId, MerchantId } from '../shared/search-attributes';
 import type { consentClaimWorkflow } from '../workflows/consent-claim';
 import { merchantScope, type MerchantScope } from './merchant-scope';
+import { isClosedRunError } from './status-waits';
 
 /** The consent is claimed by another merchant: to the caller it is as if it did not exist (the facade's 404). */
 export class ConsentNotFoundError extends Error {
@@ -98,14 +99,10 @@ export async function releaseConsent(
       .getHandle<typeof consentClaimWorkflow>(consentClaimWorkflowId(consentId))
       .executeUpdate(releaseConsentClaimUpdate, { args: [{ merchantId }] });
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError || isClosed(err))
+    if (err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError || isClosedRunError(err))
       throw new ConsentNotFoundError(consentId);
     throw err;
   }
-}
-
-function isClosed(err: unknown): boolean {
-  return err instanceof Error && /already completed/i.test(err.message);
 }
 
 /**
@@ -130,14 +127,9 @@ export class ConsentOwners {
     return merchantId;
   }
 
-  /** What this process just learned (its own claim). */
-  remember(consentId: string, merchantId: string, now = Date.now()): void {
+  private remember(consentId: string, merchantId: string, now = Date.now()): void {
     this.owners.set(consentId, { merchantId, until: now + (this.options.ttlMs ?? 60_000) });
     const max = this.options.maxEntries ?? 10_000;
     while (this.owners.size > max) this.owners.delete(this.owners.keys().next().value!);
-  }
-
-  forget(consentId: string): void {
-    this.owners.delete(consentId);
   }
 }

@@ -198,10 +198,9 @@ export async function assertConsentOf(
   client: Client,
   merchant: MerchantScope | string,
   consentId: string,
-  owners?: { of(consentId: string): Promise<string | undefined> },
 ): Promise<void> {
   const scope = merchantScope(merchant);
-  const owner = owners ? await owners.of(consentId) : await consentOwner(client, consentId);
+  const owner = await consentOwner(client, consentId);
   if (owner === scope.merchantId || (owner === undefined && scope.ownsLegacy)) return;
   throw new ConsentNotFoundError(consentId);
 }

@@ -190,16 +190,19 @@ export async function resolveFinanceApplicationId(
   merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<string> {
+  return (await describeFinanceApplication(client, merchant, merchantReference)).workflowId;
+}
+
+/** The found workflow id and its run's status (one describe; two for the legacy merchant's pre-tenancy ones). */
+async function describeFinanceApplication(client: Client, merchant: MerchantScope | string, merchantReference: string) {
   const scope = merchantScope(merchant);
   const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
   try {
-    await client.workflow.getHandle(own).describe();
-    return own;
+    return { workflowId: own, status: (await client.workflow.getHandle(own).describe()).status };
   } catch (err) {
     const legacy = legacyWorkflowIdOf(scope, merchantReference);
     if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
-    await client.workflow.getHandle(legacy).describe();
-    return legacy;
+    return { workflowId: legacy, status: (await client.workflow.getHandle(legacy).describe()).status };
   }
 }
 
@@ -236,24 +239,10 @@ export async function readFinanceApplication(
   merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<{ workflowId: string; state: FinanceApplicationState }> {
-  const scope = merchantScope(merchant);
-  const candidates = [financeApplicationWorkflowId(scope.merchantId, merchantReference)];
-  const legacy = legacyWorkflowIdOf(scope, merchantReference);
-  if (legacy !== undefined) candidates.push(legacy);
-  for (const [i, workflowId] of candidates.entries()) {
-    const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
-    let status;
-    try {
-      ({ status } = await handle.describe());
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError && i < candidates.length - 1) continue;
-      throw err;
-    }
-    const state =
-      status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
-    return { workflowId, state: merchantView(state) };
-  }
-  throw new WorkflowNotFoundError('Workflow not found', candidates[0]!, undefined);
+  const { workflowId, status } = await describeFinanceApplication(client, merchant, merchantReference);
+  const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
+  const state = status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
+  return { workflowId, state: merchantView(state) };
 }
 
 /**

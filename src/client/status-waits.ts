@@ -209,7 +209,7 @@ function updateFailureType(err: WorkflowUpdateFailedError): string | undefined {
 }
 
 /** An update sent to a run that completed meanwhile ("workflow execution already completed"). */
-function isClosedRunError(err: unknown): boolean {
+export function isClosedRunError(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof Error && /already completed/i.test(e.message)) return true;
   }

@@ -10,7 +10,7 @@ import { createMetrics, type Metrics } from '../../src/api/metrics';
 import {
   createActivities,
   createBankClient,
-  createCallbackDispatcher,
+  callbackDispatchers,
   ReadPacer,
   type Activities,
   type BankClientHandle,
@@ -19,12 +19,7 @@ import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../sr
 import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTuning } from '../../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../../src/security/callback-url';
 import type { MerchantApiKey, OperatorApiKey } from '../../src/security/api-keys';
-import {
-  buildMerchantDirectory,
-  DEFAULT_MERCHANT_LIMITS,
-  type MerchantSettings,
-  type MerchantsFile,
-} from '../../src/config/merchants';
+import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } from '../../src/config/merchants';
 import {
   createPayloadCodec,
   type AesGcmPayloadCodec,
@@ -245,16 +240,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     clientSecret: 'test-secret',
     onTokenRequest: (outcome) => workerMetrics.tokenRequests.inc({ outcome }),
   });
-  const dispatchers = new Map<CallbackAllowList, ReturnType<typeof createCallbackDispatcher>>();
-  const callbackDispatcher = (merchant: MerchantSettings) => {
-    let dispatcher = dispatchers.get(merchant.callbacks.allowList);
-    if (!dispatcher)
-      dispatchers.set(
-        merchant.callbacks.allowList,
-        (dispatcher = createCallbackDispatcher({ allowList: merchant.callbacks.allowList })),
-      );
-    return dispatcher;
-  };
+  const dispatchers = callbackDispatchers();
   const defaults = loadConfig({});
   const activities = createActivities({
     bank: bank.client,
@@ -267,7 +253,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     callbacks: { allowList: callbackAllowList, signingSecrets },
     merchants,
-    callbackDispatcher,
+    callbackDispatcher: (merchant) => dispatchers.for(merchant),
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,
   });
@@ -339,7 +325,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await closeServer(internalServer, 1_000);
       await sandbox.close();
       await bank.close();
-      await Promise.all([...dispatchers.values()].map((d) => d.close()));
+      await dispatchers.close();
       await t.close();
     },
   };

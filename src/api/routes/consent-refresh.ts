@@ -161,7 +161,7 @@ export function consentRefreshRoutes(deps: AppDeps): Router {
 }
 
 /** Another merchant's consent answers as an unknown one: nothing tells that it exists. */
-const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
+export const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
 
 /** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
 export const consentRefreshPaths: ApiPaths = {

@@ -6,7 +6,7 @@ import { scopeOf } from '../authenticate';
 import { HttpError, withStartDeadline } from '../errors';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
-import { ConsentParams, consentIdOf } from './consent-refresh';
+import { ConsentParams, consentIdOf, notYours } from './consent-refresh';
 
 /** A consent as its owner sees it. */
 export const ConsentSchema = z
@@ -19,8 +19,6 @@ export const ConsentSchema = z
 
 /** PUT takes no body; `{}` is accepted as none. */
 const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
-
-const notYours = (consentId: string) => new HttpError(404, `No consent ${consentId} for this merchant`);
 
 /**
  * A merchant's consents (README "Merchants"): the bank's account webhooks carry only the consent id, so a consent
