@@ -222,12 +222,16 @@ describe('npm start (embedded default)', () => {
         ...init,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       });
+    // A first start on an empty SQLite file creates Temporal's schema: on a loaded CI machine that took over 90 s
+    // once. When it does not come up, the failure shows what the processes printed.
     const ready = () =>
       eventually(
         async () => ((await fetch(`http://127.0.0.1:${internalPort}/readyz`)).status === 200 ? true : undefined),
-        90_000,
+        150_000,
         250,
-      );
+      ).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n--- npm start printed:\n${app.output().slice(-4000)}`);
+      });
     const merchantReference = `restart-${randomUUID()}`;
     const read = async () =>
       (await (await facade(`/applications/${merchantReference}`)).json()) as {
@@ -291,7 +295,7 @@ describe('npm start (embedded default)', () => {
       if (app.child.exitCode === null) app.child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, 420_000);
 
   it('waits for an unreachable TEMPORAL_ADDRESS, naming it, and stops cleanly on SIGTERM', async () => {
     const app = run({
