@@ -39,6 +39,7 @@ import {
   type MerchantDirectory,
 } from './config/merchants';
 import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
+import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from './temporal/worker-deployment';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -320,6 +321,20 @@ const envSchema = (role: ConfigRole) =>
       TEMPORAL_PROFILE: optionalString,
       TEMPORAL_CONFIG_FILE: optionalString,
       TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
+      // Worker Versioning (src/temporal/worker-deployment.ts): the deployment every worker joins, and the build id
+      // (derived from the workflow bundle unless set). Letters, digits, '-' and '_': the CLI writes a version
+      // as `{deployment}.{build}`.
+      WORKER_DEPLOYMENT_NAME: z.preprocess(
+        emptyToUndefined,
+        z
+          .string()
+          .regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"')
+          .default(DEFAULT_WORKER_DEPLOYMENT_NAME),
+      ),
+      WORKER_BUILD_ID: z.preprocess(
+        emptyToUndefined,
+        z.string().regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"').optional(),
+      ),
       TEMPORAL_UI_PORT: port(8233),
       TEMPORAL_DEV_SERVER_PORT: port(7233),
       TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
@@ -671,6 +686,8 @@ export interface Config {
     /** What the address came from, whether an API key and TLS are on (for the start-up log; no secret). */
     connection: Pick<TemporalProfile, 'addressFrom' | 'apiKey' | 'tls'>;
     taskQueue: string;
+    /** WORKER_DEPLOYMENT_NAME, and WORKER_BUILD_ID (undefined: buildIdOf the workflow bundle's inputs). */
+    deployment: { name: string; buildId?: string };
     devServer: { port: number; uiPort: number; dataDir: string };
   };
   bank: {
@@ -798,6 +815,7 @@ export function loadConfig(
         tls: temporal.profile.tls,
       },
       taskQueue: e.TASK_QUEUE,
+      deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
       devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
     },
     bank: {

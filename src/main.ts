@@ -12,6 +12,7 @@ import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker-factory';
+import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
 
@@ -22,7 +23,7 @@ import { sandboxStateFile } from './sandbox/persistence';
  */
 runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
   // First: a missing or stale bundle stops start-up before any server is started.
-  const workflowBundle = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
+  const { workflowBundle, buildId } = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
   let address = config.temporal.address;
   let uiUrl: string | undefined;
   if (!address) {
@@ -102,6 +103,7 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     bank,
     dataConverter,
     workflowBundle,
+    buildId,
     tracing: processTracing(),
     runtimeMetricsUrl,
   });
@@ -110,6 +112,13 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     logger.fatal({ err }, 'worker failed');
     await shutdown(1);
   });
+  // npm start makes its own build current (in production the deploy procedure does: docs/deploying.md).
+  if (worker.deployment) {
+    await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
+      signal: stopSignal,
+    });
+    await warnAboutOtherBuilds(client, config.temporal.namespace, worker.deployment, logger);
+  }
 
   const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
   const notice = generatedKeyNotice(config, internalUrl);
@@ -126,6 +135,9 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
       : `  Bank                      ${bank.baseUrl}`,
     `  Worker metrics, health    http://localhost:${worker.metricsServer.port}/metrics   (/healthz, /readyz)`,
     `  Task queue                ${config.temporal.taskQueue}`,
+    ...(worker.deployment
+      ? [`  Worker build              ${versionString(worker.deployment)}   (current version)`]
+      : []),
     // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
     ...(config.callbacks.developmentSecret
       ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]

@@ -5,6 +5,7 @@ import { bundleWorkflowCode, type Logger as SdkLogger, type WorkflowBundlePath }
 import type { Compiler } from 'webpack';
 import { StartupError } from './bootstrap';
 import { createLogger, type Logger } from './logging';
+import { buildIdOf } from './temporal/worker-deployment';
 
 /**
  * The prebuilt workflow bundle (samples-typescript `production`): `npm run build` compiles src into dist, then
@@ -231,23 +232,28 @@ export function loadWorkflowBundle(
   return { workflowBundle: { codePath }, manifest };
 }
 
-/** loadWorkflowBundle() for an entry point (with the tracing interceptors when its tracing is on), logged. */
+/**
+ * loadWorkflowBundle() for an entry point (with the tracing interceptors when its tracing is on), logged, with the
+ * build id of its workflow code (buildIdOf the inputs hash: the same for the bundles with and without tracing, which
+ * run the same commands).
+ */
 export function prebuiltWorkflowBundle(
   logger: Logger,
   options: { tracing: boolean; distDir?: string },
-): WorkflowBundlePath {
+): { workflowBundle: WorkflowBundlePath; buildId: string } {
   const { workflowBundle, manifest } = loadWorkflowBundle(options.distDir, { tracing: options.tracing });
+  const buildId = buildIdOf(manifest.inputsSha256);
   logger.info(
     {
       workflowBundle: workflowBundle.codePath,
-      inputsSha256: manifest.inputsSha256.slice(0, 12),
+      buildId,
       sdkVersion: manifest.sdkVersion,
       builtAt: manifest.builtAt,
       tracingInterceptors: options.tracing,
     },
     'workflow code from the prebuilt bundle',
   );
-  return workflowBundle;
+  return { workflowBundle, buildId };
 }
 
 /** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
@@ -262,7 +268,7 @@ if (require.main === module) {
       logger.info(
         {
           codePath,
-          inputsSha256: manifest.inputsSha256.slice(0, 12),
+          buildId: buildIdOf(manifest.inputsSha256),
           sdkVersion: manifest.sdkVersion,
           sizeKiB: Math.round(readFileSync(codePath).length / 1024),
           tracingInterceptors: tracing,

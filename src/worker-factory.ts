@@ -26,6 +26,7 @@ import { activityLogIds } from './activities/log-attributes';
 import { workerTracingOptions, type Tracing } from './telemetry/tracing';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
+import { versionString, type DeploymentVersion } from './temporal/worker-deployment';
 
 /** How long a stopping worker lets running activities finish before they are cancelled. */
 export const SHUTDOWN_GRACE_TIME = '10s' as const;
@@ -49,6 +50,11 @@ export interface WorkerDeps {
   bankMaxReadsPerSecond?: number;
   /** The process's tracing (src/telemetry): activity spans and the workflow spans' sink; undefined: off. */
   tracing?: Tracing;
+  /**
+   * The Worker Deployment Version both workers join (Worker Versioning: README "Deploying a new version"); new
+   * workflows default to PINNED on it. Undefined: unversioned workers (tests that are not about versioning).
+   */
+  deployment?: DeploymentVersion;
 }
 
 /** The Workers of one worker process, run and stopped as one. */
@@ -94,6 +100,17 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
     dataConverter: deps.dataConverter,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
     ...activityTuning,
+    // Both workers are one version: a pinned run's activities on the bank-reads queue go to its own build's workers.
+    ...(deps.deployment
+      ? ({
+          workerDeploymentOptions: {
+            useWorkerVersioning: true,
+            version: deps.deployment,
+            // Each workflow type states its own (setWorkflowOptions); this is the default for any that does not.
+            defaultVersioningBehavior: 'PINNED',
+          },
+        } satisfies Partial<WorkerOptions>)
+      : {}),
   };
   const reads: readonly string[] = BANK_READ_ACTIVITIES;
   const bankReadActivities = Object.fromEntries(
@@ -172,6 +189,8 @@ export interface BankEndpoints {
 
 export interface RunningWorker {
   workers: PaylaterWorkers;
+  /** The Worker Deployment Version the workers joined; undefined: unversioned. */
+  deployment?: DeploymentVersion;
   /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker-metrics.ts). */
   metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
@@ -214,6 +233,11 @@ export async function startWorker(options: {
   dataConverter: DataConverter;
   /** The prebuilt workflow bundle (prebuiltWorkflowBundle); absent: bundle the workflows at start (webpack). */
   workflowBundle?: WorkflowBundleOption;
+  /**
+   * The build id of that workflow code (prebuiltWorkflowBundle's buildId; WORKER_BUILD_ID wins): the workers join
+   * the Worker Deployment config.temporal.deployment.name as that build. Undefined: unversioned workers.
+   */
+  buildId?: string;
   /** The process's tracing (processTracing()); undefined: off. */
   tracing?: Tracing;
   /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
@@ -254,6 +278,8 @@ export async function startWorker(options: {
     await dispatchers.close();
     await metricsServer.close();
   };
+  const buildId = config.temporal.deployment.buildId ?? options.buildId;
+  const deployment = buildId ? { deploymentName: config.temporal.deployment.name, buildId } : undefined;
   let workers: PaylaterWorkers;
   try {
     workers = await createWorker({
@@ -266,6 +292,7 @@ export async function startWorker(options: {
       tuning: config.worker,
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       tracing: options.tracing,
+      deployment,
     });
   } catch (err) {
     await closeClients();
@@ -284,11 +311,13 @@ export async function startWorker(options: {
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
       workerMetricsPort: metricsServer.port,
+      workerDeployment: deployment ? versionString(deployment) : 'unversioned',
     },
     'workers running',
   );
   return {
     workers,
+    deployment,
     metricsServer,
     done,
     async stop() {

@@ -24,7 +24,7 @@ if (require.main === module) {
         throw new StartupError('BANK_BASE_URL and BANK_AUTH_URL are required for `npm run worker`');
       }
       // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
-      const workflowBundle = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
+      const { workflowBundle, buildId } = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
       // Start in any order: an unreachable Temporal is waited for (logged), a wrong namespace fails at once.
       const connection = await connectWorker(
         { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
@@ -38,6 +38,7 @@ if (require.main === module) {
         bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
         dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
         workflowBundle,
+        buildId,
         tracing: processTracing(),
         runtimeMetricsUrl,
       });

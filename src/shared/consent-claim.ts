@@ -12,6 +12,8 @@ export interface ConsentClaimInput {
   consentId: string;
   /** The owner: the merchant that claimed it first. */
   merchantId: string;
+  /** ISO time of the claim, carried when the claim continues as new onto a new build (absent: the run's start). */
+  claimedAt?: string;
 }
 
 export interface ConsentClaimState {

@@ -7,6 +7,9 @@
 /** WORKER_DEPLOYMENT_NAME's default. */
 export const DEFAULT_WORKER_DEPLOYMENT_NAME = 'paylater';
 
+/** WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID: no '.', which the CLI uses between the two. */
+export const DEPLOYMENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
 /** A Worker Deployment Version: the deployment's name and the build's id (`{deploymentName}.{buildId}` in the CLI). */
 export interface DeploymentVersion {
   deploymentName: string;
@@ -26,4 +29,85 @@ export function buildIdOf(inputsSha256: string): string {
 /** The CLI's and the Web UI's spelling of a version. */
 export function versionString(version: DeploymentVersion): string {
   return `${version.deploymentName}.${version.buildId}`;
+}
+
+/** What makeCurrentVersion needs of a client: its WorkflowService (Client.workflowService). */
+export interface DeploymentService {
+  setWorkerDeploymentCurrentVersion(request: {
+    namespace: string;
+    deploymentName: string;
+    buildId: string;
+    identity?: string;
+  }): Promise<unknown>;
+}
+
+/**
+ * Makes `version` the Current Version of its Worker Deployment: new workflows start on it, and pinned runs of other
+ * versions see `targetWorkerDeploymentVersionChanged` at their next workflow task (they move at their next safe
+ * point). The server refuses until the version's workers have polled every task queue the deployment serves, so this
+ * asks again (every `intervalMs`) until it is accepted, `timeoutMs` passes, or `signal` aborts. What `npm start`
+ * does for its own build; in production the deploy procedure does it (docs/deploying.md).
+ */
+export async function makeCurrentVersion(
+  service: DeploymentService,
+  namespace: string,
+  version: DeploymentVersion,
+  options: { identity?: string; timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    try {
+      await service.setWorkerDeploymentCurrentVersion({
+        namespace,
+        deploymentName: version.deploymentName,
+        buildId: version.buildId,
+        identity: options.identity ?? 'paylater',
+      });
+      return;
+    } catch (err) {
+      if (options.signal?.aborted || Date.now() >= deadline) {
+        throw new Error(
+          `could not make ${versionString(version)} the current version: ${(err as Error).message ?? String(err)}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500));
+    }
+  }
+}
+
+/** The value of the TemporalWorkerDeploymentVersion search attribute (`{deployment}:{build}`) for `version`. */
+export function versionSearchValue(version: DeploymentVersion): string {
+  return `${version.deploymentName}:${version.buildId}`;
+}
+
+/** A visibility query for the open runs pinned to a version of `deploymentName` other than `version`. */
+export function openRunsOnOtherBuildsQuery(version: DeploymentVersion): string {
+  return (
+    `TemporalWorkerDeployment = '${version.deploymentName}' AND ` +
+    `TemporalWorkerDeploymentVersion != '${versionSearchValue(version)}' AND ExecutionStatus = 'Running'`
+  );
+}
+
+/**
+ * `npm start` on a data folder whose runs were pinned to another build (the workflow code changed between two
+ * starts): those runs wait for their build's workers, which this process is not. Says so, with the way out, rather
+ * than moving them silently onto code they did not start with.
+ */
+export async function warnAboutOtherBuilds(
+  client: { workflow: { count(query: string): Promise<{ count: number }> } },
+  namespace: string,
+  version: DeploymentVersion,
+  logger: { warn(obj: object, msg: string): void },
+): Promise<number> {
+  const query = openRunsOnOtherBuildsQuery(version);
+  const { count } = await client.workflow.count(query).catch(() => ({ count: 0 }));
+  if (count > 0) {
+    logger.warn(
+      { openRuns: count, namespace, query },
+      `${count} open run(s) are pinned to another build of this deployment: they go on when that build's worker ` +
+        'runs (check out its commit and `npm start`), or move them onto this build (replay may fail if the ' +
+        'change is incompatible): temporal workflow update-options --query "<query>" --versioning-override-behavior auto_upgrade',
+    );
+  }
+  return count;
 }

@@ -1,4 +1,12 @@
-import { ApplicationFailure, allHandlersFinished, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  makeContinueAsNewFunc,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   ConsentClaimFailureType,
   consentClaimQuery,
@@ -6,6 +14,8 @@ import {
   type ConsentClaimInput,
   type ConsentClaimState,
 } from '../shared/consent-claim';
+import { upgradeCheckSignal } from '../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING } from './continue-as-new';
 
 /**
  * Which merchant owns a consent (src/shared/consent-claim.ts). It records nothing while it waits (no timer), so an
@@ -15,7 +25,8 @@ export async function consentClaimWorkflow(input: ConsentClaimInput): Promise<Co
   const state: ConsentClaimState = {
     consentId: input.consentId,
     merchantId: input.merchantId,
-    claimedAt: workflowInfo().startTime.toISOString(),
+    // Carried across continue-as-new (a move to a new build); the first run's start otherwise.
+    claimedAt: input.claimedAt ?? workflowInfo().startTime.toISOString(),
     released: false,
   };
   setHandler(consentClaimQuery, () => state);
@@ -32,7 +43,20 @@ export async function consentClaimWorkflow(input: ConsentClaimInput): Promise<Co
       },
     },
   );
-  await condition(() => state.released);
-  await condition(allHandlersFinished);
-  return state;
+  // The deploy procedure's nudge: an open claim has no timer, so this signal's task is what shows it a new version.
+  setHandler(upgradeCheckSignal, () => undefined);
+  for (;;) {
+    await condition(() => state.released || workflowInfo().targetWorkerDeploymentVersionChanged);
+    await condition(allHandlersFinished);
+    if (state.released) return state;
+    // A new Current Version and no release in progress: the claim moves to it (continue-as-new.ts).
+    await makeContinueAsNewFunc<typeof consentClaimWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
+      consentId: input.consentId,
+      merchantId: input.merchantId,
+      claimedAt: state.claimedAt,
+    });
+  }
 }
+
+// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, consentClaimWorkflow);

@@ -4,15 +4,16 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  continueAsNew,
   isCancellation,
   log,
+  makeContinueAsNewFunc,
   metricMeter,
   patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -53,6 +54,8 @@ import { FinanceApplication, learnedAt, resolveSettings } from './finance-applic
 import { workflowMetrics } from './metrics';
 import { OTHER_ID_LIMITS } from './webhook-ids';
 import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
+import { upgradeCheckSignal } from '../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
 
 /**
  * Versioning (README "Running workflows"): runs that passed this point before the poll policy existed keep
@@ -156,6 +159,8 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     app.receiveWebhook(financeApplicationId, now()),
   );
   setHandler(financeApplicationStateQuery, () => state);
+  // The deploy procedure's nudge: its workflow task is what shows a sleeping run the new version (versioning.ts).
+  setHandler(upgradeCheckSignal, () => undefined);
   setHandler(
     startFinanceApplicationUpdate,
     async ({ requestId }): Promise<FinanceApplicationStarted> => {
@@ -315,7 +320,8 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
         const failed = took(poll);
         poll = undefined;
         // A poll that failed outright (not a bank error: those are retried inside it) starts again later.
-        if (failed) await condition(() => app.hasWebhooks() || deadlinePassed, settings.slowPollIntervalMs);
+        if (failed)
+          await condition(() => app.hasWebhooks() || deadlinePassed || newVersion(), settings.slowPollIntervalMs);
         continue;
       }
       if (shouldContinueAsNew()) {
@@ -346,7 +352,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       }
       poll ??= startPoll(pollKey(keepPollAcrossWebhookChanges));
       const current = poll;
-      await condition(() => app.hasWebhooks() || current.settled || deadlinePassed);
+      await condition(() => app.hasWebhooks() || current.settled || deadlinePassed || newVersion());
     }
     if (poll) retire(poll);
     return undefined;
@@ -370,7 +376,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       if (shouldContinueAsNew()) return await continueAsNewWith();
 
       const wait = Math.min(nextPollAt, deadlineAt) - now();
-      const woke = wait > 0 ? await condition(() => app.hasWebhooks(), wait) : app.hasWebhooks();
+      const woke = wait > 0 ? await condition(() => app.hasWebhooks() || newVersion(), wait) : app.hasWebhooks();
       let source: StatusSource;
       let announcedAt: number | undefined;
       if (woke) {
@@ -395,8 +401,16 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     notifierStop = 'now';
     await notifierDone;
     await handlersFinished();
-    log.info('Continuing as new', { ...logIds(), historyLength: workflowInfo().historyLength });
-    return await continueAsNew<typeof financeApplicationWorkflow>({ ...input, carried: app.snapshot() });
+    log.info('Continuing as new', {
+      ...logIds(),
+      reason: continueAsNewReason(workflowInfo(), settings.continueAsNewAfterEvents),
+      historyLength: workflowInfo().historyLength,
+    });
+    // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
+    return await makeContinueAsNewFunc<typeof financeApplicationWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
+      ...input,
+      carried: app.snapshot(),
+    });
   }
 
   function startPoll(since: string): Poll {
@@ -662,9 +676,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   }
 
   function shouldContinueAsNew(): boolean {
-    const info = workflowInfo();
-    const limit = settings.continueAsNewAfterEvents;
-    return info.continueAsNewSuggested || (limit !== undefined && info.historyLength >= limit);
+    return continueAsNewReason(workflowInfo(), settings.continueAsNewAfterEvents) !== undefined;
+  }
+
+  /** A new Current Version of the deployment: the loop's top continues as new onto it (continue-as-new.ts). */
+  function newVersion(): boolean {
+    return workflowInfo().targetWorkerDeploymentVersionChanged;
   }
 
   async function runNotifier(url: string): Promise<void> {
@@ -744,6 +761,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     setCurrentDetails(app.details());
   }
 }
+
+// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, financeApplicationWorkflow);
 
 /** One running polling activity and what it came back with. */
 interface Poll {

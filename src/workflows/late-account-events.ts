@@ -2,15 +2,18 @@ import {
   ActivityFailure,
   allHandlersFinished,
   condition,
-  continueAsNew,
   isCancellation,
   log,
+  makeContinueAsNewFunc,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { upgradeCheckSignal } from '../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
 import type { Activities } from '../activities/types';
 import {
   DEFAULT_LATE_REPORTS_DELIVERIES_PER_RUN,
@@ -71,6 +74,8 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
 
   setHandler(lateAccountEventSignal, receive);
   setHandler(lateAccountEventsQuery, state);
+  // The deploy procedure's nudge: its workflow task shows a sleeping run the new version (versioning.ts).
+  setHandler(upgradeCheckSignal, () => undefined);
   for (const handedOff of input.handedOff ?? []) receive(handedOff);
 
   if (!workflowInfo().typedSearchAttributes.get(ConsentId))
@@ -118,10 +123,12 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
 
   for (;;) {
     setCurrentDetails(details(state(), callbackUrl));
-    if (deliveriesThisRun >= maxDeliveriesPerRun || workflowInfo().continueAsNewSuggested) {
+    const reason = continueAsNewReason(workflowInfo());
+    if (deliveriesThisRun >= maxDeliveriesPerRun || reason !== undefined) {
       await condition(allHandlersFinished);
-      log.info('Continuing as new', { consentId, received, reports: reports.length });
-      await continueAsNew<typeof lateAccountEventsWorkflow>({
+      log.info('Continuing as new', { consentId, received, reports: reports.length, reason: reason ?? 'deliveries' });
+      // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
+      await makeContinueAsNewFunc<typeof lateAccountEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
         merchantId: input.merchantId,
         consentId,
         callbackUrl,
@@ -133,7 +140,10 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
     const report = nextPending();
     if (report === undefined || callbackUrl === undefined) {
       const before = received;
-      const woke = await condition(() => nextPending() !== undefined || received !== before, idleTimeout);
+      const woke = await condition(
+        () => nextPending() !== undefined || received !== before || newVersion(),
+        idleTimeout,
+      );
       // Checked again: a report recorded in the same activation as the idle timer is still delivered.
       if (!woke && nextPending() === undefined && received === before) break;
       continue;
@@ -146,6 +156,14 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
   await condition(allHandlersFinished);
   log.info('Late bank reports idle: closing', { consentId, received, reports: reports.length });
   return state();
+}
+
+// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, lateAccountEventsWorkflow);
+
+/** A new Current Version of the deployment: the run continues as new onto it at its next safe point. */
+function newVersion(): boolean {
+  return workflowInfo().targetWorkerDeploymentVersionChanged;
 }
 
 /** Current details for the Web UI: each kept report and its delivery. */

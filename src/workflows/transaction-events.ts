@@ -2,16 +2,19 @@ import {
   ActivityFailure,
   allHandlersFinished,
   condition,
-  continueAsNew,
   log,
+  makeContinueAsNewFunc,
   patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { upgradeCheckSignal } from '../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
 import type { Activities } from '../activities/types';
 import {
   DEFAULT_TRANSACTION_BATCHES_PER_RUN,
@@ -67,6 +70,8 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
     for (const account of event.accounts) pending.add(account.accountId);
   });
   setHandler(transactionEventsStateQuery, state);
+  // The deploy procedure's nudge: its workflow task shows a sleeping run the new version (versioning.ts).
+  setHandler(upgradeCheckSignal, () => undefined);
 
   if (!workflowInfo().typedSearchAttributes.get(ConsentId))
     upsertSearchAttributes([{ key: ConsentId, value: consentId }]);
@@ -126,9 +131,20 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
   for (;;) {
     setCurrentDetails(`Idle — ${events} transactionEvent(s), ${batches} batch(es) delivered so far`);
     if (pending.size === 0) {
-      const woke = await condition(() => pending.size > 0, idleTimeout);
+      const woke = await condition(() => pending.size > 0 || newVersion(), idleTimeout);
       // Checked again: an event recorded in the same activation as the idle timer still gets delivered.
       if (!woke && pending.size === 0) break;
+      if (pending.size === 0) {
+        // Woken by a new version with nothing to deliver: move to it now, carrying the counters.
+        await condition(allHandlersFinished);
+        if (pending.size === 0) {
+          log.info('Continuing as new', { consentId, events, batches, pending: 0, reason: 'new-version' });
+          await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
+            ...input,
+            carried: { pendingAccountIds: [], events, batches },
+          });
+        }
+      }
     }
     // A backlog of more than one batch was coalesced already: its batches go out one after the other.
     if (!backlog()) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
@@ -143,12 +159,14 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
     setCurrentDetails(`Delivering batch ${batches}: ${accountIds.length} account(s) from ${coalesced} event(s)`);
     await deliver({ consentId, eventType, accountIds, events: coalesced, batch: batches });
 
-    if (batchesThisRun >= maxBatchesPerRun || workflowInfo().continueAsNewSuggested) {
+    const reason = continueAsNewReason(workflowInfo());
+    if (batchesThisRun >= maxBatchesPerRun || reason !== undefined) {
       // Deliver down to one batch first: the snapshot carries at most MAX_ACCOUNTS_PER_BATCH accounts.
       if (backlog()) continue;
       await condition(allHandlersFinished);
-      log.info('Continuing as new', { consentId, events, batches, pending: pending.size });
-      await continueAsNew<typeof transactionEventsWorkflow>({
+      log.info('Continuing as new', { consentId, events, batches, pending: pending.size, reason: reason ?? 'batches' });
+      // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
+      await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
         ...input,
         carried: { pendingAccountIds: [...pending], events, batches },
       });
@@ -158,4 +176,12 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
   await condition(allHandlersFinished);
   log.info('Transaction events idle: closing', { consentId, events, batches });
   return state();
+}
+
+// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, transactionEventsWorkflow);
+
+/** A new Current Version of the deployment: the run continues as new onto it at its next safe point. */
+function newVersion(): boolean {
+  return workflowInfo().targetWorkerDeploymentVersionChanged;
 }
