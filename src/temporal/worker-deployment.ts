@@ -39,13 +39,20 @@ export interface DeploymentService {
     buildId: string;
     identity?: string;
   }): Promise<unknown>;
+  describeWorkerDeployment(request: { namespace: string; deploymentName: string }): Promise<{
+    workerDeploymentInfo?: { routingConfigUpdateState?: number | null } | null;
+  }>;
 }
+
+/** RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED */
+const ROUTING_PROPAGATED = 2;
 
 /**
  * Makes `version` the Current Version of its Worker Deployment: new workflows start on it, and pinned runs of other
  * versions see `targetWorkerDeploymentVersionChanged` at their next workflow task (they move at their next safe
  * point). The server refuses until the version's workers have polled every task queue the deployment serves, so this
- * asks again (every `intervalMs`) until it is accepted, `timeoutMs` passes, or `signal` aborts. What `npm start`
+ * asks again (every `intervalMs`) until it is accepted, `timeoutMs` passes, or `signal` aborts; then it waits until
+ * the new routing has reached every task queue. What `npm start`
  * does for its own build; in production the deploy procedure does it (docs/deploying.md).
  */
 export async function makeCurrentVersion(
@@ -63,7 +70,7 @@ export async function makeCurrentVersion(
         buildId: version.buildId,
         identity: options.identity ?? 'paylater',
       });
-      return;
+      break;
     } catch (err) {
       if (options.signal?.aborted || Date.now() >= deadline) {
         throw new Error(
@@ -72,6 +79,21 @@ export async function makeCurrentVersion(
       }
       await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500));
     }
+  }
+  // Then until every task queue knows: a workflow task dispatched before that does not show the new version, so a
+  // nudge sent earlier would wake a run for nothing.
+  for (;;) {
+    const { workerDeploymentInfo } = await service.describeWorkerDeployment({
+      namespace,
+      deploymentName: version.deploymentName,
+    });
+    const state = workerDeploymentInfo?.routingConfigUpdateState ?? 0;
+    // 0: a server that does not report it.
+    if (state === ROUTING_PROPAGATED || state === 0 || options.signal?.aborted) return;
+    if (Date.now() >= deadline) {
+      throw new Error(`${versionString(version)} is current, but its routing has not reached every task queue yet`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -1,3 +1,4 @@
+import type { DeploymentVersion } from '../../src/temporal/worker-deployment';
 import type { Server } from 'node:http';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -60,7 +61,12 @@ export interface TestStackOptions {
    */
   callbacks?: { allowedOrigins?: string; signingSecrets?: string[] };
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
-  worker?: { tuning?: WorkerTuning; bankMaxReadsPerSecond?: number };
+  worker?: {
+    tuning?: WorkerTuning;
+    bankMaxReadsPerSecond?: number;
+    /** Join this Worker Deployment Version (versioned workers); absent: unversioned, as most tests run. */
+    deployment?: DeploymentVersion;
+  };
   /** PAYLOAD_ENCRYPTION_KEYS of the stack's client, app and worker; the suite's (TEST_PAYLOAD_ENCRYPTION_KEYS) when absent. */
   payloadEncryptionKeys?: PayloadEncryptionKey[];
   /**
@@ -273,6 +279,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       tuning: options.worker?.tuning ?? defaults.worker,
       bankMaxReadsPerSecond: options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond,
       tracing: options.tracing,
+      deployment: options.worker?.deployment,
     });
     running = worker.run();
   };

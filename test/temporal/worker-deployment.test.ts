@@ -1,0 +1,65 @@
+import {
+  buildIdOf,
+  DEPLOYMENT_NAME_PATTERN,
+  makeCurrentVersion,
+  openRunsOnOtherBuildsQuery,
+  versionString,
+  type DeploymentService,
+} from '../../src/temporal/worker-deployment';
+import { loadConfig } from '../../src/config';
+
+const version = { deploymentName: 'paylater', buildId: 'wf-0123456789abcdef' };
+
+describe('Worker Deployment names', () => {
+  it('derives the build id from the bundle inputs hash, and refuses anything else', () => {
+    expect(buildIdOf('ab'.repeat(32))).toBe('wf-abababababababab');
+    expect(() => buildIdOf('not a hash')).toThrow(/SHA-256/);
+    expect(buildIdOf('ab'.repeat(32))).toMatch(DEPLOYMENT_NAME_PATTERN);
+  });
+  it('spells versions as the CLI and the search attribute do', () => {
+    expect(versionString(version)).toBe('paylater.wf-0123456789abcdef');
+    expect(openRunsOnOtherBuildsQuery(version)).toBe(
+      "TemporalWorkerDeployment = 'paylater' AND TemporalWorkerDeploymentVersion != 'paylater:wf-0123456789abcdef' AND ExecutionStatus = 'Running'",
+    );
+  });
+  it('reads WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID, and stops start-up naming a bad one', () => {
+    expect(loadConfig({}).temporal.deployment).toEqual({ name: 'paylater', buildId: undefined });
+    expect(loadConfig({ WORKER_DEPLOYMENT_NAME: 'shop', WORKER_BUILD_ID: 'v2' }).temporal.deployment).toEqual({
+      name: 'shop',
+      buildId: 'v2',
+    });
+    expect(() => loadConfig({ WORKER_BUILD_ID: 'v2.1' })).toThrow(/WORKER_BUILD_ID/);
+    expect(() => loadConfig({ WORKER_DEPLOYMENT_NAME: 'a b' })).toThrow(/WORKER_DEPLOYMENT_NAME/);
+  });
+});
+
+/** A typed fake of the two WorkflowService calls (the dev-server test runs the real ones). */
+function fakeService(refusals: number, states: number[]): DeploymentService & { calls: number } {
+  const service = {
+    calls: 0,
+    setWorkerDeploymentCurrentVersion: async () => {
+      service.calls++;
+      if (service.calls <= refusals) throw new Error('version has no pollers yet');
+      return {};
+    },
+    describeWorkerDeployment: async () => ({
+      workerDeploymentInfo: { routingConfigUpdateState: states.shift() ?? 2 },
+    }),
+  };
+  return service;
+}
+
+describe('makeCurrentVersion', () => {
+  it('asks again until the version is accepted, then waits for the routing to reach every task queue', async () => {
+    const states = [1, 1, 2];
+    const service = fakeService(2, states);
+    await makeCurrentVersion(service, 'default', version, { intervalMs: 1 });
+    expect(service.calls).toBe(3);
+    expect(states).toEqual([]);
+  });
+  it('gives up after its timeout, naming the version and the reason', async () => {
+    await expect(
+      makeCurrentVersion(fakeService(1_000, []), 'default', version, { intervalMs: 1, timeoutMs: 20 }),
+    ).rejects.toThrow(/paylater\.wf-0123456789abcdef.*no pollers/);
+  });
+});
