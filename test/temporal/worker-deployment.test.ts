@@ -37,14 +37,13 @@ describe('Worker Deployment names', () => {
 function fakeService(refusals: number, states: number[]): DeploymentService & { calls: number } {
   const service = {
     calls: 0,
-    setWorkerDeploymentCurrentVersion: async () => {
+    setWorkerDeploymentCurrentVersion: () => {
       service.calls++;
-      if (service.calls <= refusals) throw new Error('version has no pollers yet');
-      return {};
+      if (service.calls <= refusals) return Promise.reject(new Error('version has no pollers yet'));
+      return Promise.resolve({});
     },
-    describeWorkerDeployment: async () => ({
-      workerDeploymentInfo: { routingConfigUpdateState: states.shift() ?? 2 },
-    }),
+    describeWorkerDeployment: () =>
+      Promise.resolve({ workerDeploymentInfo: { routingConfigUpdateState: states.shift() ?? 2 } }),
   };
   return service;
 }
