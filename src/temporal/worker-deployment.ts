@@ -4,6 +4,8 @@
  * Worker Deployment Version and a change to that code is a new one. See README "Deploying a new version".
  */
 
+import { UPGRADE_CHECK_SIGNAL } from '../shared/versioning';
+
 /** WORKER_DEPLOYMENT_NAME's default. */
 export const DEFAULT_WORKER_DEPLOYMENT_NAME = 'paylater';
 
@@ -132,4 +134,48 @@ export async function warnAboutOtherBuilds(
     );
   }
   return count;
+}
+
+/** What nudgeRunsOnOtherBuilds needs of a Client. */
+export interface NudgeClient {
+  workflow: {
+    list(options: { query: string }): AsyncIterable<{ workflowId: string; runId: string }>;
+    getHandle(workflowId: string, runId?: string): { signal(name: string): Promise<void> };
+  };
+}
+
+/**
+ * The deploy procedure's nudge (src/shared/versioning.ts): signals `upgradeCheck` to every open run pinned to
+ * another build of the deployment, so a run asleep on a long poll or with no timer at all (a consent claim) wakes
+ * on its own build, sees the new Current Version and continues as new onto it at its safe point. Run it after
+ * makeCurrentVersion. Types that do not move (the consent refresh) record the signal and finish on their build.
+ * A run that closed meanwhile is skipped. Returns how many were signalled.
+ */
+export async function nudgeRunsOnOtherBuilds(
+  client: NudgeClient,
+  version: DeploymentVersion,
+  options: { concurrency?: number } = {},
+): Promise<{ signalled: number; closed: number }> {
+  const concurrency = options.concurrency ?? 20;
+  let signalled = 0;
+  let closed = 0;
+  const inFlight = new Set<Promise<void>>();
+  for await (const run of client.workflow.list({ query: openRunsOnOtherBuildsQuery(version) })) {
+    const p = client.workflow
+      .getHandle(run.workflowId, run.runId)
+      .signal(UPGRADE_CHECK_SIGNAL)
+      .then(
+        () => void signalled++,
+        (err: unknown) => {
+          // Closed (or continued as new) since it was listed: nothing to wake.
+          if ((err as Error).name === 'WorkflowNotFoundError') closed++;
+          else throw err;
+        },
+      )
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  return { signalled, closed };
 }

@@ -11,8 +11,11 @@ import { createWorker, type PaylaterWorkers } from '../../src/worker-factory';
 import { financeApplicationHandle, startFinanceApplication } from '../../src/client/finance-applications';
 import { consentClaimWorkflowId } from '../../src/shared/ids';
 import type { FinanceApplicationSettings } from '../../src/shared/finance-application';
-import { upgradeCheckSignal } from '../../src/shared/versioning';
-import { makeCurrentVersion, type DeploymentVersion } from '../../src/temporal/worker-deployment';
+import {
+  makeCurrentVersion,
+  nudgeRunsOnOtherBuilds,
+  type DeploymentVersion,
+} from '../../src/temporal/worker-deployment';
 import { WAIT_OUTCOME_HEADER } from '../../src/api/routes/finance-applications';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { bundleWorkflows, eventually } from '../helpers/temporal';
@@ -96,8 +99,8 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     });
     runningB = workerB.run();
     await makeCurrentVersion(client.workflowService, stack.t.namespace, B);
-    await handle.signal(upgradeCheckSignal);
-    await client.workflow.getHandle(consentClaimWorkflowId(consentId)).signal(upgradeCheckSignal);
+    const nudged = await nudgeRunsOnOtherBuilds(client, B);
+    expect(nudged.signalled).toBeGreaterThanOrEqual(2); // the application and the claim (and any other open run on A)
 
     const moved = await eventually(async () => {
       const now = await versionOf(client, handle.workflowId);
