@@ -1,6 +1,7 @@
-# The worker, the API and the bank sandbox share one image; compose picks the command (`node dist/...`: the build
-# output, never compiled at start). Node 24, the current LTS (the suite runs on it and on Node 20: .ci/run).
-FROM node:24-bookworm-slim AS build
+# The worker, the API and the bank sandbox share one image; compose builds it once and picks the command
+# (`node dist/...`: the build output, never compiled at start). Node 24 LTS, pinned to the release CI runs the suite
+# on (NODE_LTS in .ci/run; test/deploy/docker-compose.test.ts keeps the two equal).
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No Temporal binaries in the image (the postinstall toolchain is for local runs): the cluster is separate.
@@ -14,7 +15,7 @@ RUN npm run build \
   && node -e "const b = require('./dist/prebuilt-workflow-bundle.js'); b.loadWorkflowBundle(); b.loadWorkflowBundle(undefined, { tracing: true })" \
   && npm prune --omit=dev --ignore-scripts
 
-FROM node:24-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
@@ -23,6 +24,7 @@ COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 # `npm run worker|api|sandbox` work in the image too: their pre-script checks the build output (node only).
 COPY scripts/check-build.mjs ./scripts/
+# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000.
 USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).

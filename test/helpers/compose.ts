@@ -13,13 +13,23 @@ export interface ComposeService {
   command?: string[] | string;
   entrypoint?: string[] | string;
   environment?: Record<string, string>;
-  ports?: string[];
+  ports?: (string | ComposePortObject)[];
   expose?: string[];
+  networks?: string[] | Record<string, unknown>;
+  network_mode?: string;
   depends_on?: Record<string, { condition?: string }> | string[];
   volumes?: string[];
   restart?: string;
   healthcheck?: { test: string[] | string };
   deploy?: { replicas?: number };
+}
+
+/** The long syntax of a `ports:` entry. */
+export interface ComposePortObject {
+  target: number | string;
+  published?: number | string;
+  host_ip?: string;
+  protocol?: string;
 }
 
 export interface ComposeFile {
@@ -107,3 +117,38 @@ export function renderCompose(path: string, env: Record<string, string | undefin
   }
   return { compose, ...seen };
 }
+
+/** One port a service publishes on the host: `hostIp` undefined means every interface (compose's default). */
+export interface Publication {
+  service: string;
+  hostIp?: string;
+  hostPort?: string;
+  containerPort: string;
+}
+
+/**
+ * The host ports each service publishes, from either syntax of `ports:`: `[HOST_IP:][HOST_PORT:]CONTAINER_PORT[/PROTO]`
+ * (an IPv6 host address in brackets) or `{ target, published, host_ip }`.
+ */
+export function publications(services: Record<string, ComposeService>): Publication[] {
+  const found: Publication[] = [];
+  for (const [service, s] of Object.entries(services))
+    for (const entry of s.ports ?? []) {
+      if (typeof entry === 'object') {
+        found.push({
+          service,
+          hostIp: entry.host_ip || undefined,
+          hostPort: entry.published === undefined ? undefined : String(entry.published),
+          containerPort: String(entry.target),
+        });
+        continue;
+      }
+      const m = /^(?:(\[[^\]]+\]|[^:]*):)??(?:([^:]*):)?([^:/]+)(?:\/\w+)?$/.exec(String(entry));
+      if (!m) throw new Error(`unreadable ports entry ${JSON.stringify(entry)} of ${service}`);
+      found.push({ service, hostIp: m[1] || undefined, hostPort: m[2] || undefined, containerPort: m[3]! });
+    }
+  return found;
+}
+
+/** Loopback host addresses: a port published there is reachable from the host itself only. */
+export const LOOPBACK = ['127.0.0.1', '::1', '[::1]'];
