@@ -106,7 +106,7 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
           workerDeploymentOptions: {
             useWorkerVersioning: true,
             version: deps.deployment,
-            // Each workflow type states its own (setWorkflowOptions); this is the default for any that does not.
+            // Every type (src/shared/versioning.ts); not per type: the server refuses that from unversioned workers.
             defaultVersioningBehavior: 'PINNED',
           },
         } satisfies Partial<WorkerOptions>)

@@ -191,6 +191,8 @@ export interface LateAccountEventsInput {
   handedOff?: LateAccountEventSignalInput[];
   /** Carried over continue-as-new. */
   carried?: {
+    /** src/workflows/snapshots.ts; absent: version 1, from before Worker Versioning. */
+    schemaVersion?: number;
     reports: LateBankReport[];
     seenKeys: string[];
     received: number;

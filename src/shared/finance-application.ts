@@ -73,6 +73,8 @@ export const FINANCE_APPLICATION_DEFAULTS: Readonly<
 
 /** State carried from one run to the next on continue-as-new (not for callers to set). */
 export interface FinanceApplicationCarriedState {
+  /** The snapshot's schema (src/workflows/snapshots.ts); absent: version 1, from before Worker Versioning. */
+  schemaVersion?: number;
   state: FinanceApplicationState;
   /** Status changes not yet pushed to the merchant's callbackUrl. */
   unsentNotifications: StatusChange[];

@@ -36,7 +36,8 @@ export interface TransactionEventsInput {
   /** Continue-as-new after this many batches in one run (tests set it low). */
   maxBatchesPerRun?: number;
   /** Carried over continue-as-new: accounts received and not yet delivered, and batches sent so far. */
-  carried?: { pendingAccountIds: string[]; events: number; batches: number };
+  /** Carried over continue-as-new; schemaVersion: src/workflows/snapshots.ts (absent: version 1). */
+  carried?: { schemaVersion?: number; pendingAccountIds: string[]; events: number; batches: number };
 }
 
 /** The transactionEvent webhook body, passed on as received (validated by the receiver). */

@@ -3,8 +3,10 @@ import { defineSignal } from '@temporalio/workflow';
 /**
  * Worker Versioning, as the workflows see it (README "Deploying a new version", docs/deploying.md).
  *
- * Every workflow type is PINNED: a run executes one build's code from its first task to its last, so a change to
- * workflow code needs no patched() for the runs in flight. The long-lived types (finance applications, transaction
+ * Every workflow type is PINNED (the versioned worker's defaultVersioningBehavior: a per-type setWorkflowOptions
+ * would be refused by the server on unversioned workers, which tests and pre-versioning setups run): a run executes
+ * one build's code from its first task to its last, so a change to workflow code needs no patched() for the runs
+ * that start after Worker Versioning. The long-lived types (finance applications, transaction
  * events, late reports, consent claims) move to a new Current Version at their next safe point, by continuing as
  * new with AUTO_UPGRADE: the new run starts on the new build from the snapshot the old run hands over. The consent
  * refresh (bounded by its timeout, 10 minutes by default) finishes on the build it started on.

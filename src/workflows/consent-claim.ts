@@ -4,7 +4,6 @@ import {
   condition,
   makeContinueAsNewFunc,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import {
@@ -57,6 +56,3 @@ export async function consentClaimWorkflow(input: ConsentClaimInput): Promise<Co
     });
   }
 }
-
-// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, consentClaimWorkflow);

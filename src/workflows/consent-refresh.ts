@@ -13,7 +13,6 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   sleep,
   startChild,
   upsertSearchAttributes,
@@ -377,9 +376,6 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     return false;
   }
 }
-
-// Pinned, and no move: a refresh ends within its timeout on the build it started on (versioning.ts).
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, consentRefreshWorkflow);
 
 /** Resolves true when `woken` holds, false when `ms` passed first (a timer with a summary for the Web UI). */
 function wakeOrTimer(woken: () => boolean, ms: number, summary: string): Promise<boolean> {

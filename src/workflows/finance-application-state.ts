@@ -1,3 +1,4 @@
+import { SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
 import { withoutWebhookUrl, type CreateApplicationResponse } from '../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
@@ -325,6 +326,7 @@ export class FinanceApplication {
   /** The one snapshot continue-as-new carries to the next run. */
   snapshot(): FinanceApplicationCarriedState {
     return {
+      schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.financeApplication,
       state: this.state,
       unsentNotifications: [...this.unsent],
       ...this.webhooks.snapshot(),

@@ -13,7 +13,6 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -56,6 +55,7 @@ import { OTHER_ID_LIMITS } from './webhook-ids';
 import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
 import { upgradeCheckSignal } from '../shared/versioning';
 import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
+import { readFinanceSnapshot } from './snapshots';
 
 /**
  * Versioning (README "Running workflows"): runs that passed this point before the poll policy existed keep
@@ -148,7 +148,8 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   const { merchantId, merchantReference } = input;
   const app = new FinanceApplication(merchantReference, settings, {
     now: now(),
-    carried: input.carried,
+    // Read by this build's schema reader: any version it knows or a newer one (snapshots.ts).
+    carried: input.carried === undefined ? undefined : readFinanceSnapshot(input.carried),
     notifies: input.callbackUrl !== undefined,
   });
   const state = app.state;
@@ -761,9 +762,6 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     setCurrentDetails(app.details());
   }
 }
-
-// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, financeApplicationWorkflow);
 
 /** One running polling activity and what it came back with. */
 interface Poll {

@@ -8,12 +8,12 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { upgradeCheckSignal } from '../shared/versioning';
 import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
+import { readLateReportsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
 import type { Activities } from '../activities/types';
 import {
   DEFAULT_LATE_REPORTS_DELIVERIES_PER_RUN,
@@ -48,10 +48,12 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
   const { workflowId } = workflowInfo();
 
   // --- State: the handler only records; the body delivers.
-  let reports: LateBankReport[] = [...(input.carried?.reports ?? [])];
-  const seen = new Set<string>(input.carried?.seenKeys ?? reports.map((r) => lateReportKey(r.taskId, r.bankCode)));
-  let received = input.carried?.received ?? 0;
-  let duplicates = input.carried?.duplicates ?? 0;
+  // Read by this build's schema reader: any version it knows or a newer one (snapshots.ts).
+  const carried = input.carried === undefined ? undefined : readLateReportsSnapshot(input.carried);
+  let reports: LateBankReport[] = [...(carried?.reports ?? [])];
+  const seen = new Set<string>(carried?.seenKeys ?? reports.map((r) => lateReportKey(r.taskId, r.bankCode)));
+  let received = carried?.received ?? 0;
+  let duplicates = carried?.duplicates ?? 0;
   let deliveriesThisRun = 0;
   const state = (): LateAccountEventsState => ({ consentId, reports: [...reports], received, duplicates });
   const nextPending = (): LateBankReport | undefined => reports.find((r) => r.delivery === 'pending');
@@ -134,7 +136,13 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
         callbackUrl,
         idleTimeout: input.idleTimeout,
         maxDeliveriesPerRun: input.maxDeliveriesPerRun,
-        carried: { reports: trimLateReports(reports), seenKeys: [...seen], received, duplicates },
+        carried: {
+          schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.lateAccountEvents,
+          reports: trimLateReports(reports),
+          seenKeys: [...seen],
+          received,
+          duplicates,
+        },
       });
     }
     const report = nextPending();
@@ -157,9 +165,6 @@ export async function lateAccountEventsWorkflow(input: LateAccountEventsInput): 
   log.info('Late bank reports idle: closing', { consentId, received, reports: reports.length });
   return state();
 }
-
-// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, lateAccountEventsWorkflow);
 
 /** A new Current Version of the deployment: the run continues as new onto it at its next safe point. */
 function newVersion(): boolean {

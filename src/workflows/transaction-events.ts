@@ -8,13 +8,13 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { upgradeCheckSignal } from '../shared/versioning';
 import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
+import { readTransactionEventsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
 import type { Activities } from '../activities/types';
 import {
   DEFAULT_TRANSACTION_BATCHES_PER_RUN,
@@ -55,11 +55,13 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
   const { workflowId, firstExecutionRunId } = workflowInfo();
 
   // --- State: the handler only records; the body delivers.
-  const pending = new Set<string>(input.carried?.pendingAccountIds ?? []);
+  // Read by this build's schema reader: any version it knows or a newer one (snapshots.ts).
+  const carried = input.carried === undefined ? undefined : readTransactionEventsSnapshot(input.carried);
+  const pending = new Set<string>(carried?.pendingAccountIds ?? []);
   let pendingEvents = 0;
   let eventType = 'NEW';
-  let events = input.carried?.events ?? 0;
-  let batches = input.carried?.batches ?? 0;
+  let events = carried?.events ?? 0;
+  let batches = carried?.batches ?? 0;
   let batchesThisRun = 0;
   const state = (): TransactionEventsState => ({ consentId, pendingAccountIds: [...pending], events, batches });
 
@@ -141,7 +143,12 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
           log.info('Continuing as new', { consentId, events, batches, pending: 0, reason: 'new-version' });
           await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
             ...input,
-            carried: { pendingAccountIds: [], events, batches },
+            carried: {
+              schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.transactionEvents,
+              pendingAccountIds: [],
+              events,
+              batches,
+            },
           });
         }
       }
@@ -168,7 +175,12 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
       // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
       await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
         ...input,
-        carried: { pendingAccountIds: [...pending], events, batches },
+        carried: {
+          schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.transactionEvents,
+          pendingAccountIds: [...pending],
+          events,
+          batches,
+        },
       });
     }
   }
@@ -177,9 +189,6 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
   log.info('Transaction events idle: closing', { consentId, events, batches });
   return state();
 }
-
-// Pinned: a run executes one build from start to end; it moves to a new build at continue-as-new (versioning.ts).
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, transactionEventsWorkflow);
 
 /** A new Current Version of the deployment: the run continues as new onto it at its next safe point. */
 function newVersion(): boolean {
