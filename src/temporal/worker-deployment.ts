@@ -104,11 +104,19 @@ export function versionSearchValue(version: DeploymentVersion): string {
   return `${version.deploymentName}:${version.buildId}`;
 }
 
-/** A visibility query for the open runs pinned to a version of `deploymentName` other than `version`. */
-export function openRunsOnOtherBuildsQuery(version: DeploymentVersion): string {
-  return (
+/**
+ * A visibility query for the open runs of `taskQueue` that this version does not run yet: pinned to another version
+ * of the deployment, or unversioned (started before Worker Versioning; a versioned worker moves them onto a pinned
+ * run at their safe point). Without `taskQueue`: the deployment's pinned runs only.
+ */
+export function openRunsOnOtherBuildsQuery(version: DeploymentVersion, taskQueue?: string): string {
+  const otherBuild =
     `TemporalWorkerDeployment = '${version.deploymentName}' AND ` +
-    `TemporalWorkerDeploymentVersion != '${versionSearchValue(version)}' AND ExecutionStatus = 'Running'`
+    `TemporalWorkerDeploymentVersion != '${versionSearchValue(version)}'`;
+  if (taskQueue === undefined) return `${otherBuild} AND ExecutionStatus = 'Running'`;
+  return (
+    `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running' AND ` +
+    `(TemporalWorkerDeploymentVersion IS NULL OR (${otherBuild}))`
   );
 }
 
@@ -146,7 +154,7 @@ export interface NudgeClient {
 
 /**
  * The deploy procedure's nudge (src/shared/versioning.ts): signals `upgradeCheck` to every open run pinned to
- * another build of the deployment, so a run asleep on a long poll or with no timer at all (a consent claim) wakes
+ * another build of the deployment (with `taskQueue`: and every unversioned run of that queue), so a run asleep on a long poll or with no timer at all (a consent claim) wakes
  * on its own build, sees the new Current Version and continues as new onto it at its safe point. Run it after
  * makeCurrentVersion. Types that do not move (the consent refresh) record the signal and finish on their build.
  * A run that closed meanwhile is skipped. Returns how many were signalled.
@@ -154,13 +162,13 @@ export interface NudgeClient {
 export async function nudgeRunsOnOtherBuilds(
   client: NudgeClient,
   version: DeploymentVersion,
-  options: { concurrency?: number } = {},
+  options: { taskQueue?: string; concurrency?: number } = {},
 ): Promise<{ signalled: number; closed: number }> {
   const concurrency = options.concurrency ?? 20;
   let signalled = 0;
   let closed = 0;
   const inFlight = new Set<Promise<void>>();
-  for await (const run of client.workflow.list({ query: openRunsOnOtherBuildsQuery(version) })) {
+  for await (const run of client.workflow.list({ query: openRunsOnOtherBuildsQuery(version, options.taskQueue) })) {
     const p = client.workflow
       .getHandle(run.workflowId, run.runId)
       .signal(UPGRADE_CHECK_SIGNAL)

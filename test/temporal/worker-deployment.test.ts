@@ -21,6 +21,10 @@ describe('Worker Deployment names', () => {
     expect(openRunsOnOtherBuildsQuery(version)).toBe(
       "TemporalWorkerDeployment = 'paylater' AND TemporalWorkerDeploymentVersion != 'paylater:wf-0123456789abcdef' AND ExecutionStatus = 'Running'",
     );
+    expect(openRunsOnOtherBuildsQuery(version, 'paylater')).toBe(
+      "TaskQueue = 'paylater' AND ExecutionStatus = 'Running' AND (TemporalWorkerDeploymentVersion IS NULL OR " +
+        "(TemporalWorkerDeployment = 'paylater' AND TemporalWorkerDeploymentVersion != 'paylater:wf-0123456789abcdef'))",
+    );
   });
   it('reads WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID, and stops start-up naming a bad one', () => {
     expect(loadConfig({}).temporal.deployment).toEqual({ name: 'paylater', buildId: undefined });

@@ -99,7 +99,7 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     });
     runningB = workerB.run();
     await makeCurrentVersion(client.workflowService, stack.t.namespace, B);
-    const nudged = await nudgeRunsOnOtherBuilds(client, B);
+    const nudged = await nudgeRunsOnOtherBuilds(client, B, { taskQueue: stack.t.taskQueue });
     expect(nudged.signalled).toBeGreaterThanOrEqual(2); // the application and the claim (and any other open run on A)
 
     const moved = await eventually(async () => {
@@ -157,4 +157,69 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     expect(new Set(buildsOf(await handle.fetchHistory()))).toEqual(new Set(['build-b']));
     await handle.terminate('test done');
   });
+});
+
+describe('Worker Versioning: runs from before it are pinned to the first versioned build that runs them (dev server)', () => {
+  const V1: DeploymentVersion = { deploymentName: `test-${randomUUID().slice(0, 8)}`, buildId: 'first-versioned' };
+  let stack: TestStack;
+  let versioned: PaylaterWorkers | undefined;
+  let running: Promise<void> | undefined;
+  beforeAll(async () => {
+    stack = await startTestStack(); // unversioned workers, as every deployment before this build
+  });
+  afterAll(async () => {
+    versioned?.shutdown();
+    await running;
+    await stack?.close();
+  });
+
+  it('an unversioned application and claim, nudged, are pinned to the first versioned build and finish there', async () => {
+    const client = stack.t.client;
+    const ref = `unversioned-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const { financeApplicationId: id } = await startFinanceApplication(
+      client,
+      TEST_MERCHANT,
+      { merchantReference: ref, application: { redirectUrl: 'https://shop.example/done' }, settings: WEBHOOKS_ONLY },
+      { taskQueue: stack.t.taskQueue },
+    );
+    const handle = financeApplicationHandle(client, TEST_MERCHANT, ref);
+    const consentId = `consent-${randomUUID()}`;
+    expect((await stack.facade(`/consents/${consentId}`, { method: 'PUT' })).status).toBe(201);
+    const first = await versionOf(client, handle.workflowId);
+    expect(first.buildId).toBeUndefined();
+
+    // The deploy: the unversioned workers stop, the first versioned build starts and becomes current, the nudge.
+    await stack.stopWorker();
+    versioned = await createWorker({
+      connection: stack.t.nativeConnection,
+      namespace: stack.t.namespace,
+      taskQueue: stack.t.taskQueue,
+      activities: stack.activities,
+      dataConverter: stack.dataConverter,
+      workflowBundle: await bundleWorkflows(require.resolve('../../src/workflows')),
+      deployment: V1,
+    });
+    running = versioned.run();
+    await makeCurrentVersion(client.workflowService, stack.t.namespace, V1);
+    await eventually(async () => {
+      const { signalled } = await nudgeRunsOnOtherBuilds(client, V1, { taskQueue: stack.t.taskQueue });
+      return signalled >= 2 ? true : undefined;
+    });
+
+    // The server pins a run from before to the version whose worker completes its next task: the nudge is that task.
+    // It stays on this build (which must replay its history: hence the patches this build keeps) until it
+    // continues as new; at the next deploy it moves like any pinned run.
+    await eventually(async () =>
+      (await versionOf(client, handle.workflowId)).buildId === 'first-versioned' ? true : undefined,
+    );
+    await eventually(async () =>
+      (await versionOf(client, consentClaimWorkflowId(consentId))).buildId === 'first-versioned' ? true : undefined,
+    );
+    expect((await versionOf(client, handle.workflowId)).runId).toBe(first.runId);
+    // Its first tasks by the unversioned worker (no build id), the rest by the versioned build.
+    expect(new Set(buildsOf(await handle.fetchHistory()))).toEqual(new Set(['', 'first-versioned']));
+    stack.sandbox.control.setApplicationStatus(id, 'COMPLETED');
+    expect(await handle.result()).toMatchObject({ status: 'COMPLETED', financeApplicationId: id });
+  }, 120_000);
 });
