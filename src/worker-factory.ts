@@ -11,7 +11,7 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import type { Config, WorkerTuning } from './config';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type Config, type WorkerTuning } from './config';
 import {
   createActivities,
   createBankClient,
@@ -27,8 +27,12 @@ import { workerTracingOptions, type Tracing } from './telemetry/tracing';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
 
-/** How long a stopping worker lets running activities finish before they are cancelled. */
-export const SHUTDOWN_GRACE_TIME = '10s' as const;
+/**
+ * Past the grace time, what cancelled activities and the last workflow tasks may take before the SDK gives up on a
+ * graceful stop (GracefulShutdownPeriodExpiredError): the process then exits all the same, so a worker's shutdown is
+ * bounded by WORKER_SHUTDOWN_GRACE_TIME + this.
+ */
+export const SHUTDOWN_FORCE_MARGIN_MS = 5_000;
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -49,6 +53,11 @@ export interface WorkerDeps {
   bankMaxReadsPerSecond?: number;
   /** The process's tracing (src/telemetry): activity spans and the workflow spans' sink; undefined: off. */
   tracing?: Tracing;
+  /**
+   * WORKER_SHUTDOWN_GRACE_TIME (config.shutdown.workerGraceMs): how long a stopping worker lets running activities
+   * finish before they are cancelled (their attempt fails and Temporal retries it on another worker). Default 10 s.
+   */
+  shutdownGraceMs?: number;
 }
 
 /** The Workers of one worker process, run and stopped as one. */
@@ -85,6 +94,7 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
         }
       : {};
   const tracing = workerTracingOptions(deps.tracing);
+  const graceMs = deps.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_MS;
   const common = {
     connection: deps.connection,
     // The bank's ids on every activity log line; with tracing, the activity spans and their trace ids.
@@ -92,7 +102,8 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
     sinks: tracing.sinks,
     namespace: deps.namespace,
     dataConverter: deps.dataConverter,
-    shutdownGraceTime: SHUTDOWN_GRACE_TIME,
+    shutdownGraceTime: graceMs,
+    shutdownForceTime: graceMs + SHUTDOWN_FORCE_MARGIN_MS,
     ...activityTuning,
   };
   const reads: readonly string[] = BANK_READ_ACTIVITIES;
@@ -176,7 +187,10 @@ export interface RunningWorker {
   metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
-  /** Drains the workers, then closes the bank client's pools. */
+  /**
+   * Drains the workers (/readyz 503; no new task; running activities get WORKER_SHUTDOWN_GRACE_TIME, then are
+   * cancelled and retried elsewhere), then closes the bank client's pools and the metrics listener.
+   */
   stop(): Promise<void>;
 }
 
@@ -218,6 +232,8 @@ export async function startWorker(options: {
   tracing?: Tracing;
   /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
   runtimeMetricsUrl?: string;
+  /** EntryContext.stopSignal: /readyz answers 503 `draining` from SIGTERM on, before stop() is reached. */
+  stopSignal?: AbortSignal;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
   const metrics = createWorkerMetrics();
@@ -266,12 +282,15 @@ export async function startWorker(options: {
       tuning: config.worker,
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       tracing: options.tracing,
+      shutdownGraceMs: config.shutdown.workerGraceMs,
     });
   } catch (err) {
     await closeClients();
     throw err;
   }
   metricsServer.setWorkers(workers);
+  if (options.stopSignal?.aborted) metricsServer.setDraining();
+  else options.stopSignal?.addEventListener('abort', () => metricsServer.setDraining(), { once: true });
   const done = workers.run().finally(closeClients);
   logger.info(
     {
@@ -284,6 +303,7 @@ export async function startWorker(options: {
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
       workerMetricsPort: metricsServer.port,
+      shutdownGraceMs: config.shutdown.workerGraceMs,
     },
     'workers running',
   );
@@ -292,6 +312,8 @@ export async function startWorker(options: {
     metricsServer,
     done,
     async stop() {
+      // Stops polling at once; running activities get the grace time, then are cancelled and handed back.
+      metricsServer.setDraining();
       workers.shutdown();
       await done;
     },
