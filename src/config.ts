@@ -199,6 +199,18 @@ const DEFAULT_MAX_POLLERS = 10;
 /** Bank status reads per second across every worker (Temporal's task-queue rate limit on the bank-reads queue). */
 export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
 
+/**
+ * Shutdown (docs/operations.md "Shutdown and draining"). SHUTDOWN_DRAIN_DELAY: how long an API process keeps serving
+ * with /readyz at 503 before its listeners stop accepting: long enough for a load balancer's health checks to take it
+ * out (`npm run api`; `npm start` has no load balancer in front, so none). SHUTDOWN_GRACE_PERIOD: how long requests
+ * in flight may then take. WORKER_SHUTDOWN_GRACE_TIME: how long a stopping worker lets running activities finish
+ * before they are cancelled and handed back to Temporal (retried on another worker).
+ */
+export const DEFAULT_API_DRAIN_DELAY_MS = 5_000;
+export const DEFAULT_SHUTDOWN_GRACE_PERIOD_MS = 10_000;
+export const DEFAULT_WORKER_SHUTDOWN_GRACE_MS = 10_000;
+const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
+
 /** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
 export const MIN_SECURITY_HEADER_LENGTH = 16;
 
@@ -375,6 +387,11 @@ const envSchema = (role: ConfigRole) =>
       REFRESH_TIMEOUT: duration(SETTING_BOUNDS.refreshTimeoutMs),
       REFRESH_QUIET_PERIOD: duration(SETTING_BOUNDS.refreshQuietPeriodMs),
       TRANSACTION_EVENTS_WINDOW: duration(SETTING_BOUNDS.transactionEventsWindowMs),
+
+      // Shutdown: the API's drain and the worker's grace (DEFAULT_API_DRAIN_DELAY_MS and below).
+      SHUTDOWN_DRAIN_DELAY: duration(SHUTDOWN_BOUNDS),
+      SHUTDOWN_GRACE_PERIOD: duration(SHUTDOWN_BOUNDS),
+      WORKER_SHUTDOWN_GRACE_TIME: duration(SHUTDOWN_BOUNDS),
 
       // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
       // (every workflow task replays its history): for debugging only.
@@ -702,6 +719,15 @@ export interface Config {
     maxReadsPerSecond: number;
   };
   worker: WorkerTuning;
+  /** Shutdown (DEFAULT_API_DRAIN_DELAY_MS): the API's drain, and the worker's grace for running activities. */
+  shutdown: {
+    /** SHUTDOWN_DRAIN_DELAY: /readyz 503, still serving; default 5 s for `npm run api`, 0 for `npm start`. */
+    drainDelayMs: number;
+    /** SHUTDOWN_GRACE_PERIOD: requests in flight after the listeners closed; then 503 and connections closed. */
+    gracePeriodMs: number;
+    /** WORKER_SHUTDOWN_GRACE_TIME: running activities after the worker stopped polling; then cancelled, retried. */
+    workerGraceMs: number;
+  };
   /**
    * Settings of the workflows this process starts (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES, POLL_*,
    * APPLICATION_DEADLINE, REFRESH_*, TRANSACTION_EVENTS_WINDOW); merchants override some per request.
@@ -835,6 +861,11 @@ export function loadConfig(
         e.WORKER_MAX_WORKFLOW_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
       maxActivityTaskPollers:
         e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
+    },
+    shutdown: {
+      drainDelayMs: e.SHUTDOWN_DRAIN_DELAY ?? (options.role === 'api' ? DEFAULT_API_DRAIN_DELAY_MS : 0),
+      gracePeriodMs: e.SHUTDOWN_GRACE_PERIOD ?? DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
+      workerGraceMs: e.WORKER_SHUTDOWN_GRACE_TIME ?? DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
     },
     settings: serviceSettings(e),
     webhooks: {

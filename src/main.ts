@@ -59,14 +59,16 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
   onShutdown(() => nativeConnection.close());
 
   // The listeners first: the embedded sandbox needs the public one's address for the account Webhook Endpoint.
-  const { publicUrl, internalUrl } = await startListeners({
+  const listeners = await startListeners({
     config,
     client,
     connection,
     logger,
     onShutdown,
+    stopSignal,
     payloadCodec,
   });
+  const { publicUrl, internalUrl } = listeners;
 
   let bank: BankEndpoints;
   let sandboxUrl: string | undefined;
@@ -106,8 +108,14 @@ runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, st
     buildId,
     tracing: processTracing(),
     runtimeMetricsUrl,
+    stopSignal,
   });
-  onShutdown(() => worker.stop());
+  // Shutdown order: the listeners drain first (their long-polls and start calls need the worker), then the worker
+  // drains, then the sandbox, the connections and the dev server (registered before: steps run in reverse).
+  onShutdown(async () => {
+    await listeners.stop();
+    await worker.stop();
+  });
   worker.done.catch(async (err: unknown) => {
     logger.fatal({ err }, 'worker failed');
     await shutdown(1);

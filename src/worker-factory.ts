@@ -11,7 +11,7 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import type { Config, WorkerTuning } from './config';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type Config, type WorkerTuning } from './config';
 import {
   createActivities,
   createBankClient,
@@ -28,8 +28,12 @@ import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
 import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
 import { versionString, type DeploymentVersion } from './temporal/worker-deployment';
 
-/** How long a stopping worker lets running activities finish before they are cancelled. */
-export const SHUTDOWN_GRACE_TIME = '10s' as const;
+/**
+ * Past the grace time, what cancelled activities and the last workflow tasks may take before the SDK gives up on a
+ * graceful stop (GracefulShutdownPeriodExpiredError): the process then exits all the same, so a worker's shutdown is
+ * bounded by WORKER_SHUTDOWN_GRACE_TIME + this.
+ */
+export const SHUTDOWN_FORCE_MARGIN_MS = 5_000;
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -55,6 +59,11 @@ export interface WorkerDeps {
    * workflows default to PINNED on it. Undefined: unversioned workers (tests that are not about versioning).
    */
   deployment?: DeploymentVersion;
+  /**
+   * WORKER_SHUTDOWN_GRACE_TIME (config.shutdown.workerGraceMs): how long a stopping worker lets running activities
+   * finish before they are cancelled (their attempt fails and Temporal retries it on another worker). Default 10 s.
+   */
+  shutdownGraceMs?: number;
 }
 
 /** The Workers of one worker process, run and stopped as one. */
@@ -91,6 +100,7 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
         }
       : {};
   const tracing = workerTracingOptions(deps.tracing);
+  const graceMs = deps.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_MS;
   const common = {
     connection: deps.connection,
     // The bank's ids on every activity log line; with tracing, the activity spans and their trace ids.
@@ -98,7 +108,8 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
     sinks: tracing.sinks,
     namespace: deps.namespace,
     dataConverter: deps.dataConverter,
-    shutdownGraceTime: SHUTDOWN_GRACE_TIME,
+    shutdownGraceTime: graceMs,
+    shutdownForceTime: graceMs + SHUTDOWN_FORCE_MARGIN_MS,
     ...activityTuning,
     // Both workers are one version: a pinned run's activities on the bank-reads queue go to its own build's workers.
     ...(deps.deployment
@@ -195,7 +206,10 @@ export interface RunningWorker {
   metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
-  /** Drains the workers, then closes the bank client's pools. */
+  /**
+   * Drains the workers (/readyz 503; no new task; running activities get WORKER_SHUTDOWN_GRACE_TIME, then are
+   * cancelled and retried elsewhere), then closes the bank client's pools and the metrics listener.
+   */
   stop(): Promise<void>;
 }
 
@@ -242,6 +256,8 @@ export async function startWorker(options: {
   tracing?: Tracing;
   /** EntryContext.runtimeMetricsUrl: the Runtime's exporter, served on WORKER_METRICS_PORT with the worker's own metrics. */
   runtimeMetricsUrl?: string;
+  /** EntryContext.stopSignal: /readyz answers 503 `draining` from SIGTERM on, before stop() is reached. */
+  stopSignal?: AbortSignal;
 }): Promise<RunningWorker> {
   const { config, logger } = options;
   const metrics = createWorkerMetrics();
@@ -293,12 +309,15 @@ export async function startWorker(options: {
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       tracing: options.tracing,
       deployment,
+      shutdownGraceMs: config.shutdown.workerGraceMs,
     });
   } catch (err) {
     await closeClients();
     throw err;
   }
   metricsServer.setWorkers(workers);
+  if (options.stopSignal?.aborted) metricsServer.setDraining();
+  else options.stopSignal?.addEventListener('abort', () => metricsServer.setDraining(), { once: true });
   const done = workers.run().finally(closeClients);
   logger.info(
     {
@@ -312,6 +331,7 @@ export async function startWorker(options: {
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
       workerMetricsPort: metricsServer.port,
       workerDeployment: deployment ? versionString(deployment) : 'unversioned',
+      shutdownGraceMs: config.shutdown.workerGraceMs,
     },
     'workers running',
   );
@@ -321,6 +341,8 @@ export async function startWorker(options: {
     metricsServer,
     done,
     async stop() {
+      // Stops polling at once; running activities get the grace time, then are cancelled and handed back.
+      metricsServer.setDraining();
       workers.shutdown();
       await done;
     },

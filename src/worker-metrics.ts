@@ -10,7 +10,8 @@ import type { PaylaterWorkers } from './worker-factory';
  * - `/metrics`: the SDK's series (prefixed `temporal_`) and the workflows' business metrics (`metricMeter`), both
  *   exported by the Temporal Runtime's Prometheus exporter, followed by this process's prom-client registry
  *   (activities: token requests, merchant callbacks; Node process metrics);
- * - `/healthz` (live) and `/readyz` (both Workers RUNNING, their task slots and last task received).
+ * - `/healthz` (live) and `/readyz` (both Workers RUNNING, their task slots and last task received; 503 `draining`
+ *   from SIGTERM on).
  *
  * Why a node:http server in front of the Runtime's exporter: the exporter (Rust core) serves only `/metrics` and
  * nothing else, so it cannot carry the health routes nor prom-client's registry. It binds a loopback port of its
@@ -160,6 +161,8 @@ export interface WorkerMetricsServer {
   port: number;
   /** Sets the workers /readyz reports on (until then it answers 503 "starting"). */
   setWorkers(workers: PaylaterWorkers | undefined): void;
+  /** From now on /readyz answers 503 `draining` (SIGTERM: the process is shutting down), with the workers' report. */
+  setDraining(): void;
   close(): Promise<void>;
 }
 
@@ -178,14 +181,19 @@ export async function startWorkerMetricsServer(options: {
   logger: Logger;
 }): Promise<WorkerMetricsServer> {
   let watch: WorkerHealthWatch | undefined;
+  let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return send(res, 405, 'application/json', '{"error":"GET only"}');
     if (path === '/healthz') return send(res, 200, 'application/json', JSON.stringify({ status: 'ok' }));
     if (path === '/readyz') {
-      if (!watch) return send(res, 503, 'application/json', JSON.stringify({ status: 'not_ready', state: 'STARTING' }));
+      if (!watch) {
+        const body = draining ? { status: 'draining', state: 'STOPPING' } : { status: 'not_ready', state: 'STARTING' };
+        return send(res, 503, 'application/json', JSON.stringify(body));
+      }
       const report = watch.report();
+      if (draining) return send(res, 503, 'application/json', JSON.stringify({ ...report, status: 'draining' }));
       return send(res, report.status === 'ready' ? 200 : 503, 'application/json', JSON.stringify(report));
     }
     if (path === '/metrics') {
@@ -227,6 +235,9 @@ export async function startWorkerMetricsServer(options: {
     port: (server.address() as { port: number }).port,
     setWorkers(workers) {
       watch = workers ? new WorkerHealthWatch(workers) : undefined;
+    },
+    setDraining() {
+      draining = true;
     },
     close: () =>
       new Promise((resolve) => {

@@ -41,7 +41,10 @@ if (require.main === module) {
         buildId,
         tracing: processTracing(),
         runtimeMetricsUrl,
+        stopSignal,
       });
+      // SIGTERM: /readyz 503, no more polling, running activities get WORKER_SHUTDOWN_GRACE_TIME (then cancelled and
+      // retried on another worker), workflow tasks finish; then the connection closes and the process exits 0.
       onShutdown(() => running.stop());
       running.done.catch(async (err: unknown) => {
         logger.fatal({ err }, 'worker failed');

@@ -13,7 +13,8 @@ import { answerError, errorHandler, HttpError } from './errors';
 import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
 import { requestLog } from './request-log';
 import type { Metrics } from './metrics';
-import { livenessRoutes, operatorRoutes } from './routes/health';
+import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './routes/health';
+import type { DrainSignals } from './drain';
 import { financeApplicationWebhookRoutes } from './routes/finance-application-webhooks';
 import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
@@ -58,6 +59,11 @@ export interface AppDeps {
   startDeadlineMs?: number;
   /** Readiness: resolves when Temporal answers. */
   checkTemporal(): Promise<void>;
+  /**
+   * The process's shutdown (src/api/drain.ts): /readyz answers 503 while draining, long-polls answer when the
+   * listeners close, calls still waiting at the hard bound answer 503. Absent: never draining (tests).
+   */
+  drain?: DrainSignals;
 }
 
 export interface InternalAppOptions {
@@ -108,8 +114,9 @@ function finish(app: Express, deps: Pick<AppDeps, 'logger'>): Express {
 export type PublicApp = RequestListener & { express: Express };
 
 /**
- * The public listener (PORT), the only one the bank reaches: the webhook receiver (`/webhooks/*`) and liveness
- * (`/healthz`). Every other path, the merchant facade's included, is a 404. Holds no state of its own.
+ * The public listener (PORT), the only one the bank reaches: the webhook receiver (`/webhooks/*`), liveness
+ * (`/healthz`) and its load balancer's readiness (`/readyz`: 503 while draining; no Temporal call from the internet).
+ * Every other path, the merchant facade's included, is a 404. Holds no state of its own.
  * The webhooks, its hot path, are dispatched without Express when their request line is in the bank's form
  * (src/api/direct-routes.ts); any other spelling of them, and everything else, goes through Express.
  */
@@ -119,6 +126,7 @@ export function createPublicApp(deps: AppDeps): PublicApp {
   const app = baseApp(middleware);
   app.use(directRoutesRouter(webhooks));
   app.use(livenessRoutes());
+  app.use(receiverReadinessRoutes(deps));
   finish(app, deps);
   const listener = directDispatch({
     routes: webhooks,

@@ -106,6 +106,22 @@ export function hardBound<T>(call: Promise<T>, ms: number, what: string): Promis
   return Promise.race([call, bound]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The call's result, or `error()` once `signal` is aborted (the process is shutting down: answer now rather than be
+ * cut). The call itself is left to finish.
+ */
+export function answerBefore<T>(call: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
+  if (!signal) return call;
+  call.catch(() => undefined); // a late failure after the answer is not an unhandled rejection
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(error());
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([call, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
+}
+
 export const DEFAULT_START_DEADLINE_MS = 30_000;
 
 /**
@@ -113,13 +129,28 @@ export const DEFAULT_START_DEADLINE_MS = 30_000;
  * worker polling), so the merchant is told to retry the same idempotent request: 503 with Retry-After.
  */
 export async function withStartDeadline<T>(
-  deps: { client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> }; startDeadlineMs?: number },
+  deps: {
+    client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> };
+    startDeadlineMs?: number;
+    /** The API's drain (src/api/drain.ts): a call still waiting at the shutdown's hard bound gets the same 503. */
+    drain?: { expired: AbortSignal };
+  },
   what: string,
   fn: () => Promise<T>,
 ): Promise<T> {
   const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
   try {
-    return await deps.client.withDeadline(Date.now() + ms, fn);
+    return await answerBefore(
+      deps.client.withDeadline(Date.now() + ms, fn),
+      deps.drain?.expired,
+      () =>
+        new HttpError(
+          503,
+          `${what} was still waiting when this process shut down; it goes on: retry the same request`,
+          undefined,
+          1,
+        ),
+    );
   } catch (err) {
     if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) {
       throw new HttpError(

@@ -3,6 +3,7 @@
  * configuration, both listeners started with their shutdown, the codec endpoint's authentication, and the notice of
  * a generated key. Used by the entry points (src/api/server.ts, src/main.ts) and the tests.
  */
+import type { Server } from 'node:http';
 import type { Client, Connection } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Logger } from '../logging';
@@ -12,7 +13,8 @@ import type { RequestHandler } from 'express';
 import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
 import { authenticateOperator } from './authenticate';
 import { codecRoutes } from './routes/codec';
-import { boundPort, closeServer, listen } from './http-server';
+import { boundPort, listen } from './http-server';
+import { ApiDrain, drainListeners } from './drain';
 import { createMetrics } from './metrics';
 
 /** The apps' dependencies wired from configuration: used by `npm run api` and by `npm start`. */
@@ -37,15 +39,23 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
 }
 
 export interface RunningListeners {
-  /** The public listener (PORT): the bank's webhooks and /healthz. */
+  /** The public listener (PORT): the bank's webhooks, /healthz and /readyz. */
   publicUrl: string;
   /** The internal listener (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
   internalUrl: string;
+  /** The drain's state (src/api/drain.ts). */
+  drain: ApiDrain;
+  /**
+   * Drains both listeners (SHUTDOWN_DRAIN_DELAY, then SHUTDOWN_GRACE_PERIOD) and resolves once both are closed. Also
+   * registered with `onShutdown`; calling it again returns the same drain.
+   */
+  stop(): Promise<void>;
 }
 
 /**
- * Both listeners, from configuration, each closed on shutdown: the public app on PORT and the internal app on
+ * Both listeners, from configuration, drained on shutdown: the public app on PORT and the internal app on
  * INTERNAL_PORT (with `options.extraRouters`, e.g. the codec endpoint). Used by `npm run api` and `npm start`.
+ * `/readyz` turns 503 on both as soon as `stopSignal` is aborted, whenever the drain step itself runs.
  */
 export async function startListeners(
   ctx: {
@@ -54,12 +64,15 @@ export async function startListeners(
     connection: Connection;
     logger: Logger;
     onShutdown: (step: () => Promise<void> | void) => void;
+    /** EntryContext.stopSignal: aborted on SIGTERM/SIGINT. */
+    stopSignal?: AbortSignal;
     /** The process's payload codec: served at /codec on the internal listener for the Web UI and the CLI. */
     payloadCodec: PayloadCodec;
   },
   options: InternalAppOptions = {},
 ): Promise<RunningListeners> {
-  const deps = appDepsFromConfig(ctx);
+  const drain = new ApiDrain();
+  const deps = { ...appDepsFromConfig(ctx), drain } satisfies AppDeps;
   const codec = codecRoutes({
     codec: ctx.payloadCodec,
     authenticate: codecAuthentication(ctx.config, deps),
@@ -67,18 +80,28 @@ export async function startListeners(
   });
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : (options.extraRouters ?? []);
   options = { ...options, extraRouters: [codec, ...extra] };
-  const publicServer = await listen(createPublicApp(deps), ctx.config.port, undefined, 'PORT');
-  ctx.onShutdown(() => closeServer(publicServer));
-  const internalServer = await listen(
-    createInternalApp(deps, options),
-    ctx.config.internalPort,
-    undefined,
-    'INTERNAL_PORT',
+  const servers: Server[] = [];
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= drainListeners(
+      drain,
+      servers,
+      { delayMs: ctx.config.shutdown.drainDelayMs, graceMs: ctx.config.shutdown.gracePeriodMs },
+      ctx.logger,
+    ));
+  ctx.onShutdown(stop);
+  if (ctx.stopSignal?.aborted) drain.advance('draining');
+  else ctx.stopSignal?.addEventListener('abort', () => drain.advance('draining'), { once: true });
+  servers.push(await listen(drain.track(createPublicApp(deps)), ctx.config.port, undefined, 'PORT'));
+  servers.push(
+    await listen(drain.track(createInternalApp(deps, options)), ctx.config.internalPort, undefined, 'INTERNAL_PORT'),
   );
-  ctx.onShutdown(() => closeServer(internalServer));
+  const [publicServer, internalServer] = servers as [Server, Server];
   return {
     publicUrl: `http://localhost:${boundPort(publicServer)}`,
     internalUrl: `http://localhost:${boundPort(internalServer)}`,
+    drain,
+    stop,
   };
 }
 

@@ -35,12 +35,15 @@ if (require.main === module) {
         process.stderr.write(`api: ${(err as Error).message}\n`);
         await shutdown(1);
       });
+      // SIGTERM: /readyz 503 at once, SHUTDOWN_DRAIN_DELAY, then the listeners drain (src/api/drain.ts); the
+      // Temporal connection, registered before, closes after them.
       const { publicUrl, internalUrl } = await startListeners({
         config,
         client,
         connection,
         logger,
         onShutdown,
+        stopSignal,
         payloadCodec,
       });
       logger.info(

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { AppDeps } from './app';
-import { hardBound, HttpError, isTemporalUnavailable } from './errors';
+import { answerBefore, hardBound, HttpError, isTemporalUnavailable } from './errors';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from './json-body';
 import { sendJson } from './send-json';
 
@@ -20,7 +20,8 @@ import { sendJson } from './send-json';
  *     webhook carries nothing to keep (a finance webhook of a finished application): nobody waits for it, and a 4xx
  *     would only make the bank retry (logged at warn, counted `no_target`). The account route never ends here: it
  *     hands what its refresh cannot take to the late workflow. 404 is kept for paths that are no route at all;
- *   - 503 with Retry-After when Temporal cannot take it within the deadline (the bank retries).
+ *   - 503 with Retry-After when Temporal cannot take it within the deadline, or by the shutdown's hard bound (the
+ *     bank retries).
  * No request gets a 500 for what it carries: every check answers 4xx, and the error middleware maps the rest.
  * Hot path: one body read and JSON.parse, one zod check, one call, one counter; an accepted webhook is logged at
  * debug only (the signal is in the workflow's history and the counter counts it).
@@ -139,7 +140,12 @@ export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>):
     let workflowId: string;
     let outcome: string | undefined;
     try {
-      ({ workflowId, outcome } = await withinSignalDeadline(deps.client, () => spec.deliver(event, req)));
+      // At the shutdown's hard bound a 503 (the bank retries), never a cut connection (src/api/drain.ts).
+      ({ workflowId, outcome } = await answerBefore(
+        withinSignalDeadline(deps.client, () => spec.deliver(event, req)),
+        deps.drain?.expired,
+        () => new HttpError(503, 'This receiver is shutting down; retry', undefined, 1),
+      ));
     } catch (err) {
       // Nowhere to go by design (WebhookIgnored), or a closed or unknown workflow: 200 `ignored`, so the bank does
       // not retry; counted and logged.

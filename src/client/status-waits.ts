@@ -30,6 +30,11 @@ export interface WaitForChangeOptions {
   waits?: FinanceApplicationWaits;
   /** Aborted when the caller goes away (an HTTP client that disconnected): stop listening at once. */
   signal?: AbortSignal;
+  /**
+   * Aborted to end the wait now as its timeout would (one read, `timeout` unless the status changed): a process that
+   * shuts down answers its long-polls instead of cutting them.
+   */
+  endEarly?: AbortSignal;
 }
 
 /** The application already holds as many status waits as it takes (other processes wait on it): retry shortly. */
@@ -155,7 +160,7 @@ export async function waitForFinanceApplicationChange(
   merchantReference: string,
   options: WaitForChangeOptions,
 ): Promise<FinanceApplicationChange> {
-  const { fromStatus, timeoutMs, signal } = options;
+  const { fromStatus, timeoutMs, signal, endEarly } = options;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > STATUS_WAIT_LIMITS.maxTimeoutMs) {
     throw new RangeError(`timeoutMs must be an integer from 0 to ${STATUS_WAIT_LIMITS.maxTimeoutMs}`);
   }
@@ -170,11 +175,11 @@ export async function waitForFinanceApplicationChange(
     if (state.status !== fromStatus) return { outcome: 'changed', state };
     if (state.done) return { outcome: 'done', state };
     const remaining = deadline - Date.now();
-    if (remaining <= 0) return { outcome: 'timeout', state };
+    if (remaining <= 0 || endEarly?.aborted) return { outcome: 'timeout', state };
     const joined = waits.join(workflowId, fromStatus);
     let result: StatusWaitResult | undefined;
     try {
-      result = await within(joined.result, remaining, signal);
+      result = await within(joined.result, remaining, signal, endEarly);
     } catch (err) {
       signal?.throwIfAborted();
       const failureType = err instanceof WorkflowUpdateFailedError ? updateFailureType(err) : undefined;
@@ -216,10 +221,19 @@ export function isClosedRunError(err: unknown): boolean {
   return false;
 }
 
-/** The promise's value, or undefined once `ms` have passed; rejects when `signal` is aborted. */
-async function within<T>(promise: Promise<T>, ms: number, signal?: AbortSignal): Promise<T | undefined> {
+/**
+ * The promise's value, or undefined once `ms` have passed or `endEarly` is aborted; rejects when `signal` is
+ * aborted.
+ */
+async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+  signal?: AbortSignal,
+  endEarly?: AbortSignal,
+): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
+  let onEnd: (() => void) | undefined;
   try {
     return await Promise.race([
       promise,
@@ -227,11 +241,14 @@ async function within<T>(promise: Promise<T>, ms: number, signal?: AbortSignal):
         timer = setTimeout(() => resolve(undefined), ms);
         onAbort = () => reject(signal?.reason instanceof Error ? signal.reason : new Error('wait aborted'));
         signal?.addEventListener('abort', onAbort, { once: true });
+        onEnd = () => resolve(undefined);
+        endEarly?.addEventListener('abort', onEnd, { once: true });
       }),
     ]);
   } finally {
     clearTimeout(timer);
     if (onAbort) signal?.removeEventListener('abort', onAbort);
+    if (onEnd) endEarly?.removeEventListener('abort', onEnd);
   }
 }
 

@@ -78,5 +78,7 @@ describe('createPublicApp and createInternalApp', () => {
       });
     }
     expect((await fetch(`${pub}/healthz`)).status).toBe(200);
+    // Its own readiness, for the load balancer in front of it: the drain state only (GET; no Temporal call).
+    expect(await (await fetch(`${pub}/readyz`)).json()).toEqual({ status: 'ready' });
   });
 });

@@ -168,6 +168,12 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect((await fetch(`${stack.internalUrl}/healthz`)).status).toBe(200);
   });
 
+  it("answers the public listener's /readyz (its load balancer's probe) with the drain state only, nothing of Temporal", async () => {
+    const res = await fetch(`${stack.publicUrl}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ready' });
+  });
+
   it('answers 404 on the public listener to every merchant and operator route, with or without a key', async () => {
     const ref = `public-${randomUUID()}`;
     const consentId = `public-${randomUUID()}`;
@@ -177,7 +183,6 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', `/applications/${ref}`],
       ['POST', `/consents/${consentId}/refresh`, '{}'],
       ['GET', `/consents/${consentId}/refresh`],
-      ['GET', '/readyz'],
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],

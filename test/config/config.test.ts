@@ -124,6 +124,39 @@ describe('loadConfig', () => {
     expect(config.bank.maxReadsPerSecond).toBe(12.5);
   });
 
+  describe('shutdown (SHUTDOWN_DRAIN_DELAY, SHUTDOWN_GRACE_PERIOD, WORKER_SHUTDOWN_GRACE_TIME)', () => {
+    it('drains `npm run api` for 5 s behind its load balancer, `npm start` not at all; 10 s of grace for both', () => {
+      expect(loadConfig({}, { role: 'api' }).shutdown).toEqual({
+        drainDelayMs: 5_000,
+        gracePeriodMs: 10_000,
+        workerGraceMs: 10_000,
+      });
+      expect(loadConfig({}).shutdown.drainDelayMs).toBe(0);
+      expect(loadConfig({}, { role: 'worker' }).shutdown.workerGraceMs).toBe(10_000);
+    });
+
+    it('takes durations from the environment, whatever the role', () => {
+      const env = { SHUTDOWN_DRAIN_DELAY: '15s', SHUTDOWN_GRACE_PERIOD: '1m', WORKER_SHUTDOWN_GRACE_TIME: '500ms' };
+      for (const role of ['all', 'api', 'worker'] as const)
+        expect(loadConfig(env, { role }).shutdown).toEqual({
+          drainDelayMs: 15_000,
+          gracePeriodMs: 60_000,
+          workerGraceMs: 500,
+        });
+      expect(loadConfig({ SHUTDOWN_DRAIN_DELAY: '0' }, { role: 'api' }).shutdown.drainDelayMs).toBe(0);
+    });
+
+    it('stops start-up on a value that is no duration or out of bounds, naming the variable', () => {
+      expect(
+        issuesOf({ SHUTDOWN_DRAIN_DELAY: 'soon', SHUTDOWN_GRACE_PERIOD: '-1s', WORKER_SHUTDOWN_GRACE_TIME: '2h' }),
+      ).toEqual([
+        { variable: 'SHUTDOWN_DRAIN_DELAY', message: 'must be a duration such as 500ms, 30s, 5m, 1h or 30d' },
+        { variable: 'SHUTDOWN_GRACE_PERIOD', message: 'must be a duration such as 500ms, 30s, 5m, 1h or 30d' },
+        { variable: 'WORKER_SHUTDOWN_GRACE_TIME', message: 'must be between 0ms and 10m' },
+      ]);
+    });
+  });
+
   it('keeps the default pollers within fewer slots, as the SDK does, and allows a disabled cache', () => {
     const config = loadConfig({
       WORKER_MAX_CACHED_WORKFLOWS: '0',

@@ -157,7 +157,8 @@ describe('npm start (embedded default)', () => {
         });
       expect((await create(internalPort, {})).status).toBe(401);
       expect((await create(port, { authorization: `Bearer ${key}` })).status).toBe(404);
-      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(404);
+      // The public listener's /readyz (for its load balancer) says only whether the process takes webhooks.
+      expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).toEqual({ status: 'ready' });
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
@@ -191,6 +192,16 @@ describe('npm start (embedded default)', () => {
       app.child.kill('SIGTERM');
       expect(await app.exit).toBe(0);
       await eventually(() => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
+      // In order: the listeners drain (their long-polls need the worker), then the worker, then the rest.
+      const stopping = app.output();
+      const steps = [
+        '"msg":"shutting down"',
+        'listeners closed to new connections',
+        '"state":"STOPPING"',
+        '"msg":"stopped"',
+      ];
+      const at = steps.map((line) => stopping.indexOf(line));
+      expect(at.every((i, n) => i >= 0 && (n === 0 || i > at[n - 1]!))).toBe(true);
     } finally {
       if (app.child.exitCode === null) app.child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });

@@ -157,6 +157,27 @@ describe('worker metrics and health (WORKER_METRICS_PORT)', () => {
     });
   });
 
+  it('answers /readyz 503 draining from SIGTERM on (setDraining), the workers still running, /healthz still 200', async () => {
+    const draining = await startWorkerMetricsServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: stack.workerMetrics.registry,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      draining.setWorkers(stack.worker());
+      const base = `http://127.0.0.1:${draining.port}`;
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      draining.setDraining();
+      const res = await fetch(`${base}/readyz`);
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ status: 'draining', state: 'RUNNING', workers: { main: {} } });
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    } finally {
+      await draining.close();
+    }
+  });
+
   it('reports not ready once the workers stop', async () => {
     await stack.stopWorker();
     const res = await fetch(`${url}/readyz`);

@@ -60,7 +60,7 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
       description:
         "The merchant facade over Temporal (finance applications, consent refreshes), the bank's webhook " +
         'receivers, and the operator endpoints. Two listeners: the internal one (INTERNAL_PORT: facade, probes, ' +
-        "metrics, codec, this description) and the public one (PORT: the bank's webhooks and /healthz); each " +
+        "metrics, codec, this description) and the public one (PORT: the bank's webhooks, /healthz and /readyz); each " +
         'operation names its own in `x-listener`. Errors are JSON `{ "error", "message", "details"? }`; any path ' +
         'that is no route answers 404 in that shape. TypeScript services may use the typed client package instead.',
     },

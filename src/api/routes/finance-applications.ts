@@ -286,6 +286,8 @@ export function financeApplicationRoutes(deps: AppDeps): Router {
           timeoutMs: timeout ?? DEFAULT_WAIT_TIMEOUT_MS,
           waits,
           signal: gone.signal,
+          // The process shuts down: answered with the state as it stands, as at the timeout (src/api/drain.ts).
+          endEarly: deps.drain?.closing,
         });
       } finally {
         release();
@@ -425,7 +427,8 @@ export const financeApplicationPaths: ApiPaths = {
       summary: "The application's status and history; with waitForChangeFrom, a long-poll for its next change",
       description:
         'With `waitForChangeFrom`, answers as soon as the status differs from it (at once if it already does), or ' +
-        'at the timeout with the status unchanged; the `Wait-Outcome` header says which. Served by a workflow update ' +
+        'at the timeout with the status unchanged (or earlier when the serving process shuts down: poll again); the ' +
+        '`Wait-Outcome` header says which. Served by a workflow update ' +
         '(no repeated reads); an application holds at most 5 waits at once, and a merchant its maxLongPolls (429 ' +
         'beyond).',
       security: merchantKeyRequired,
@@ -436,7 +439,8 @@ export const financeApplicationPaths: ApiPaths = {
           headers: {
             [WAIT_OUTCOME_HEADER]: {
               description:
-                'Long-poll only: `changed` (the status differs from waitForChangeFrom), `timeout` (no change), ' +
+                'Long-poll only: `changed` (the status differs from waitForChangeFrom), `timeout` (no change, at the ' +
+                'timeout or because the process shuts down), ' +
                 '`done` (no change, and none will come)',
               schema: { type: 'string', enum: [...WaitOutcomeSchema.options] },
             },

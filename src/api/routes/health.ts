@@ -1,5 +1,6 @@
-import type { Router } from 'express';
+import type { Response, Router } from 'express';
 import type { AppDeps } from '../app';
+import type { DrainSignals } from '../drain';
 import { z } from 'zod';
 import { hardBound } from '../errors';
 import { json, open, sendAs, Tag, type ApiPaths } from '../openapi/describe';
@@ -9,7 +10,20 @@ export const ReadySchema = z.object({ status: z.literal('ready'), temporal: z.li
 export const NotReadySchema = z
   .object({ status: z.literal('not_ready'), temporal: z.literal('unreachable'), message: z.string() })
   .meta({ id: 'NotReady' });
+/** 503 from SIGTERM on (both listeners): the process is shutting down; a load balancer sends it nothing new. */
+export const DrainingSchema = z.object({ status: z.literal('draining'), message: z.string() }).meta({ id: 'Draining' });
+/** The public listener's readiness: this process takes webhooks (it does not call Temporal for the internet). */
+export const ReceiverReadySchema = z.object({ status: z.literal('ready') }).meta({ id: 'ReceiverReady' });
 import { tracedRouter } from '../../telemetry/express-routes';
+
+const DRAINING_MESSAGE = 'This process is shutting down: send new requests to another instance';
+
+/** Answers 503 `draining` and returns true while the process drains. */
+function answeredDraining(res: Response, drain: DrainSignals | undefined): boolean {
+  if (!drain?.draining) return false;
+  sendAs(res, 503, DrainingSchema, { status: 'draining', message: DRAINING_MESSAGE });
+  return true;
+}
 
 /** /readyz answers within this, whatever Temporal does (its own check has a 2 s gRPC deadline). */
 export const READINESS_BOUND_MS = 2_000;
@@ -24,12 +38,27 @@ export function livenessRoutes(): Router {
 }
 
 /**
+ * The public listener's readiness, for the load balancer in front of it: 200 unless the process is draining. It
+ * checks no dependency: a path open to the internet must not be a lever on Temporal (the internal /readyz checks it,
+ * and the receiver answers 503 itself when Temporal cannot take a signal).
+ */
+export function receiverReadinessRoutes(deps: Pick<AppDeps, 'drain'>): Router {
+  const router = tracedRouter();
+  router.get('/readyz', (_req, res) => {
+    if (answeredDraining(res, deps.drain)) return;
+    sendAs(res, 200, ReceiverReadySchema, { status: 'ready' });
+  });
+  return router;
+}
+
+/**
  * Readiness (Temporal answers within a deadline) and Prometheus metrics, on the internal listener only. No API key:
  * probes and scrapers cannot send one, and they tell nothing about any merchant's data.
  */
 export function operatorRoutes(deps: AppDeps): Router {
   const router = tracedRouter();
   router.get('/readyz', async (_req, res) => {
+    if (answeredDraining(res, deps.drain)) return;
     try {
       await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
       sendAs(res, 200, ReadySchema, { status: 'ready', temporal: 'ok' });
@@ -62,14 +91,17 @@ export const healthPaths: ApiPaths = {
   },
   '/readyz': {
     get: {
-      'x-listener': 'internal',
+      'x-listener': 'both',
       operationId: 'readiness',
       tags: [Tag.Operations],
-      summary: 'Readiness: Temporal answers within 2 s',
+      summary: 'Readiness: internal listener, Temporal answers within 2 s; public listener, the process takes webhooks',
+      description:
+        'Both listeners answer 503 `draining` from SIGTERM on, while still serving for SHUTDOWN_DRAIN_DELAY: a load ' +
+        'balancer stops sending new requests before the listeners close. The public listener checks nothing else.',
       security: open,
       responses: {
-        '200': json(ReadySchema, 'Ready'),
-        '503': json(NotReadySchema, 'Temporal did not answer'),
+        '200': json(z.union([ReadySchema, ReceiverReadySchema]), 'Ready (internal: `Ready`; public: `ReceiverReady`)'),
+        '503': json(z.union([NotReadySchema, DrainingSchema]), 'Temporal did not answer, or the process is draining'),
       },
     },
   },
