@@ -1,0 +1,131 @@
+// `npm run deploy -- <command>`: the deploy procedure's steps against the Temporal the worker uses (same variables;
+// no configuration: the embedded stack of `npm start`). docs/deploying.md "Deploying a new version".
+import '../load-env-file';
+import { loadConfig } from '../config';
+import { loadWorkflowBundle } from '../prebuilt-workflow-bundle';
+import { createPayloadCodec } from '../security/payload-codec';
+import { connectClient } from '../temporal/connection';
+import { createDataConverter } from '../temporal/data-converter';
+import {
+  buildIdOf,
+  makeCurrentVersion,
+  nudgeRunsOnOtherBuilds,
+  versionSearchValue,
+  versionString,
+  type DeploymentVersion,
+} from '../temporal/worker-deployment';
+
+export const DEPLOY_USAGE = `usage: npm run deploy -- <command> [--build-id <id>]
+  status              the deployment's versions: current, ramping, open runs on each
+  promote             make the build current (default: this checkout's dist build; WORKER_BUILD_ID wins), then nudge
+                      every open run on another build so it moves at its safe point; rollback = promote an older id
+  ramp <percent>      send <percent>% of new runs (and continue-as-new moves) to the build (0 stops the ramp)
+  nudge               signal upgradeCheck to every open run not on the current build (after a manual switch)`;
+
+export interface DeployArgs {
+  command: 'status' | 'promote' | 'ramp' | 'nudge';
+  buildId?: string;
+  percent?: number;
+}
+
+/** Parses the command line; a usage problem is an Error whose message is shown with DEPLOY_USAGE. */
+export function parseDeployArgs(argv: string[]): DeployArgs {
+  const [command, ...rest] = argv;
+  let buildId: string | undefined;
+  const positional: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '--build-id') {
+      buildId = rest[++i];
+      if (!buildId) throw new Error('--build-id needs a value');
+    } else positional.push(rest[i]!);
+  }
+  if (command === 'ramp') {
+    const percent = Number(positional[0]);
+    if (positional.length !== 1 || !Number.isFinite(percent) || percent < 0 || percent > 100) {
+      throw new Error('ramp needs a percentage from 0 to 100');
+    }
+    return { command, buildId, percent };
+  }
+  if (command !== 'status' && command !== 'promote' && command !== 'nudge') {
+    throw new Error(command ? `unknown command ${command}` : 'a command is required');
+  }
+  if (positional.length > 0) throw new Error(`unexpected argument ${positional[0]}`);
+  return { command, buildId };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: DeployArgs;
+  try {
+    args = parseDeployArgs(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${DEPLOY_USAGE}\n`);
+    return 2;
+  }
+  const config = loadConfig(process.env);
+  const address = config.temporal.address ?? `127.0.0.1:${config.temporal.devServer.port}`;
+  const namespace = config.temporal.namespace;
+  const { client, connection } = await connectClient(
+    { address, namespace, env: config.env },
+    { dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)) },
+  );
+  try {
+    const deploymentName = config.temporal.deployment.name;
+    const buildId =
+      args.buildId ?? config.temporal.deployment.buildId ?? buildIdOf(loadWorkflowBundle().manifest.inputsSha256);
+    const version: DeploymentVersion = { deploymentName, buildId };
+    const service = client.workflowService;
+    if (args.command === 'status') {
+      const { workerDeploymentInfo: info } = await service.describeWorkerDeployment({ namespace, deploymentName });
+      const routing = info?.routingConfig;
+      const current = routing?.currentDeploymentVersion?.buildId;
+      const ramping = routing?.rampingDeploymentVersion?.buildId;
+      process.stdout.write(`deployment ${deploymentName} (namespace ${namespace})\n`);
+      for (const summary of info?.versionSummaries ?? []) {
+        const id = summary.deploymentVersion?.buildId ?? '';
+        const { count } = await client.workflow.count(
+          `TemporalWorkerDeploymentVersion = '${versionSearchValue({ deploymentName, buildId: id })}' AND ExecutionStatus = 'Running'`,
+        );
+        const role =
+          id === current ? 'current' : id === ramping ? `ramping ${routing?.rampingVersionPercentage ?? 0}%` : '';
+        process.stdout.write(`  ${id.padEnd(24)} ${role.padEnd(14)} open runs ${count}\n`);
+      }
+      const { count: unversioned } = await client.workflow.count(
+        `TaskQueue = '${config.temporal.taskQueue}' AND ExecutionStatus = 'Running' AND TemporalWorkerDeploymentVersion IS NULL`,
+      );
+      process.stdout.write(`  ${'(unversioned)'.padEnd(24)} ${''.padEnd(14)} open runs ${unversioned}\n`);
+      return 0;
+    }
+    if (args.command === 'ramp') {
+      await service.setWorkerDeploymentRampingVersion({
+        namespace,
+        deploymentName,
+        buildId: args.percent === 0 ? '' : buildId,
+        percentage: args.percent ?? 0,
+        identity: 'paylater-deploy',
+      });
+      process.stdout.write(`${versionString(version)} ramping at ${args.percent}%\n`);
+      return 0;
+    }
+    if (args.command === 'promote') {
+      await makeCurrentVersion(service, namespace, version, { identity: 'paylater-deploy' });
+      process.stdout.write(`${versionString(version)} is current\n`);
+    }
+    const nudged = await nudgeRunsOnOtherBuilds(client, version, { taskQueue: config.temporal.taskQueue });
+    process.stdout.write(
+      `nudged ${nudged.signalled} open run(s) on other builds (${nudged.closed} closed meanwhile): each moves at its safe point\n`,
+    );
+    return 0;
+  } finally {
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`deploy: ${(err as Error).message ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
