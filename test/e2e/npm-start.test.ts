@@ -175,6 +175,8 @@ describe('npm start (embedded default)', () => {
       expect((await decode({})).status).toBe(401);
       // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
       // through the Runtime's exporter, the worker's business metrics, and health.
+      // Its workers joined the deployment as the build of dist's workflow bundle, and made it current.
+      expect(app.output()).toMatch(/Worker build +paylater\.wf-[0-9a-f]{16} +\(current version\)/);
       const metricsPort = /Worker metrics, health +http:\/\/localhost:(\d+)\/metrics/.exec(app.output())?.[1];
       expect(metricsPort).toMatch(/^\d+$/);
       const scrape = await eventually(async () => {
