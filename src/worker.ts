@@ -8,6 +8,7 @@ import { createPayloadCodec } from './security/payload-codec';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { startWorker } from './worker-factory';
+import { bootstrapCurrentVersion, versionString } from './temporal/worker-deployment';
 
 /** `npm run worker`: a worker process alone, for production (stateless; scale out). */
 if (require.main === module) {
@@ -50,6 +51,36 @@ if (require.main === module) {
         logger.fatal({ err }, 'worker failed');
         await shutdown(1);
       });
+      // A fresh deployment's first build makes itself current; any later one waits for the deploy procedure.
+      if (running.deployment) {
+        const deployment = running.deployment;
+        bootstrapCurrentVersion(
+          connection.workflowService,
+          config.temporal.namespace,
+          deployment,
+          config.temporal.taskQueue,
+          {
+            signal: stopSignal,
+          },
+        ).then(
+          (outcome) => {
+            const version = versionString(deployment);
+            if (outcome === 'made-current') logger.info({ version }, 'first build of the deployment: made current');
+            else if (outcome === 'unversioned-runs-open')
+              logger.warn(
+                { version },
+                'runs from before Worker Versioning are open and no version is current: run `npm run replay-check`, ' +
+                  'then `npm run deploy -- promote` to make this build current (docs/deploying.md)',
+              );
+            else
+              logger.info(
+                { version },
+                'waiting to be made current by the deploy procedure (npm run deploy -- promote)',
+              );
+          },
+          (err: unknown) => logger.warn({ err }, "could not check the deployment's current version"),
+        );
+      }
     },
     { role: 'worker' },
   );

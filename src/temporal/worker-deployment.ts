@@ -187,3 +187,41 @@ export async function nudgeRunsOnOtherBuilds(
   await Promise.all(inFlight);
   return { signalled, closed };
 }
+
+/** What bootstrapCurrentVersion needs: a WorkflowService (a NativeConnection's or a Client's). */
+export interface BootstrapService extends DeploymentService {
+  countWorkflowExecutions(request: { namespace: string; query: string }): Promise<{ count?: Long | number | null }>;
+}
+type Long = { toNumber(): number };
+
+/**
+ * A fresh deployment's first build makes itself current, so a first `npm run worker` (a new environment, the
+ * cluster test, chaos) serves without a deploy step. Never a later build: once a version is current, only the deploy
+ * procedure changes it (after the replay gate). Nor a first versioned build meeting open runs from before Worker
+ * Versioning: that is the bridge deploy, which the operator does (`npm run replay-check`, then `npm run deploy --
+ * promote`). Returns what it did.
+ */
+export async function bootstrapCurrentVersion(
+  service: BootstrapService,
+  namespace: string,
+  version: DeploymentVersion,
+  taskQueue: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<'made-current' | 'is-current' | 'another-is-current' | 'unversioned-runs-open'> {
+  const { workerDeploymentInfo } = await service
+    .describeWorkerDeployment({ namespace, deploymentName: version.deploymentName })
+    .catch(() => ({ workerDeploymentInfo: undefined }));
+  const routing = (
+    workerDeploymentInfo as { routingConfig?: { currentDeploymentVersion?: { buildId?: string | null } | null } }
+  )?.routingConfig;
+  const current = routing?.currentDeploymentVersion?.buildId;
+  if (current) return current === version.buildId ? 'is-current' : 'another-is-current';
+  const { count } = await service.countWorkflowExecutions({
+    namespace,
+    query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running' AND TemporalWorkerDeploymentVersion IS NULL`,
+  });
+  const open = typeof count === 'number' ? count : (count?.toNumber() ?? 0);
+  if (open > 0) return 'unversioned-runs-open';
+  await makeCurrentVersion(service, namespace, version, { identity: 'paylater-worker', signal: options.signal });
+  return 'made-current';
+}

@@ -28,7 +28,7 @@ function expectPrebuiltBundle(output: string): void {
   expect(JSON.parse(line!)).toMatchObject({
     level: 30,
     workflowBundle: join(root, 'dist', 'workflow-bundle.js'),
-    inputsSha256: expect.stringMatching(/^[0-9a-f]{12}$/),
+    buildId: expect.stringMatching(/^wf-[0-9a-f]{16}$/),
   });
   expect(output).not.toContain('Workflow bundle created'); // the SDK's line when webpack runs
 }

@@ -1,4 +1,5 @@
 import {
+  bootstrapCurrentVersion,
   buildIdOf,
   DEPLOYMENT_NAME_PATTERN,
   makeCurrentVersion,
@@ -64,5 +65,45 @@ describe('makeCurrentVersion', () => {
     await expect(
       makeCurrentVersion(fakeService(1_000, []), 'default', version, { intervalMs: 1, timeoutMs: 20 }),
     ).rejects.toThrow(/paylater\.wf-0123456789abcdef.*no pollers/);
+  });
+});
+
+describe('bootstrapCurrentVersion: a fresh deployment serves without a deploy step, nothing more', () => {
+  const service = (current: string | undefined, unversionedOpen: number) => {
+    const calls: string[] = [];
+    return {
+      calls,
+      setWorkerDeploymentCurrentVersion: (r: { buildId: string }) => {
+        calls.push(`set ${r.buildId}`);
+        return Promise.resolve({});
+      },
+      describeWorkerDeployment: () =>
+        current === undefined && calls.length === 0
+          ? Promise.reject(new Error('deployment not found'))
+          : Promise.resolve({
+              workerDeploymentInfo: {
+                routingConfigUpdateState: 2,
+                routingConfig: { currentDeploymentVersion: current ? { buildId: current } : null },
+              },
+            }),
+      countWorkflowExecutions: () => Promise.resolve({ count: unversionedOpen }),
+    };
+  };
+  it('makes the first build of a new deployment current', async () => {
+    const s = service(undefined, 0);
+    expect(await bootstrapCurrentVersion(s, 'default', version, 'paylater')).toBe('made-current');
+    expect(s.calls).toEqual([`set ${version.buildId}`]);
+  });
+  it('never changes a current version (the deploy procedure does), and says whether it is this build', async () => {
+    const other = service('wf-older', 0);
+    expect(await bootstrapCurrentVersion(other, 'default', version, 'paylater')).toBe('another-is-current');
+    const same = service(version.buildId, 0);
+    expect(await bootstrapCurrentVersion(same, 'default', version, 'paylater')).toBe('is-current');
+    expect([...other.calls, ...same.calls]).toEqual([]);
+  });
+  it('leaves the bridge deploy to the operator when runs from before Worker Versioning are open', async () => {
+    const s = service(undefined, 3);
+    expect(await bootstrapCurrentVersion(s, 'default', version, 'paylater')).toBe('unversioned-runs-open');
+    expect(s.calls).toEqual([]);
   });
 });
