@@ -46,6 +46,7 @@ import {
   stayingVersion,
   UsageError,
   exitCodeOf,
+  failureSummary,
   formatReport,
   type ListedRun,
   type ReplayFailure,
@@ -315,17 +316,11 @@ async function replay(
       continue;
     }
     counts.failed++;
-    const recorded = recorder.take();
-    const message = firstLine(result.error);
     failures.push({
       workflowId: run.workflowId,
       runId: run.runId,
       workflowType: run.workflowType,
-      error: {
-        name: result.error.name,
-        message:
-          recorded !== undefined && message.includes('Encoded failure') ? firstLine(new Error(recorded)) : message,
-      },
+      error: { name: result.error.name, message: failureSummary(result.error.message, recorder.take()) },
     });
   }
   return failures;

@@ -226,6 +226,20 @@ export class RunSample {
   }
 }
 
+/**
+ * A replay error's message for a person, on one line. The SDK wraps core's failure in "Replay failed ... Details:
+ * Workflow activation completion failed: Failure { failure: Some(Failure { message: "<the cause>", ... }) }": the
+ * cause is the part worth reading. "Encoded failure" (the failure converter moved the real message into an encrypted
+ * payload) is replaced by `recorded`, the message the replayer encoded, when there is one.
+ */
+export function failureSummary(message: string, recorded?: string): string {
+  const inner = /\bmessage: "((?:[^"\\]|\\.)*)"/
+    .exec(message)?.[1]
+    ?.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+  const cause = inner === 'Encoded failure' ? (recorded ?? inner) : (inner ?? message);
+  return cause.split('\n')[0] ?? '';
+}
+
 export interface ReplayFailure {
   workflowId: string;
   runId: string;

@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -50,11 +50,11 @@ describe('npm run replay-check', () => {
   const finished: WorkflowHandle[] = [];
 
   /** The tool in a clean environment (no .env, no Temporal profile): the worker's variables only. */
-  function replayCheck(args: string[], env: Record<string, string>): Promise<Run> {
+  function replayCheck(args: string[], env: Record<string, string>, dir = cwd): Promise<Run> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [join(out, 'tools', 'replay-check.js'), ...args], {
-        cwd,
-        env: { PATH: process.env.PATH ?? '', HOME: cwd, ...env },
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '', HOME: dir, ...env },
       });
       let stdout = '';
       let stderr = '';
@@ -342,6 +342,15 @@ describe('npm run replay-check', () => {
     expect(bundle.status).toBe(2);
     expect(bundle.stderr).toContain('missing.js: no such file');
     for (const run of [usage, config, bundle]) expect(run.stderr).not.toMatch(/\n\s+at /);
+
+    // `.env` in the working directory, as the worker reads it: it fills gaps, the environment wins.
+    const withDotenv = mkdtempSync(join(tmpdir(), 'paylater-replay-check-dotenv-'));
+    writeFileSync(join(withDotenv, '.env'), 'PORT=port-from-dotenv\nINTERNAL_PORT=port-from-dotenv\n');
+    const dotenv = await replayCheck([], { INTERNAL_PORT: '3999' }, withDotenv);
+    rmSync(withDotenv, { recursive: true, force: true });
+    expect(dotenv.status).toBe(2);
+    expect(dotenv.stderr).toContain('PORT: must be a port number');
+    expect(dotenv.stderr).not.toContain('INTERNAL_PORT');
 
     const help = await replayCheck(['--help'], {});
     expect(help.status).toBe(0);

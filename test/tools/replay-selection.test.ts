@@ -1,5 +1,6 @@
 import {
   exitCodeOf,
+  failureSummary,
   formatReport,
   isReplayed,
   listQueries,
@@ -173,6 +174,39 @@ describe('the sample of a workflow type', () => {
 
   it('is empty when nothing is offered', () => {
     expect(new RunSample(5).runs()).toEqual([]);
+  });
+});
+
+describe("a replay error's summary", () => {
+  // As the SDK words them (seen from the replay of a finance application against a bundle with an extra timer).
+  const nondeterminism =
+    'Replay failed with a nondeterminism error. This means that the workflow code as written is not compatible with ' +
+    'the history that was fed in. Details: Workflow activation completion failed: Failure { failure: Some(Failure { ' +
+    'message: "[TMPRL1100] Nondeterminism error: Timer machine does not handle this event: HistoryEvent(id: 5, ' +
+    'WorkflowExecutionUpdateAccepted)", source: "", stack_trace: "", encoded_attributes: None, cause: None }), ' +
+    'force_cause: NonDeterministicError }';
+  const encoded =
+    'Replay failed due workflow task failure. Details: Workflow activation completion failed: Failure { failure: ' +
+    'Some(Failure { message: "Encoded failure", source: "TypeScriptSDK", stack_trace: "", encoded_attributes: ' +
+    'Some([Bp6n..68Yr]), cause: None, failure_info: None }), force_cause: Unspecified }';
+
+  it("is core's message inside the SDK's wrapping", () => {
+    expect(failureSummary(nondeterminism)).toBe(
+      '[TMPRL1100] Nondeterminism error: Timer machine does not handle this event: HistoryEvent(id: 5, WorkflowExecutionUpdateAccepted)',
+    );
+    expect(failureSummary(nondeterminism, 'ignored: not an encoded failure')).toMatch(/^\[TMPRL1100\]/);
+  });
+
+  it('is the message the replayer encrypted, for an encoded failure; its first line only', () => {
+    expect(failureSummary(encoded, "Failed to initialize workflow of type 'x'\n    at stack")).toBe(
+      "Failed to initialize workflow of type 'x'",
+    );
+    expect(failureSummary(encoded)).toBe('Encoded failure');
+  });
+
+  it('is the first line of any other message, escapes read', () => {
+    expect(failureSummary('something else\nsecond line')).toBe('something else');
+    expect(failureSummary('x: Failure { message: "a \\"quoted\\" word\\nand more" }')).toBe('a "quoted" word');
   });
 });
 
