@@ -1,8 +1,11 @@
 import { relative } from 'node:path';
 import { applyEnvFile, type EnvFileResult } from './env-file';
 
-/** The entry points (src/main.ts, src/worker.ts, src/api/server.ts, src/sandbox/server.ts), as built into dist/. */
-const ENTRY_POINTS = new Set(['main', 'worker', 'api/server', 'sandbox/server']);
+/**
+ * The entry points (src/main.ts, src/worker.ts, src/api/server.ts, src/sandbox/server.ts, and the replay gate
+ * src/tools/replay-check.ts, which shares the worker's configuration), as built into dist/.
+ */
+const ENTRY_POINTS = new Set(['main', 'worker', 'api/server', 'sandbox/server', 'tools/replay-check']);
 
 /**
  * Imported first by every entry point (before the tracing preload, which reads OTEL_* from the environment):
