@@ -141,3 +141,164 @@ export function visibilityProblems(bank: ApplicationRecord[], visible: VisibleAp
   }
   return problems;
 }
+
+// ---- the rolling upgrade (cluster/upgrade.ts) ---------------------------------------------------------------
+
+/** One run of a workflow as the upgrade checks see it: visibility's row and the builds of its workflow tasks. */
+export interface RunBuilds {
+  workflowId: string;
+  runId: string;
+  workflowType: string;
+  /** Visibility's status name: RUNNING, COMPLETED, CONTINUED_AS_NEW, FAILED, … */
+  status: string;
+  startMs: number;
+  closeMs?: number;
+  /** The build id of each WorkflowTaskCompleted, in order ('(none)': a task completed by an unversioned worker). */
+  builds: string[];
+}
+
+/** The build id each WorkflowTaskCompleted of a history records (the SDK reports its deployment version). */
+export function workflowTaskBuilds(events: IHistoryEvent[]): string[] {
+  return events
+    .map((e) => e.workflowTaskCompletedEventAttributes)
+    .filter((a) => a != null)
+    .map((a) => {
+      const id = a.deploymentVersion?.buildId;
+      if (id) return id;
+      // Older servers report the version as `deployment.buildId` only.
+      const joined = a.workerDeploymentVersion;
+      return joined ? joined.slice(joined.indexOf('.') + 1) : '(none)';
+    });
+}
+
+const buildsOf = (run: RunBuilds) => [...new Set(run.builds)];
+
+/** Runs whose workflow tasks were completed by more than one build: code of two builds in one run. */
+export function mixedBuildRuns(runs: RunBuilds[]): string[] {
+  return runs
+    .filter((r) => buildsOf(r).length > 1)
+    .map((r) => `${r.workflowId} run ${r.runId}: workflow tasks from ${buildsOf(r).join(' and ')} in one run`);
+}
+
+/**
+ * A workflow that had a run open on build `a` when `b` became current (at `switchMs`): its runs, oldest first, are
+ * on `a` and then on `b`, and the first run on `b` began after the switch from a continue-as-new of the last run on
+ * `a` (its safe point). With `stays` (a type that finishes on its build: the consent refresh) every run is on `a`
+ * and closed. Returns what differs.
+ */
+export function judgeMove(
+  runs: RunBuilds[],
+  versions: { a: string; b: string },
+  switchMs: number,
+  stays = false,
+): string[] {
+  const sorted = [...runs].sort((x, y) => x.startMs - y.startMs);
+  const id = sorted[0]?.workflowId ?? '?';
+  const on = (r: RunBuilds, build: string) => r.builds.length > 0 && r.builds.every((b) => b === build);
+  if (sorted.length === 0) return [`${id}: no run found`];
+  if (stays) {
+    const problems = sorted
+      .filter((r) => !on(r, versions.a))
+      .map((r) => `${id} run ${r.runId}: not on ${versions.a} alone (${buildsOf(r).join(', ') || 'no task'})`);
+    const last = sorted[sorted.length - 1]!;
+    if (last.status !== 'COMPLETED')
+      problems.push(`${id}: ${last.status.toLowerCase()} on ${versions.a}, not completed`);
+    return problems;
+  }
+  const firstB = sorted.findIndex((r) => on(r, versions.b));
+  if (firstB < 0)
+    return [
+      `${id}: never moved to ${versions.b} (runs on ${sorted.map((r) => buildsOf(r).join('+') || 'none').join(', ')})`,
+    ];
+  const problems: string[] = [];
+  sorted.slice(0, firstB).forEach((r) => {
+    if (!on(r, versions.a))
+      problems.push(
+        `${id} run ${r.runId}: before the move, yet not on ${versions.a} alone (${buildsOf(r).join(', ') || 'no task'})`,
+      );
+  });
+  sorted.slice(firstB).forEach((r) => {
+    if (!on(r, versions.b))
+      problems.push(
+        `${id} run ${r.runId}: after the move, yet not on ${versions.b} alone (${buildsOf(r).join(', ') || 'no task'})`,
+      );
+  });
+  const lastA = sorted[firstB - 1];
+  if (!lastA) problems.push(`${id}: its first run is on ${versions.b}, it was not open on ${versions.a}`);
+  else if (lastA.status !== 'CONTINUED_AS_NEW') {
+    problems.push(`${id}: its last run on ${versions.a} ended ${lastA.status.toLowerCase()}, not by continue-as-new`);
+  } else if ((lastA.closeMs ?? 0) < switchMs) {
+    problems.push(`${id}: its last run on ${versions.a} continued as new before ${versions.b} was current`);
+  }
+  return problems;
+}
+
+/** Runs the harness started after the switch: every one on `b` alone. */
+export function judgeNewRuns(runs: RunBuilds[], b: string): string[] {
+  return runs
+    .filter((r) => r.builds.length === 0 || r.builds.some((x) => x !== b))
+    .map((r) => `${r.workflowId} run ${r.runId}: started after the switch, on ${buildsOf(r).join(', ') || 'no build'}`);
+}
+
+/**
+ * The safe point, as the old run's history shows it: it continued as new in a workflow task that saw the new
+ * version (WorkflowTaskStarted.targetWorkerDeploymentVersionChanged), with every accepted update (a long-poll, a
+ * start) completed first.
+ */
+export function safePointProblems(events: IHistoryEvent[]): string[] {
+  const problems: string[] = [];
+  const accepted = new Map<string, string>();
+  const completed = new Set<string>();
+  let sawNewVersion = false;
+  for (const e of events) {
+    const acc = e.workflowExecutionUpdateAcceptedEventAttributes;
+    if (acc?.protocolInstanceId) accepted.set(acc.protocolInstanceId, acc.acceptedRequest?.input?.name ?? '?');
+    const done = e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId;
+    if (done) completed.add(done);
+    if (e.workflowTaskStartedEventAttributes?.targetWorkerDeploymentVersionChanged) sawNewVersion = true;
+    if (e.workflowExecutionContinuedAsNewEventAttributes) {
+      for (const [id, name] of accepted) {
+        if (!completed.has(id)) problems.push(`update ${name} (${id}) still open when the run continued as new`);
+      }
+      if (!sawNewVersion) problems.push('continued as new without a workflow task that saw the new version');
+    }
+  }
+  return problems;
+}
+
+/**
+ * What a move costs in history events: the old run's events from its first workflow task that saw the new version
+ * (with the nudge signal that woke it, when that came just before) to its continue-as-new, plus the new run's
+ * events up to its first completed workflow task. Undefined when the old run never saw the new version.
+ */
+export function moveEvents(
+  oldEvents: IHistoryEvent[],
+  newEvents: IHistoryEvent[],
+  nudgeSignal: string,
+): number | undefined {
+  const started = oldEvents.findIndex(
+    (e) => e.workflowTaskStartedEventAttributes?.targetWorkerDeploymentVersionChanged,
+  );
+  if (started < 0) return undefined;
+  let from = started;
+  if (oldEvents[from - 1]?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) from -= 1;
+  if (oldEvents[from - 1]?.workflowExecutionSignaledEventAttributes?.signalName === nudgeSignal) from -= 1;
+  const firstTask = newEvents.findIndex((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+  return oldEvents.length - from + (firstTask < 0 ? newEvents.length : firstTask + 1);
+}
+
+/**
+ * Status webhooks the bank saw answered 202 (the receiver handed them to the workflow) whose status never entered
+ * the application's history. Only meaningful when each change waited until the product showed the previous one.
+ */
+export function acknowledgedChangesMissing(bank: ApplicationRecord, history: { status: string }[]): string[] {
+  const seen = new Set(history.map((h) => h.status));
+  const missing = bank.webhooks
+    .filter((d) => d.trigger.startsWith('status:') && d.attempts.some((a) => a.status === 202))
+    .map((d) => d.trigger.slice('status:'.length))
+    .filter((status) => !seen.has(status));
+  return [...new Set(missing)].map(
+    (status) =>
+      `${String(bank.createRequest.merchantReference)}: the webhook for ${status} was answered 202, the history never had it`,
+  );
+}

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { freePort } from '../bench/processes';
 import { Facade, startMerchantEndpoint, type MerchantEndpoint } from '../chaos/merchant';
 import { ManagedProcess, sandboxCall, sleep, waitForHttp } from '../chaos/processes';
@@ -13,13 +13,11 @@ import {
   type Finding,
   type OurApplication,
   type OurRefreshRun,
-  type RefreshView,
 } from '../chaos/truth';
-import type { ApplicationRecord, ApplicationScript, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
+import type { ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
+import { loadWorkflowBundle } from '../src/prebuilt-workflow-bundle';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
 import {
-  FinanceApplicationId,
-  FinanceApplicationStatus,
   RefreshTaskId,
   DATETIME_SEARCH_ATTRIBUTE_NAMES,
   SEARCH_ATTRIBUTE_NAMES,
@@ -27,18 +25,33 @@ import {
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
 import { createDataConverter } from '../src/temporal/data-converter';
 import { consentRefreshWorkflowType } from '../src/shared/consent-refresh';
-import { financeApplicationWorkflowType } from '../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import {
-  activityOutcome,
-  judgeTakeover,
-  searchAttributeProblems,
-  visibilityProblems,
-  type PendingAtKill,
-  type VisibleApplication,
-} from './checks';
+  buildIdOf,
+  DEFAULT_WORKER_DEPLOYMENT_NAME,
+  makeCurrentVersion,
+  versionString,
+  type DeploymentVersion,
+} from '../src/temporal/worker-deployment';
+import { activityOutcome, judgeTakeover, searchAttributeProblems, visibilityProblems } from './checks';
+import {
+  Failure,
+  lifecycle,
+  NAMESPACE,
+  out,
+  readRefresh,
+  secs,
+  snapshotUntilBusy,
+  TASK_QUEUE,
+  visibleApplications,
+  waitForApplications,
+  waitForBankDeliveries,
+  waitForPollers,
+  waitForTransactions,
+} from './flows';
 import { startPostgres, type Postgres } from './postgres';
 import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } from './temporal-server';
+import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
 
 /**
  * `npm run test:cluster`: the production path on one machine. A throwaway PostgreSQL, the Temporal server built
@@ -48,16 +61,21 @@ import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } fr
  * through polling (webhooks dropped), a consent refresh, a transactionEvent burst — with one worker SIGKILLed
  * while it runs activities and one API process SIGKILLed (and restarted, as a supervisor would) in the middle.
  *
+ * The workers join the Worker Deployment `paylater` as dist's build (A), made current. Then a rolling upgrade
+ * (cluster/upgrade.ts): build B, a copy of dist with a behavioural change to the finance application workflow
+ * (cluster/build-variant.ts), started beside A with runs of every kind open on A, gated by the replay check, made
+ * current and nudged; A's workers stopped once drained; every run checked (moved at its safe point, one build per
+ * run, new runs on B, B's change visible), and the replay gate failing for an incompatible build C.
+ *
  * Exits 1 when a search attribute is missing, when the killed worker's activities were not completed by the other
  * worker, or when any application, refresh or transaction batch differs from the sandbox's ground truth (also
- * as seen through visibility queries on the SQL store); 2 when the stack could not be brought up. Every process
+ * as seen through visibility queries on the SQL store), or when the rolling upgrade's checks fail; 2 when the stack
+ * could not be brought up. Every process
  * and the temp Postgres are removed on exit, also on failure or Ctrl-C.
  *
  * CLUSTER_PORT_BASE=n: take ports n, n+1, … (else free ports); CLUSTER_DIR: logs (default data/cluster/<time>).
  */
 const COMMAND = 'npm run test:cluster';
-const NAMESPACE = 'default';
-const TASK_QUEUE = 'paylater';
 /** The merchant of the run (its one key in MERCHANT_API_KEYS): every application is its own. */
 const MERCHANT = 'cluster';
 const WEBHOOK_APPS = 6;
@@ -66,11 +84,6 @@ const POLLED_APPS = 3;
 const KILL_LATENCY_MS = 12_000;
 /** transactionEvents in the burst. */
 const BURST = 25;
-
-const out = (line: string) => process.stdout.write(`${line}\n`);
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-class Failure extends Error {}
 
 function portAllocator(): () => Promise<number> {
   const raw = process.env.CLUSTER_PORT_BASE;
@@ -91,6 +104,8 @@ interface Stack {
   apis: ManagedProcess[];
   merchant?: MerchantEndpoint;
   connection?: Connection;
+  /** The rolling upgrade's builds B and C (copies of dist), removed at the end. */
+  variantsDir?: string;
 }
 
 /**
@@ -101,6 +116,7 @@ async function abortAll(stack: Stack): Promise<void> {
   const all = [...stack.workers, ...stack.apis, stack.sandbox, stack.server, stack.postgres?.process];
   await Promise.all(all.filter((p) => p !== undefined).map((p) => p.stop(5_000)));
   await stack.postgres?.stop();
+  if (stack.variantsDir) rmSync(stack.variantsDir, { recursive: true, force: true });
 }
 
 /** Stops everything the run started, clients first (at the run's end). */
@@ -111,6 +127,7 @@ async function stopInOrder(stack: Stack): Promise<void> {
   await stack.merchant?.close();
   await stack.server?.stop();
   await stack.postgres?.stop();
+  if (stack.variantsDir) rmSync(stack.variantsDir, { recursive: true, force: true });
 }
 
 async function main(): Promise<number> {
@@ -135,6 +152,15 @@ async function main(): Promise<number> {
   const stack: Stack = { workers: [], apis: [] };
   running = stack;
   const findings: string[] = [];
+  // Build A is dist; B and C (the rolling upgrade's) are built from it in a child process while the first phase runs.
+  const distDir = join(root, 'dist');
+  const A: DeploymentVersion = {
+    deploymentName: DEFAULT_WORKER_DEPLOYMENT_NAME,
+    buildId: buildIdOf(loadWorkflowBundle(distDir).manifest.inputsSha256),
+  };
+  stack.variantsDir = mkdtempSync(join(tmpdir(), 'paylater-cluster-variants-'));
+  const variants: Promise<Variants> = buildVariants(distDir, stack.variantsDir, logOf('build-variants'));
+  variants.catch(() => undefined); // awaited by the upgrade phase; a failure there is its finding
   try {
     // ---- PostgreSQL and the Temporal server, set up by setup.sh ---------------------------------------------
     stack.postgres = await startPostgres({
@@ -258,14 +284,21 @@ async function main(): Promise<number> {
           root,
         ),
     );
+    // Each worker's applications name its own API in their webhook URL: both receivers get finance webhooks. The
+    // workers join the Worker Deployment as the build of their workflow bundle (A: dist's).
+    const workerEnv = async (i: number) => ({
+      ...appEnv,
+      WORKER_DEPLOYMENT_NAME: A.deploymentName,
+      PUBLIC_BASE_URL: publicUrls[i % publicUrls.length],
+      WORKER_METRICS_PORT: String(await port()),
+    });
     for (let i = 0; i < 2; i++) {
       stack.workers.push(
         new ManagedProcess(
           `worker-${i + 1}`,
           process.execPath,
           ['dist/worker.js'],
-          // Each worker's applications name its own API in their webhook URL: both receivers get finance webhooks.
-          { ...appEnv, PUBLIC_BASE_URL: publicUrls[i], WORKER_METRICS_PORT: String(await port()) },
+          await workerEnv(i),
           logOf(`worker-${i + 1}`),
           root,
         ),
@@ -276,10 +309,12 @@ async function main(): Promise<number> {
     for (const p of [...stack.apis, ...stack.workers]) p.start();
     await Promise.all(internalUrls.map((url) => waitForHttp(`${url}/readyz`, 90_000)));
     const identities = await waitForPollers(connection, stack.workers, 90_000);
+    // Versioned workers get tasks only once their version is current (what `npm start`, or the deploy procedure, does).
+    await makeCurrentVersion(connection.workflowService, NAMESPACE, A, { identity: 'cluster' });
     const tApp = Date.now();
     out(
-      `  sandbox, 2 API processes (${publicUrls.join(' ')}), 2 workers (${identities.join(', ')}) ` +
-        `[${secs(tApp - tUp)}]`,
+      `  sandbox, 2 API processes (${publicUrls.join(' ')}), 2 workers (${identities.join(', ')}) of build ` +
+        `${versionString(A)}, made current [${secs(tApp - tUp)}]`,
     );
 
     // ---- flows ----------------------------------------------------------------------------------------------
@@ -485,141 +520,51 @@ async function main(): Promise<number> {
     for (const p of [stack.postgres.process, stack.server, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
       for (const e of p?.unexpectedExits ?? []) findings.push(`${e.name} exited on its own (${e.code ?? e.signal})`);
     }
-    writeFileSync(join(runDir, 'result.json'), JSON.stringify({ findings, pendingAtKill, outcomes, run }, null, 2));
     out(
       `  ${apps.length} applications, 1 refresh, 1 transaction burst: ` +
         `${findings.length === 0 ? 'all match the bank' : `${findings.length} finding(s)`}`,
+    );
+    const tChecked = Date.now();
+
+    // ---- the rolling upgrade: A → B with runs in flight, A's workers stopped; the replay gate (cluster/upgrade.ts) --
+    // The gate runs with the workers' variables; without LOG_LEVEL its report alone is written (stdout, JSON).
+    const { LOG_LEVEL: _logLevel, ...gateEnv } = {
+      ...appEnv,
+      WORKER_DEPLOYMENT_NAME: A.deploymentName,
+      PUBLIC_BASE_URL: publicUrls[0],
+    };
+    const upgrade = await rollingUpgrade({
+      root,
+      logOf,
+      connection,
+      client,
+      facade,
+      sandboxUrl,
+      merchant,
+      merchantId: MERCHANT,
+      tag,
+      workers: stack.workers,
+      workerEnv,
+      gateEnv,
+      a: A,
+      variants,
+      finishedOnA: apps.map((a) => a.ref),
+    });
+    findings.push(...upgrade.findings);
+    const tUpgrade = Date.now();
+    writeFileSync(
+      join(runDir, 'result.json'),
+      JSON.stringify({ findings, pendingAtKill, outcomes, run, upgrade: upgrade.figures }, null, 2),
     );
     for (const f of findings) out(`  FAIL ${f}`);
     out(
       `${COMMAND}: ${findings.length === 0 ? 'passed' : 'FAILED'} in ${secs(Date.now() - t0)} ` +
         `(toolchain ${secs(tReady - t0)}, cluster up ${secs(tUp - tReady)}, app processes ${secs(tApp - tUp)}, ` +
-        `flows ${secs(tFlows - tApp)})`,
+        `flows ${secs(tFlows - tApp)}, rolling upgrade ${secs(tUpgrade - tChecked)})`,
     );
     return findings.length === 0 ? 0 : 1;
   } finally {
     await stopInOrder(stack);
-  }
-}
-
-function lifecycle(statuses: string[], everyMs: number, dropWebhooks: boolean): ApplicationScript {
-  return {
-    steps: statuses.map((status) => ({ status, afterMs: everyMs, ...(dropWebhooks ? { dropWebhook: true } : {}) })),
-    webhooks: { drop: false },
-  };
-}
-
-/** Waits until every worker polls the task queue; returns their identities in the order of `workers`. */
-async function waitForPollers(connection: Connection, workers: ManagedProcess[], timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { pollers } = await connection.workflowService.describeTaskQueue({
-      namespace: NAMESPACE,
-      taskQueue: { name: TASK_QUEUE, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-    });
-    const identities = workers.map((w) => (pollers ?? []).find((p) => p.identity?.startsWith(`${w.pid}@`))?.identity);
-    if (identities.every((id): id is string => Boolean(id))) return identities;
-    if (Date.now() > deadline) throw new Failure(`workers not polling ${TASK_QUEUE} within ${timeoutMs / 1000} s`);
-    await sleep(500);
-  }
-}
-
-/** Running workflows' activities started by `identity`; looked at again until there is at least one. */
-async function snapshotUntilBusy(connection: Connection, identity: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const pending: PendingAtKill[] = [];
-    const { executions } = await connection.workflowService.listWorkflowExecutions({
-      namespace: NAMESPACE,
-      query: `ExecutionStatus = 'Running'`,
-      pageSize: 1000,
-    });
-    for (const e of executions ?? []) {
-      const d = await connection.workflowService
-        .describeWorkflowExecution({ namespace: NAMESPACE, execution: e.execution })
-        .catch(() => undefined);
-      for (const a of d?.pendingActivities ?? []) {
-        if (
-          a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED &&
-          a.lastWorkerIdentity === identity
-        ) {
-          pending.push({
-            workflowId: e.execution!.workflowId!,
-            runId: e.execution!.runId!,
-            activityId: a.activityId!,
-            activityType: a.activityType?.name ?? '?',
-          });
-        }
-      }
-    }
-    if (pending.length > 0 || Date.now() > deadline) return pending;
-    await sleep(250);
-  }
-}
-
-async function visibleApplications(client: Client, refs: string[]): Promise<VisibleApplication[]> {
-  return Promise.all(
-    refs.map(async (ref) => {
-      const found: VisibleApplication['found'] = [];
-      for await (const wf of client.workflow.list({
-        query: `WorkflowType = '${financeApplicationWorkflowType}' AND MerchantReference = '${ref}'`,
-      })) {
-        found.push({
-          workflowId: wf.workflowId,
-          financeApplicationId: wf.typedSearchAttributes.get(FinanceApplicationId),
-          status: wf.typedSearchAttributes.get(FinanceApplicationStatus),
-          closed: wf.status.name !== 'RUNNING',
-        });
-      }
-      return { merchantReference: ref, found };
-    }),
-  );
-}
-
-async function waitForApplications(facade: Facade, refs: string[], bound: number): Promise<void> {
-  const open = new Set(refs);
-  while (open.size > 0 && Date.now() < bound) {
-    for (const ref of [...open]) {
-      const res = await facade.request(1, 'GET', `/applications/${ref}`);
-      if (res.status === 200 && (res.body as { done?: boolean }).done) open.delete(ref);
-    }
-    if (open.size > 0) await sleep(2_000);
-  }
-}
-
-async function readRefresh(facade: Facade, consentId: string, ok: (v: RefreshView) => boolean, bound: number) {
-  let last: RefreshView | undefined;
-  for (;;) {
-    const res = await facade.request(1, 'GET', `/consents/${consentId}/refresh`);
-    if (res.status === 200) last = res.body as RefreshView;
-    if ((last && ok(last)) || Date.now() > bound) return last;
-    await sleep(1_000);
-  }
-}
-
-/** Until the bank has no webhook still being attempted (every copy delivered, failed or dropped). */
-async function waitForBankDeliveries(sandboxUrl: string, boundMs: number): Promise<void> {
-  const bound = Date.now() + boundMs;
-  while (Date.now() < bound) {
-    const apps = await sandboxCall<ApplicationRecord[]>(sandboxUrl, 'GET', '/_sandbox/applications');
-    const account = await sandboxCall<WebhookDelivery[]>(sandboxUrl, 'GET', '/_sandbox/account-webhooks');
-    if (![...apps.flatMap((a) => a.webhooks), ...account].some((d) => d.outcome === 'pending')) return;
-    await sleep(2_000);
-  }
-}
-
-/** Until the merchant received as many transaction events for `consentId` as the bank had acknowledged. */
-async function waitForTransactions(merchant: MerchantEndpoint, consentId: string, sandboxUrl: string, boundMs: number) {
-  const bound = Date.now() + boundMs;
-  while (Date.now() < bound) {
-    const account = await sandboxCall<WebhookDelivery[]>(sandboxUrl, 'GET', '/_sandbox/account-webhooks');
-    const sent = account.filter((d) => d.kind === 'transactionEvent' && String(d.body.consentId) === consentId);
-    const received = merchant.transactionBatches
-      .filter((b) => b.consentId === consentId)
-      .reduce((n, b) => n + b.events, 0);
-    if (sent.length > 0 && received >= sent.length) return;
-    await sleep(2_000);
   }
 }
 

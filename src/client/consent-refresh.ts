@@ -117,10 +117,20 @@ export async function getConsentRefreshProgress(
   await assertConsentOf(client, merchant, consentId);
   await assertWorkflowOf(client, merchant, consentRefreshWorkflowId(consentId), consentId);
   const [progress, late] = await Promise.all([
-    consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery),
+    refreshProgress(consentRefreshHandle(client, consentId)),
     ownLateBankReports(client, merchant, consentId),
   ]);
   return mergeLateReports(progress, late.reports);
+}
+
+/**
+ * A refresh's progress; a completed refresh's is its result, read without a worker: a query of a closed run goes to
+ * the build it was pinned to (Worker Versioning), whose workers are gone after a deploy (found by the cluster test's
+ * rolling upgrade: GET /consents/:id/refresh failed once build A was stopped). Throws WorkflowNotFoundError.
+ */
+async function refreshProgress(handle: WorkflowHandle<typeof consentRefreshWorkflow>): Promise<ConsentRefreshProgress> {
+  const { status } = await handle.describe();
+  return status.name === 'COMPLETED' ? await handle.result() : await handle.query(consentRefreshProgressQuery);
 }
 
 /** A refresh of the consent still runs for its previous owner (released since): a start would attach to it. */
@@ -231,7 +241,7 @@ export async function getLateBankReports(client: Client, consentId: string): Pro
 export async function lookUpKnownBankCodes(client: Client, consentId: string): Promise<string[] | undefined> {
   let previous: ConsentRefreshProgress | undefined;
   try {
-    previous = await consentRefreshHandle(client, consentId).query(consentRefreshProgressQuery);
+    previous = await refreshProgress(consentRefreshHandle(client, consentId));
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }

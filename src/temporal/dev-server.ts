@@ -43,6 +43,9 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
   'matching.useNewMatcher=true',
   'matching.enableFairness=true',
+  // Worker Versioning: what deploy/temporal/dynamicconfig.yaml writes out (the defaults of Server 1.32).
+  'system.enableDeploymentVersions=true',
+  'system.enableSendTargetVersionChanged=true',
 ];
 
 export function devServerArgs(

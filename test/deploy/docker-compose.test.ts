@@ -329,6 +329,9 @@ describe('docker-compose.yml', () => {
     // Each merchant's share of the bank reads: task-queue fairness on the new matcher.
     expect(dynamic['matching.useNewMatcher']?.[0]?.value).toBe(true);
     expect(dynamic['matching.enableFairness']?.[0]?.value).toBe(true);
+    // Worker Versioning: deployment versions, and pinned runs told of a new target version (they move at their safe point).
+    expect(dynamic['system.enableDeploymentVersions']?.[0]?.value).toBe(true);
+    expect(dynamic['system.enableSendTargetVersionChanged']?.[0]?.value).toBe(true);
     // What the compose server sets, the embedded dev server sets alike.
     for (const kv of DEV_SERVER_DYNAMIC_CONFIG) {
       const [key, value] = kv.split('=');
