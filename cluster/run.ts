@@ -459,7 +459,13 @@ async function main(): Promise<number> {
       for (const app of apps) {
         const our: OurApplication = { merchantReference: app.ref, answeredId: answered.get(app.ref) };
         const res = await facade.request(1, 'GET', `/applications/${app.ref}`);
-        if (res.status === 200) our.state = res.body as NonNullable<OurApplication['state']>;
+        if (res.status === 200) {
+          our.state = res.body as NonNullable<OurApplication['state']>;
+          // A webhook the bank sent after the workflow closed is answered 200 `ignored`, rightly: the close time
+          // tells those apart from one ignored while it ran (chaos/truth.ts ignoredWhileOpen).
+          const described = await client.workflow.getHandle(financeApplicationWorkflowId(MERCHANT, app.ref)).describe();
+          our.closedAt = described.closeTime?.toISOString();
+        }
         ours.push(our);
       }
       const recordedTaskIds = new Set<string>();
