@@ -90,6 +90,7 @@ interface Options {
   moveTimeoutMs: number;
   settleMs: number;
   historySample: number;
+  extraEnv: Record<string, string>;
 }
 
 function options(): Options {
@@ -105,9 +106,10 @@ function options(): Options {
     count,
     // Three changes each (CREATED → IN_PROGRESS → APPROVED → SIGNED), enough for a deploy of several minutes.
     changing: Math.min(count, num('BENCH_DEPLOY_CHANGING', Math.max(200, Math.round(count / 10)))),
-    webhooksPerSec: num('BENCH_DEPLOY_WEBHOOKS_PER_SEC', 20),
-    changesPerSec: num('BENCH_DEPLOY_CHANGES_PER_SEC', 2),
-    readsPerSec: num('BENCH_DEPLOY_READS_PER_SEC', 5),
+    // A load the stack carries on this 2-core machine before the deploy (20 webhooks/s over 1,000 runs did not).
+    webhooksPerSec: num('BENCH_DEPLOY_WEBHOOKS_PER_SEC', 5),
+    changesPerSec: num('BENCH_DEPLOY_CHANGES_PER_SEC', 1),
+    readsPerSec: num('BENCH_DEPLOY_READS_PER_SEC', 2),
     longPolls: num('BENCH_DEPLOY_LONG_POLLS', 4),
     workersPerBuild: Math.max(1, num('BENCH_DEPLOY_WORKERS', 1)),
     warmupMs: num('BENCH_DEPLOY_WARMUP_MS', 30_000),
@@ -115,7 +117,18 @@ function options(): Options {
     moveTimeoutMs: num('BENCH_DEPLOY_MOVE_TIMEOUT_MS', 45 * MINUTE),
     settleMs: num('BENCH_DEPLOY_SETTLE_MS', 2 * MINUTE),
     historySample: num('BENCH_DEPLOY_HISTORY_SAMPLE', 200),
+    extraEnv: extraEnv(),
   };
+}
+
+/** JSON object of BENCH_DEPLOY_ENV: variables for the API and every worker (e.g. WORKER_MAX_CACHED_WORKFLOWS). */
+function extraEnv(): Record<string, string> {
+  const raw = process.env.BENCH_DEPLOY_ENV;
+  if (!raw) return {};
+  const parsed = JSON.parse(raw) as unknown;
+  if (typeof parsed !== 'object' || parsed === null || Object.values(parsed).some((v) => typeof v !== 'string'))
+    throw new Error('BENCH_DEPLOY_ENV must be a JSON object of strings');
+  return parsed as Record<string, string>;
 }
 
 /**
@@ -203,25 +216,35 @@ export async function benchDeployUnderLoad(): Promise<void> {
       MERCHANT_API_KEYS: `${idle.id}:${idle.key},${changer.id}:${changer.key}`,
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       WORKER_DEPLOYMENT_NAME: deploymentName,
+      ...o.extraEnv,
     };
+    // The service's own error lines (pino level ≥ 50) and its 503s' causes (logged at warn), to say what a 5xx was.
+    const errorLines = { keepLine: (line: string) => /"level":(5\d|60)|"status":503/.test(line) };
+    const metricsUrls = new Map<Child, string>();
     const startWorkers = async (version: DeploymentVersion, label: string): Promise<Child[]> => {
       const workers: Child[] = [];
       for (let i = 0; i < o.workersPerBuild; i++) {
         const metricsPort = await freePort();
-        const worker = startChild(`worker-${label}${i + 1}`, join(ROOT, 'dist', 'worker.js'), {
-          ...stackEnv,
-          WORKER_METRICS_PORT: String(metricsPort),
-          // A: the bundle's own build id; B: the same code under another id.
-          ...(version.buildId === buildA ? {} : { WORKER_BUILD_ID: version.buildId }),
-        });
+        const worker = startChild(
+          `worker-${label}${i + 1}`,
+          join(ROOT, 'dist', 'worker.js'),
+          {
+            ...stackEnv,
+            WORKER_METRICS_PORT: String(metricsPort),
+            // A: the bundle's own build id; B: the same code under another id.
+            ...(version.buildId === buildA ? {} : { WORKER_BUILD_ID: version.buildId }),
+          },
+          errorLines,
+        );
         processes.push(worker);
         workers.push(worker);
+        metricsUrls.set(worker, `http://127.0.0.1:${metricsPort}/metrics`);
         await waitReady(worker, `http://127.0.0.1:${metricsPort}/readyz`);
       }
       return workers;
     };
 
-    const api = startChild('api', join(ROOT, 'dist', 'api', 'server.js'), stackEnv);
+    const api = startChild('api', join(ROOT, 'dist', 'api', 'server.js'), stackEnv, errorLines);
     processes.push(api);
     const workersA = await startWorkers(A, 'a');
     await waitReady(api, `${internalUrl}/readyz`);
@@ -230,9 +253,13 @@ export async function benchDeployUnderLoad(): Promise<void> {
 
     // --- The open applications, through the facade (c=16): idle ones first, the changing ones last (so their
     // hour-apart polls start late: a read the bench did not ask for cannot hide a lost webhook).
+    // One pool per kind of caller, each with room for what it has in flight: a figure is the service's, not a
+    // request queued behind another kind's in this process.
     const facade = new Pool(internalUrl, { connections: 24, pipelining: 1 });
-    const hooks = new Pool(publicUrl, { connections: 32, pipelining: 1 });
-    pools.push(facade, hooks);
+    const hooks = new Pool(publicUrl, { connections: 64, pipelining: 1 });
+    const readers = new Pool(internalUrl, { connections: 64, pipelining: 1 });
+    const waiters = new Pool(internalUrl, { connections: Math.max(1, o.longPolls), pipelining: 1 });
+    pools.push(facade, hooks, readers, waiters);
     const runTag = randomUUID().slice(0, 8);
     const created: { ref: string; merchant: Merchant; financeApplicationId: string; changing: boolean }[] = [];
     const creationAnswers = new Map<string, number>();
@@ -319,16 +346,20 @@ export async function benchDeployUnderLoad(): Promise<void> {
       if (!t) tallies.set(key, (t = { answers: new Map(), latencies: [] }));
       return t;
     };
-    const record = (kind: Kind, p: Phase, status: Answer, ms: number) => {
-      const t = tally(kind, p);
-      bump(t.answers, String(status));
-      t.latencies.push(ms);
-    };
+    // The first answers of each kind and status other than 2xx, as the caller saw them.
+    const odd = new Map<string, string[]>();
     const timed = async (kind: Kind, send: () => Promise<Response>): Promise<Response> => {
       const p = phase;
       const start = performance.now();
       const res = await send();
-      record(kind, p, res.status, performance.now() - start);
+      const t = tally(kind, p);
+      bump(t.answers, String(res.status));
+      t.latencies.push(performance.now() - start);
+      if (!/^2\d\d$/.test(String(res.status))) {
+        const key = `${kind} ${res.status}`;
+        const seen = odd.get(key) ?? [];
+        if (seen.length < 2) odd.set(key, [...seen, `${p}: ${res.body.slice(0, 300) || '(no body)'}`]);
+      }
       return res;
     };
     const webhook = (app: App) =>
@@ -399,7 +430,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
         const app = apps[Math.floor(Math.random() * apps.length)]!;
         track(
           timed('read', () =>
-            call(facade, { method: 'GET', path: `/applications/${app.ref}`, key: app.merchant.key }, 10_000),
+            call(readers, { method: 'GET', path: `/applications/${app.ref}`, key: app.merchant.key }, 10_000),
           ),
         );
       }),
@@ -410,7 +441,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
         const start = performance.now();
         await timed('longPoll', () =>
           call(
-            facade,
+            waiters,
             {
               method: 'GET',
               path: `/applications/${app.ref}?waitForChangeFrom=${app.bankStatus}&timeout=30s`,
@@ -435,6 +466,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
     const bReadyMs = performance.now() - deployStart;
     await makeCurrentVersion(client.workflowService, 'default', B, { identity: 'bench' });
     const bCurrentAt = performance.now();
+    const bCurrentWall = Date.now();
     progress('deploy: build B current; nudging the runs on A');
     const samples: { at: number; onA: number; onB: number; open: number }[] = [];
     const sample = async () => {
@@ -461,6 +493,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
     const last = samples.at(-1)!;
     progress(`deploy: on A ${last.onA}, on B ${last.onB}, open ${last.open}; stopping build A (SIGTERM)`);
     const cpuA = cpuOf(workersA) - cpuBefore.a;
+    const tasksA = await Promise.all(workersA.map((w) => workflowTaskFigures(metricsUrls.get(w)!)));
     const stopAt = performance.now();
     await Promise.all(workersA.map((w) => w.stop(90_000)));
     const aExitMs = performance.now() - stopAt;
@@ -476,6 +509,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
     for (const stop of loops) stop();
     await Promise.all(longPollsDone);
     await Promise.all(inFlight);
+    const tasksB = await Promise.all(workersB.map((w) => workflowTaskFigures(metricsUrls.get(w)!)));
 
     // --- Acknowledged but lost: every change answered 2xx must be in its application's state.
     const highestAcked = new Map<App, number>();
@@ -508,8 +542,10 @@ export async function benchDeployUnderLoad(): Promise<void> {
       bump(sources, entry ? entry.source : 'a later status');
     }
 
-    // --- Extra history events of the upgraded runs (a sample).
-    const extra = await extraEvents(client, shuffle(apps).slice(0, o.historySample), A, B);
+    // --- From the histories: when each run's first task on B completed (all), the extra events (a sample).
+    progress('reading the histories');
+    const extra = await historyFigures(client, apps, new Set(shuffle(apps).slice(0, o.historySample)), A, B);
+    const onBAfter = sorted(extra.onBAt.map((at) => (at - bCurrentWall) / 1000));
 
     // --- Figures.
     process.stdout.write(
@@ -549,7 +585,8 @@ export async function benchDeployUnderLoad(): Promise<void> {
       ackedAsIgnored: acked.filter((c) => c.ignored).length,
       recordedBy: formatAnswers(sources),
       neverAcked: changes.length - acked.length,
-      changesNotSent: changesSkipped + sandboxFailures,
+      changesSkipped,
+      sandboxFailures,
       target: '0',
       cmd: COMMAND,
     });
@@ -572,12 +609,40 @@ export async function benchDeployUnderLoad(): Promise<void> {
       target: 'printed',
       cmd: COMMAND,
     });
+    report('deploy-under-load: the same from the histories', {
+      lastRunOnBSec: onBAfter.at(-1) ?? '—',
+      p50Sec: percentile(onBAfter, 50),
+      p90Sec: percentile(onBAfter, 90),
+      runsOnB: onBAfter.length,
+      notMoved: extra.notMoved,
+      how: 'each run: B current → its first workflow task completed by B',
+      cmd: COMMAND,
+    });
     report('deploy-under-load: CPU during the deploy (s)', {
       api: cpuDeploy.api,
       workersAUntilSigterm: cpuA,
       workersB: cpuDeploy.b,
       cmd: COMMAND,
     });
+    for (const [label, figures] of [
+      ['A (until SIGTERM)', tasksA],
+      ['B (whole run)', tasksB],
+    ] as const) {
+      figures.forEach((f, i) =>
+        report(`deploy-under-load: worker ${label} ${i + 1}`, {
+          workflowTasks: f.tasks,
+          meanTaskMs: f.meanTaskMs,
+          meanScheduleToStartMs: f.meanScheduleToStartMs,
+          cacheMisses: f.cacheMisses,
+          forcedEvictions: f.forcedEvictions,
+          cmd: COMMAND,
+        }),
+      );
+    }
+    for (const [key, bodies] of odd) for (const body of bodies) process.stdout.write(`  answered ${key}: ${body}\n`);
+    for (const child of processes)
+      for (const line of child.kept().slice(0, 5))
+        process.stdout.write(`  ${child === api ? 'api' : 'worker'} error: ${line.slice(0, 600)}\n`);
     report('deploy-under-load: extra history events per upgraded run', {
       sampled: extra.totals.length,
       p50: percentile(sorted(extra.totals), 50),
@@ -618,40 +683,51 @@ const COMMAND_EVENTS = new Set<number>([
   E.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
 ]);
 
-const buildOf = (history: History): Set<string> =>
-  new Set(
-    (history.events ?? [])
-      .map((e) => e.workflowTaskCompletedEventAttributes)
-      .filter((a) => a != null)
-      .map((a) => a.deploymentVersion?.buildId ?? a.workerDeploymentVersion ?? '(none)'),
-  );
-
 /**
- * For each application: its current run (on B) and the run it continued from (on A). The old run's part is its
- * events from the `upgradeCheck` nudge (or, when it moved on a task of its own first, from that task's
- * WorkflowTaskScheduled) to ContinuedAsNew, both included; the new run's part is its start and first workflow task
- * with the commands that task recorded. Applications whose runs are not one on A then one on B count as notMoved.
+ * For each application, its current run: when B completed its first workflow task (onBAt, epoch ms). For the
+ * `sample`, also the run it continued from (on A), for the extra events: the old run's part is its events from the
+ * `upgradeCheck` nudge (or, when it moved on a task of its own first, from that task's WorkflowTaskScheduled) to
+ * ContinuedAsNew, both included; the new run's part is its start and first workflow task with the commands that task
+ * recorded. Applications whose runs are not one on A then one on B count as notMoved.
  */
-async function extraEvents(
+async function historyFigures(
   client: Client,
   apps: App[],
+  sample: Set<App>,
   A: DeploymentVersion,
   B: DeploymentVersion,
-): Promise<{ totals: number[]; oldRun: number[]; newRun: number[]; viaNudge: number; notMoved: number }> {
-  const out = { totals: [] as number[], oldRun: [] as number[], newRun: [] as number[], viaNudge: 0, notMoved: 0 };
-  await runPool(apps.length, 4, async (i) => {
+): Promise<{
+  onBAt: number[];
+  totals: number[];
+  oldRun: number[];
+  newRun: number[];
+  viaNudge: number;
+  notMoved: number;
+}> {
+  const out = {
+    onBAt: [] as number[],
+    totals: [] as number[],
+    oldRun: [] as number[],
+    newRun: [] as number[],
+    viaNudge: 0,
+    notMoved: 0,
+  };
+  await runPool(apps.length, 8, async (i) => {
     const app = apps[i]!;
     const current = await client.workflow.getHandle(app.workflowId).fetchHistory();
-    const startedAttrs = current.events?.[0]?.workflowExecutionStartedEventAttributes;
-    const oldRunId = startedAttrs?.continuedExecutionRunId;
-    if (!oldRunId || !buildOf(current).has(B.buildId)) {
+    const next = current.events ?? [];
+    const oldRunId = next[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    let end = next.findIndex((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+    if (!oldRunId || end < 0 || buildOf(next[end]!) !== B.buildId) {
       out.notMoved++;
       return;
     }
+    out.onBAt.push(millisOf(next[end]!));
+    if (!sample.has(app)) return;
     const previous = await client.workflow.getHandle(app.workflowId, oldRunId).fetchHistory();
     const events = previous.events ?? [];
     const canAt = events.findIndex((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
-    if (canAt < 0 || !buildOf(previous).has(A.buildId)) {
+    if (canAt < 0 || !events.some((e) => buildOf(e) === A.buildId)) {
       out.notMoved++;
       return;
     }
@@ -662,8 +738,6 @@ async function extraEvents(
       while (from > 0 && events[from]!.eventType !== E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) from--;
     }
     const oldPart = canAt - from + 1;
-    const next = current.events ?? [];
-    let end = next.findIndex((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
     while (end + 1 < next.length && COMMAND_EVENTS.has(next[end + 1]!.eventType ?? 0)) end++;
     const newPart = end + 1;
     out.oldRun.push(oldPart);
@@ -671,6 +745,51 @@ async function extraEvents(
     out.totals.push(oldPart + newPart);
   });
   return out;
+}
+
+type HistoryEvent = NonNullable<History['events']>[number];
+
+/** The build that completed a workflow task (WorkflowTaskCompleted), else undefined. */
+function buildOf(event: HistoryEvent): string | undefined {
+  const a = event.workflowTaskCompletedEventAttributes;
+  return a ? (a.deploymentVersion?.buildId ?? a.workerDeploymentVersion ?? '(none)') : undefined;
+}
+
+function millisOf(event: HistoryEvent): number {
+  const t = event.eventTime;
+  return Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);
+}
+
+/** A worker's workflow tasks so far, from its /metrics (the SDK's, durations in seconds). */
+async function workflowTaskFigures(url: string): Promise<{
+  tasks: number;
+  meanTaskMs: number;
+  meanScheduleToStartMs: number;
+  cacheMisses: number;
+  forcedEvictions: number;
+}> {
+  let text = '';
+  try {
+    text = await (await fetch(url)).text();
+  } catch {
+    // gone: no figures
+  }
+  const sum = (name: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  const tasks = sum('temporal_workflow_task_execution_latency_count');
+  return {
+    tasks,
+    meanTaskMs: (sum('temporal_workflow_task_execution_latency_sum') / tasks) * 1000,
+    meanScheduleToStartMs:
+      (sum('temporal_workflow_task_schedule_to_start_latency_sum') /
+        sum('temporal_workflow_task_schedule_to_start_latency_count')) *
+      1000,
+    cacheMisses: sum('temporal_sticky_cache_miss_total'),
+    forcedEvictions: sum('temporal_sticky_cache_total_forced_eviction_total'),
+  };
 }
 
 // --- HTTP.

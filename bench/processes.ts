@@ -27,6 +27,8 @@ export interface Child {
   pid: number;
   /** The last lines it wrote to stderr. */
   tail(): string;
+  /** The stdout lines `keepLine` kept (startChild's option), the first 50. */
+  kept(): string[];
   exited(): boolean;
   /** SIGTERM, then SIGKILL after `graceMs` (default 15 s); resolves once it exited. */
   stop(graceMs?: number): Promise<void>;
@@ -38,18 +40,35 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** `node <entry>` with only `env` (and PATH): no variable of this shell, and no .env (the cwd is a new empty folder). */
-export function startChild(name: string, entry: string, env: Record<string, string>): Child {
+/**
+ * `node <entry>` with only `env` (and PATH): no variable of this shell, and no .env (the cwd is a new empty folder).
+ * `keepLine`: stdout lines (the service's log) to keep for the report, e.g. its errors; the rest is discarded.
+ */
+export function startChild(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  options: { keepLine?: (line: string) => boolean } = {},
+): Child {
   const cwd = mkdtempSync(join(tmpdir(), `paylater-bench-${name}-`));
   // Log lines are written (their cost is the service's) and discarded; stderr is kept for a failed start.
   const child = spawn(process.execPath, [entry], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', options.keepLine ? 'pipe' : 'ignore', 'pipe'],
   });
   running.add(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-3_000)));
+  const kept: string[] = [];
+  if (options.keepLine) {
+    let partial = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (kept.length < 50 && options.keepLine!(line)) kept.push(line);
+    });
+  }
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
       running.delete(child);
@@ -60,6 +79,7 @@ export function startChild(name: string, entry: string, env: Record<string, stri
   return {
     pid: child.pid!,
     tail: () => (stderr.trim() ? `${name} (${entry}) stderr: ${stderr.trim()}` : ''),
+    kept: () => kept,
     exited: () => child.exitCode !== null || child.signalCode !== null,
     async stop(graceMs = 15_000) {
       if (child.exitCode !== null || child.signalCode !== null) return exited;
