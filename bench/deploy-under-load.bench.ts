@@ -90,6 +90,7 @@ interface Options {
   warmupMs: number;
   tailMs: number;
   moveTimeoutMs: number;
+  routingWaitMs: number;
   settleMs: number;
   historySample: number;
   extraEnv: Record<string, string>;
@@ -117,6 +118,7 @@ function options(): Options {
     warmupMs: num('BENCH_DEPLOY_WARMUP_MS', 30_000),
     tailMs: num('BENCH_DEPLOY_TAIL_MS', 30_000),
     moveTimeoutMs: num('BENCH_DEPLOY_MOVE_TIMEOUT_MS', 45 * MINUTE),
+    routingWaitMs: num('BENCH_DEPLOY_ROUTING_WAIT_MS', 10 * MINUTE),
     settleMs: num('BENCH_DEPLOY_SETTLE_MS', 2 * MINUTE),
     historySample: num('BENCH_DEPLOY_HISTORY_SAMPLE', 200),
     extraEnv: extraEnv(),
@@ -467,18 +469,27 @@ export async function benchDeployUnderLoad(): Promise<void> {
     const workersB = await startWorkers(B, 'b');
     const bReadyMs = performance.now() - deployStart;
     const setCurrentAt = performance.now();
-    // Under load the routing takes its time to reach every task queue (over a minute was seen): wait for it.
-    await makeCurrentVersion(client.workflowService, 'default', B, { identity: 'bench', timeoutMs: 10 * MINUTE });
+    // makeCurrentVersion in two steps, timed apart: "B current" is the server accepting it; the nudge waits for the
+    // routing to reach every task queue (as makeCurrentVersion does), which took from seconds to over 10 minutes
+    // under load here, but no longer than BENCH_DEPLOY_ROUTING_WAIT_MS.
+    await setCurrentVersion(client.workflowService, B);
     const bCurrentAt = performance.now();
     const bCurrentWall = Date.now();
-    progress('deploy: build B current; nudging the runs on A');
+    progress('deploy: build B current; waiting for its routing to reach every task queue');
+    const routing = routingPropagated(client.workflowService, B, o.routingWaitMs).then((done) => {
+      const ms = performance.now() - bCurrentAt;
+      progress(`deploy: routing ${done ? 'propagated' : 'NOT propagated'} after ${(ms / 1000).toFixed(1)} s; nudging`);
+      return { done, ms };
+    });
     const samples: { at: number; onA: number; onB: number; open: number }[] = [];
     const sample = async () => {
       const [onA, onB, open] = await Promise.all([count(onVersion(A)), count(onVersion(B)), count(openQuery)]);
       samples.push({ at: performance.now() - bCurrentAt, onA, onB, open });
       return samples.at(-1)!;
     };
-    const nudge = nudgeRunsOnOtherBuilds(client, B).then((r) => ({ ...r, ms: performance.now() - bCurrentAt }));
+    const nudge = routing
+      .then(() => nudgeRunsOnOtherBuilds(client, B))
+      .then((r) => ({ ...r, ms: performance.now() - bCurrentAt }));
     let noneOnAMs: number | undefined;
     let allOnBMs: number | undefined;
     let lastPrinted = 0;
@@ -493,7 +504,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
       }
       await sleep(1_000);
     }
-    const nudged = await nudge;
+    const [nudged, routed] = await Promise.all([nudge, routing]);
     const last = samples.at(-1)!;
     progress(`deploy: on A ${last.onA}, on B ${last.onB}, open ${last.open}; stopping build A (SIGTERM)`);
     const cpuA = cpuOf(workersA) - cpuBefore.a;
@@ -606,10 +617,11 @@ export async function benchDeployUnderLoad(): Promise<void> {
       ninetyPctSec: at(0.9),
       openRuns: last.open,
       onAAtEnd: last.onA,
+      routingSec: routed.done ? routed.ms / 1000 : `> ${(o.routingWaitMs / 1000).toFixed(0)} (not propagated)`,
       nudged: nudged.signalled,
-      nudgeSec: nudged.ms / 1000,
+      nudgeDoneSec: nudged.ms / 1000,
       bReadySec: bReadyMs / 1000,
-      makeCurrentSec: (bCurrentAt - setCurrentAt) / 1000,
+      setCurrentSec: (bCurrentAt - setCurrentAt) / 1000,
       aExitSec: aExitMs / 1000,
       target: 'printed',
       cmd: COMMAND,
@@ -672,6 +684,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
 }
 
 const E = temporal.api.enums.v1.EventType;
+const RoutingState = temporal.api.enums.v1.RoutingConfigUpdateState;
 /** Events a workflow task's commands (and accepted messages) record right after its completion. */
 const COMMAND_EVENTS = new Set<number>([
   E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
@@ -795,6 +808,50 @@ async function workflowTaskFigures(url: string): Promise<{
     cacheMisses: sum('temporal_sticky_cache_miss_total'),
     forcedEvictions: sum('temporal_sticky_cache_total_forced_eviction_total'),
   };
+}
+
+/** The first half of makeCurrentVersion: asked until the server accepts (B's workers have polled every queue). */
+async function setCurrentVersion(service: Client['workflowService'], version: DeploymentVersion): Promise<void> {
+  const deadline = Date.now() + 10 * MINUTE;
+  for (;;) {
+    try {
+      await service.setWorkerDeploymentCurrentVersion({
+        namespace: 'default',
+        deploymentName: version.deploymentName,
+        buildId: version.buildId,
+        identity: 'bench',
+      });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(500);
+    }
+  }
+}
+
+/** The second half: until the deployment's routing reached every task queue (true), or `waitMs` passed (false). */
+async function routingPropagated(
+  service: Client['workflowService'],
+  version: DeploymentVersion,
+  waitMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const { workerDeploymentInfo } = await service.describeWorkerDeployment({
+      namespace: 'default',
+      deploymentName: version.deploymentName,
+    });
+    // Completed, or unspecified (a server that does not report it).
+    const state =
+      workerDeploymentInfo?.routingConfigUpdateState ?? RoutingState.ROUTING_CONFIG_UPDATE_STATE_UNSPECIFIED;
+    if (
+      state === RoutingState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED ||
+      state === RoutingState.ROUTING_CONFIG_UPDATE_STATE_UNSPECIFIED
+    )
+      return true;
+    if (Date.now() > deadline) return false;
+    await sleep(250);
+  }
 }
 
 // --- HTTP.
