@@ -1,9 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export { freeLoopbackPort as freePort } from '../src/free-port';
 
-/** What the benches read of the processes they start (Linux /proc), and a free loopback port. */
+/** How the benches start the service's processes, and what they read of them (Linux /proc). */
 
 /** Resident memory of a process (MiB). */
 export function rssMiB(pid: number): number {
@@ -19,4 +21,89 @@ export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+export interface Child {
+  pid: number;
+  /** The last lines it wrote to stderr. */
+  tail(): string;
+  /** The stdout lines `keepLine` kept (startChild's option), the first 50. */
+  kept(): string[];
+  exited(): boolean;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 15 s); resolves once it exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Every child still running: killed if this process exits without stopping them (a crash, process.exit). */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * `node <entry>` with only `env` (and PATH): no variable of this shell, and no .env (the cwd is a new empty folder).
+ * `keepLine`: stdout lines (the service's log) to keep for the report, e.g. its errors; the rest is discarded.
+ */
+export function startChild(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  options: { keepLine?: (line: string) => boolean } = {},
+): Child {
+  const cwd = mkdtempSync(join(tmpdir(), `paylater-bench-${name}-`));
+  // Log lines are written (their cost is the service's) and discarded; stderr is kept for a failed start.
+  const child = spawn(process.execPath, [entry], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', options.keepLine ? 'pipe' : 'ignore', 'pipe'],
+  });
+  running.add(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-3_000)));
+  const kept: string[] = [];
+  if (options.keepLine) {
+    let partial = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (kept.length < 50 && options.keepLine!(line)) kept.push(line);
+    });
+  }
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child);
+      rmSync(cwd, { recursive: true, force: true });
+      resolve();
+    }),
+  );
+  return {
+    pid: child.pid!,
+    tail: () => (stderr.trim() ? `${name} (${entry}) stderr: ${stderr.trim()}` : ''),
+    kept: () => kept,
+    exited: () => child.exitCode !== null || child.signalCode !== null,
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Until `url` answers 2xx; fails when the child exits first or `timeoutMs` passes. */
+export async function waitReady(child: Child, url: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exited()) throw new Error(`${url}: its process exited before it was ready`);
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} not ready within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }

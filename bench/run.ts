@@ -1,5 +1,6 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { benchBankClient } from './bank-client.bench';
+import { benchDeployUnderLoad } from './deploy-under-load.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
 import { benchReceiver } from './receiver.bench';
@@ -30,6 +31,8 @@ async function main(): Promise<void> {
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
     // Issue 20: this checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
     ['tenancy-throughput', benchTenancyThroughput],
+    // Issue 21: a Worker Versioning deploy under load; ≈10 min at BENCH_OPEN_APPLICATIONS=1000, far more at 10,000.
+    ['deploy-under-load', benchDeployUnderLoad, true],
   ];
   for (const [name, bench, whenNamed] of benches) {
     if (only.length ? !only.includes(name) : whenNamed) continue;

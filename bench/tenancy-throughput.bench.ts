@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
 import type { ApplicationRecord } from '../src/sandbox/types';
 import * as currentDevServer from '../src/temporal/dev-server';
-import { cpuSeconds, freePort } from './processes';
+import { cpuSeconds, freePort, startChild, waitReady, type Child } from './processes';
 import { report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
@@ -340,71 +340,6 @@ function isSymlink(path: string): boolean {
     return lstatSync(path).isSymbolicLink();
   } catch {
     return false;
-  }
-}
-
-// --- Processes.
-
-interface Child {
-  pid: number;
-  /** The last lines it wrote to stderr. */
-  tail(): string;
-  exited(): boolean;
-  stop(): Promise<void>;
-}
-
-/** Every child still running: killed if this process exits without stopping them (a crash, process.exit). */
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-/** `node <entry>` with only `env` (and PATH): no variable of this shell, and no .env (the cwd is a new empty folder). */
-function startChild(name: string, entry: string, env: Record<string, string>): Child {
-  const cwd = mkdtempSync(join(tmpdir(), `paylater-bench-${name}-`));
-  // Log lines are written (their cost is the service's) and discarded; stderr is kept for a failed start.
-  const child = spawn(process.execPath, [entry], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  running.add(child);
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-3_000)));
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      running.delete(child);
-      rmSync(cwd, { recursive: true, force: true });
-      resolve();
-    }),
-  );
-  return {
-    pid: child.pid!,
-    tail: () => (stderr.trim() ? `${name} (${entry}) stderr: ${stderr.trim()}` : ''),
-    exited: () => child.exitCode !== null || child.signalCode !== null,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return exited;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-async function waitReady(child: Child, url: string, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exited()) throw new Error(`${url}: its process exited before it was ready`);
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${url} not ready within ${timeoutMs / 1000} s`);
-    await sleep(250);
   }
 }
 
