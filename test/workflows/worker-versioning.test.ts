@@ -36,6 +36,19 @@ async function versionOf(client: Client, workflowId: string): Promise<{ runId: s
   return { runId: d.runId, buildId: d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId };
 }
 
+/** Another worker process's pair of workers on the stack's queues, joined to `deployment` (a second build). */
+async function versionedWorker(stack: TestStack, deployment: DeploymentVersion): Promise<PaylaterWorkers> {
+  return createWorker({
+    connection: stack.t.nativeConnection,
+    namespace: stack.t.namespace,
+    taskQueue: stack.t.taskQueue,
+    activities: stack.activities,
+    dataConverter: stack.dataConverter,
+    workflowBundle: await bundleWorkflows(require.resolve('../../src/workflows')),
+    deployment,
+  });
+}
+
 describe('Worker Versioning: pinned runs move to a new current version at their safe point (dev server)', () => {
   const deploymentName = `test-${randomUUID().slice(0, 8)}`;
   const A: DeploymentVersion = { deploymentName, buildId: 'build-a' };
@@ -88,15 +101,7 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     });
 
     // B joins (the same workflow code under another build id), becomes current; the deploy's nudge wakes both.
-    workerB = await createWorker({
-      connection: stack.t.nativeConnection,
-      namespace: stack.t.namespace,
-      taskQueue: stack.t.taskQueue,
-      activities: stack.activities,
-      dataConverter: stack.dataConverter,
-      workflowBundle: await bundleWorkflows(require.resolve('../../src/workflows')),
-      deployment: B,
-    });
+    workerB = await versionedWorker(stack, B);
     runningB = workerB.run();
     await makeCurrentVersion(client.workflowService, stack.t.namespace, B);
     const nudged = await nudgeRunsOnOtherBuilds(client, B, { taskQueue: stack.t.taskQueue });
@@ -191,15 +196,7 @@ describe('Worker Versioning: runs from before it are pinned to the first version
 
     // The deploy: the unversioned workers stop, the first versioned build starts and becomes current, the nudge.
     await stack.stopWorker();
-    versioned = await createWorker({
-      connection: stack.t.nativeConnection,
-      namespace: stack.t.namespace,
-      taskQueue: stack.t.taskQueue,
-      activities: stack.activities,
-      dataConverter: stack.dataConverter,
-      workflowBundle: await bundleWorkflows(require.resolve('../../src/workflows')),
-      deployment: V1,
-    });
+    versioned = await versionedWorker(stack, V1);
     running = versioned.run();
     await makeCurrentVersion(client.workflowService, stack.t.namespace, V1);
     await eventually(async () => {
