@@ -84,13 +84,17 @@ describe('a flood of invented financeApplicationIds on one webhook URL (whole st
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         for (let i = next++; i < FLOOD; i = next++) {
-          const res = await fetch(url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ financeApplicationId: `invented-${i}-${randomUUID()}` }),
-          });
-          statuses.push(res.status);
-          await res.arrayBuffer();
+          const body = JSON.stringify({ financeApplicationId: `invented-${i}-${randomUUID()}` });
+          // As the bank does: a 503 (the signal's deadline passed on a starved machine) is sent again, the same body.
+          for (let attempt = 1; ; attempt++) {
+            const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+            await res.arrayBuffer();
+            if (res.status !== 503 || attempt === 5) {
+              statuses.push(res.status);
+              break;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 1_000));
+          }
         }
       }),
     );
@@ -102,9 +106,11 @@ describe('a flood of invented financeApplicationIds on one webhook URL (whole st
     const counted = await eventually(async () => {
       const s = await handle.query(financeApplicationStateQuery);
       const o = s.otherIds;
-      return o && o.notFound + o.unchecked === FLOOD ? s : undefined;
+      // At least every acknowledged one; a 503 whose signal landed after its deadline, sent again, counts twice.
+      return o && o.notFound + o.unchecked >= FLOOD ? s : undefined;
     }, 60_000);
-    expect(counted).toMatchObject({ status: 'CREATED', webhooksReceived: FLOOD, done: false });
+    expect(counted).toMatchObject({ status: 'CREATED', done: false });
+    expect(counted.webhooksReceived).toBeGreaterThanOrEqual(FLOOD);
     expect(counted.otherIds!.reads).toBeLessThanOrEqual(OTHER_ID_LIMITS.maxConfirmationReads);
     expect(counted.otherIds!.notFound).toBe(counted.otherIds!.reads);
     expect(counted.duplicateApplicationIds).toBeUndefined();
@@ -149,7 +155,7 @@ describe('a flood of invented financeApplicationIds on one webhook URL (whole st
     // Counted in the metric: every invented webhook, by verdict (the SDK exports it after the workflow task).
     const metric = await eventually(async () => {
       const m = await invented();
-      return m.notFound + m.unchecked === FLOOD ? m : undefined;
+      return m.notFound + m.unchecked === final.otherIds!.notFound + final.otherIds!.unchecked ? m : undefined;
     }, 20_000);
     expect(metric).toEqual({ notFound: final.otherIds!.notFound, unchecked: final.otherIds!.unchecked });
 
