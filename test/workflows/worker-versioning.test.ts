@@ -20,6 +20,7 @@ import { WAIT_OUTCOME_HEADER } from '../../src/api/routes/finance-applications';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { bundleWorkflows, eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
+import { recordFinanceHistory } from '../helpers/histories';
 
 const WEBHOOKS_ONLY: FinanceApplicationSettings = { fastPollIntervalMs: 3_600_000, slowPollIntervalMs: 3_600_000 };
 
@@ -118,6 +119,7 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     // The first run: only A's tasks; its long-poll answered before it continued as new.
     const firstHistory = await client.workflow.getHandle(handle.workflowId, first.runId).fetchHistory();
     expect(new Set(buildsOf(firstHistory))).toEqual(new Set(['build-a']));
+    recordFinanceHistory(firstHistory, 'versioned-moved-first-run');
     const events = firstHistory.events ?? [];
     const waitId = events.find(
       (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'waitForStatusChange',
@@ -143,6 +145,7 @@ describe('Worker Versioning: pinned runs move to a new current version at their 
     expect(end.history.map((h) => h.status)).toEqual(['CREATED', 'IN_PROGRESS', 'COMPLETED']);
     const lastHistory = await client.workflow.getHandle(handle.workflowId, moved.runId).fetchHistory();
     expect(new Set(buildsOf(lastHistory))).toEqual(new Set(['build-b']));
+    recordFinanceHistory(lastHistory, 'versioned-moved-last-run');
 
     // The claim moved with its owner and its time.
     expect(await (await stack.facade(`/consents/${consentId}`)).json()).toEqual(claimBefore);
