@@ -19,7 +19,7 @@ import {
   versionSearchValue,
   type DeploymentVersion,
 } from '../src/temporal/worker-deployment';
-import { cpuSeconds, freePort, startChild, waitReady, type Child } from './processes';
+import { cpuSeconds, freePort, startChild, waitReady, type Child, startBenchSandbox } from './processes';
 import { percentile, report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- deploy-under-load';
@@ -181,16 +181,14 @@ export async function benchDeployUnderLoad(): Promise<void> {
     const internalUrl = `http://127.0.0.1:${internalPort}`;
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
-    const sandbox = startChild('sandbox', join(ROOT, 'dist', 'sandbox', 'server.js'), {
-      SANDBOX_PORT: String(sandboxPort),
-      SANDBOX_CLIENT_ID: BANK_CLIENT.id,
-      SANDBOX_CLIENT_SECRET: BANK_CLIENT.secret,
-      SANDBOX_ACCOUNT_WEBHOOK_URL: `${publicUrl}/webhooks/accounts`,
-      SANDBOX_WEBHOOK_SECURITY_HEADER: SECURITY_HEADER,
-      SANDBOX_LOG_LEVEL: 'warn',
+    const sandbox = await startBenchSandbox({
+      root: ROOT,
+      port: sandboxPort,
+      publicUrl,
+      client: BANK_CLIENT,
+      securityHeader: SECURITY_HEADER,
     });
     processes.push(sandbox);
-    await waitReady(sandbox, `${sandboxUrl}/_sandbox/token-requests`);
     // Every application stays where the bench puts it, and the bench sends its webhooks (it sees every answer).
     await sandboxCall(sandboxUrl, 'POST', '/_sandbox/application-scripts', {
       script: { steps: [], webhooks: { drop: true } },

@@ -107,3 +107,28 @@ export async function waitReady(child: Child, url: string, timeoutMs = 90_000): 
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** The bank sandbox as its own process, its account webhooks to `publicUrl`, ready once it answers. */
+export async function startBenchSandbox(options: {
+  root: string;
+  port: number;
+  publicUrl: string;
+  client: { id: string; secret: string };
+  securityHeader: string;
+}): Promise<Child> {
+  const sandbox = startChild('sandbox', join(options.root, 'dist', 'sandbox', 'server.js'), {
+    SANDBOX_PORT: String(options.port),
+    SANDBOX_CLIENT_ID: options.client.id,
+    SANDBOX_CLIENT_SECRET: options.client.secret,
+    SANDBOX_ACCOUNT_WEBHOOK_URL: `${options.publicUrl}/webhooks/accounts`,
+    SANDBOX_WEBHOOK_SECURITY_HEADER: options.securityHeader,
+    SANDBOX_LOG_LEVEL: 'warn',
+  });
+  try {
+    await waitReady(sandbox, `http://127.0.0.1:${options.port}/_sandbox/token-requests`);
+  } catch (err) {
+    await sandbox.stop();
+    throw err;
+  }
+  return sandbox;
+}

@@ -7,7 +7,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
 import type { ApplicationRecord } from '../src/sandbox/types';
 import * as currentDevServer from '../src/temporal/dev-server';
-import { cpuSeconds, freePort, startChild, waitReady, type Child } from './processes';
+import { cpuSeconds, freePort, startChild, waitReady, type Child, startBenchSandbox } from './processes';
 import { report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
@@ -119,16 +119,14 @@ async function runRound(build: Build, round: number): Promise<RoundFigures> {
     const internalUrl = `http://127.0.0.1:${internalPort}`;
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
-    const sandbox = startChild('sandbox', join(ROOT, 'dist', 'sandbox', 'server.js'), {
-      SANDBOX_PORT: String(sandboxPort),
-      SANDBOX_CLIENT_ID: BANK_CLIENT.id,
-      SANDBOX_CLIENT_SECRET: BANK_CLIENT.secret,
-      SANDBOX_ACCOUNT_WEBHOOK_URL: `${publicUrl}/webhooks/accounts`,
-      SANDBOX_WEBHOOK_SECURITY_HEADER: SECURITY_HEADER,
-      SANDBOX_LOG_LEVEL: 'warn',
+    const sandbox = await startBenchSandbox({
+      root: ROOT,
+      port: sandboxPort,
+      publicUrl,
+      client: BANK_CLIENT,
+      securityHeader: SECURITY_HEADER,
     });
     processes.push(sandbox);
-    await waitReady(sandbox, `${sandboxUrl}/_sandbox/token-requests`);
     // Every application stays at its first status: no webhook of the bank's own, reads answer the same.
     await postJson(`${sandboxUrl}/_sandbox/application-scripts`, { script: { steps: [] } }, 201);
 
