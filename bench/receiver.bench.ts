@@ -15,8 +15,8 @@ import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
 const COMMAND = 'npm run bench -- receiver';
-/** The README's figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows, no bare loop). */
-const README_C16 = '≈280/s, p50 56 ms, p99 119 ms';
+/** The figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows; docs/benchmarks.md). */
+const BEFORE_C16 = '≈280/s, p50 56 ms, p99 119 ms';
 const TARGET_RATIO = 0.9;
 /** Rounds per concurrency (RECEIVER_BENCH_ROUNDS); a multiple of 3 gives each path each place in the order. */
 const ROUNDS = Number(process.env.RECEIVER_BENCH_ROUNDS) || 6;
@@ -163,7 +163,7 @@ export async function benchReceiver(): Promise<void> {
           `receiver webhooks → 202, c=${concurrency}`,
           `${fmt(perSec(sample.receiver))}/s, p50 ${ms(r.p50)}, p99 ${ms(r.p99)}`,
           `≥ ${TARGET_RATIO} × bare`,
-          concurrency === 16 ? README_C16 : '—',
+          concurrency === 16 ? BEFORE_C16 : '—',
         ],
         [
           `receiver / bare throughput, c=${concurrency}`,
@@ -241,10 +241,10 @@ function roundsOf(ratios: number[]): string {
 const SETTLE_MS = Number(process.env.RECEIVER_BENCH_SETTLE_MS ?? 2_000);
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 
-type Row = [figure: string, value: string, target: string, readme: string];
+type Row = [figure: string, value: string, target: string, before: string];
 
 function printTable(rows: Row[]): void {
-  const header: Row = ['figure', 'value', 'target', 'README today'];
+  const header: Row = ['figure', 'value', 'target', 'before'];
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   for (const row of all) {

@@ -24,10 +24,9 @@ export const TRACING_WORKFLOW_BUNDLE_MANIFEST = 'workflow-bundle-tracing.json';
 /**
  * Which bundle: without or with the tracing interceptors. The interceptors are not free when tracing is off: the
  * SDK's OpenTelemetry workflow interceptors set up a tracer in every workflow they see, kept with each cached
- * workflow. Measured with 2,000 open applications on one worker (`BENCH_OPEN_APPLICATIONS=2000 npm run bench --
- * open-applications`): 3,038 MiB RSS with them, 524 MiB without, and creation twice as fast without. So a worker
- * without tracing runs the bundle without them. Neither bundle changes a command (the interceptors add spans and
- * an activity's trace headers only), so a workflow moves between workers of either kind and replays with either.
+ * workflow, several times a worker's memory (docs/benchmarks.md). So a worker without tracing runs the bundle
+ * without them. Neither bundle changes a command (the interceptors add spans and an activity's trace headers only),
+ * so a workflow moves between workers of either kind and replays with either.
  */
 export function bundleFiles(tracing: boolean): { code: string; manifest: string } {
   return tracing

@@ -3,7 +3,7 @@
  * bank sandbox (src/sandbox). Types and constants only, so workflows may import it too.
  *
  * Where `bank-interface.md` says "not shown", the decision taken is written here, next to the type it
- * shapes, and repeated in the README ("Decisions on what the bank's document leaves open").
+ * shapes, and recorded in docs/decisions/ (one record per gap).
  */
 
 /** Section 4.1: scope requested with the client-credentials grant. */

@@ -92,7 +92,7 @@ export interface FinanceApplicationCarriedState {
 export interface FinanceApplicationInput {
   /**
    * The merchant that owns the application (its tenant id, the name of its API key). Absent only in runs started
-   * before tenancy: those belong to the legacy merchant (README "Merchants").
+   * before tenancy: those belong to the legacy merchant (docs/merchant-api.md).
    */
   merchantId?: string;
   merchantReference: string;
@@ -224,9 +224,9 @@ export interface StatusWaitResult {
 }
 
 /**
- * Bounds of status waits (each update and its timer are recorded in the run's history, README "Waiting for a
- * change"): a wait lasts at most `maxTimeoutMs`, and a run holds at most `maxWaitsPerRun` waits at once (the
- * validator rejects more, with nothing recorded). API processes share one wait per application and from-status.
+ * Bounds of status waits (each update and its timer are recorded in the run's history, docs/merchant-api.md
+ * "Search and waiting for a change"): a wait lasts at most `maxTimeoutMs`, and a run holds at most `maxWaitsPerRun`
+ * waits at once (the validator rejects more, with nothing recorded). API processes share one wait per application and from-status.
  * The server itself holds at most 10 updates in flight per workflow (`history.maxInFlightUpdates`) and makes the
  * 11th wait; waits take at most half of that, so the start update of a repeated POST /applications always has room.
  */

@@ -2,7 +2,7 @@
  * Workflow ids, built in one place so the client, the facade, the receiver and the workflows agree.
  * A merchant id, merchant reference or consent id is used verbatim after a prefix: ids are opaque to Temporal.
  *
- * Tenancy (README "Merchants"): a finance application's identity is its merchant and its reference, so two
+ * Tenancy (docs/merchant-api.md, "Merchants"): a finance application's identity is its merchant and its reference, so two
  * merchants may use the same reference without meeting. Merchant ids cannot contain `:` or `~` and references
  * cannot contain `:`, so `finance-application:{merchantId}:{ref}` never equals another merchant's id, nor an id
  * of the applications started before tenancy (`finance-application:{ref}`, legacyFinanceApplicationWorkflowId).

@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
-/** Contract search attributes (DESIGN.md), all Keyword. Registered by the embedded server and compose. */
+/** Contract search attributes, all Keyword. Registered by the embedded server and compose (deploy/temporal/setup.sh). */
 /** The owning merchant (tenant) of an application, refresh or consent workflow: operators filter by it. */
 export const MerchantId = defineSearchAttributeKey('MerchantId', SearchAttributeType.KEYWORD);
 export const MerchantReference = defineSearchAttributeKey('MerchantReference', SearchAttributeType.KEYWORD);

@@ -21,7 +21,7 @@ export const LEGACY_FAIRNESS_KEY = 'legacy';
 /**
  * The priority of every activity a workflow schedules on the bank-reads queue: Temporal's task-queue fairness
  * dispatches a backlog there in turn by key, so each merchant gets an equal share of the read ceiling whatever
- * another merchant asks (README "Merchants", Budgets). Needs fairness on in the server's dynamic config
+ * another merchant asks (docs/merchant-api.md, "Budgets"). Needs fairness on in the server's dynamic config
  * (matching.enableFairness, src/temporal/dev-server.ts). Merchant ids are at most 64 bytes: the key's limit.
  */
 export function bankReadPriority(merchantId: string | undefined): Priority {

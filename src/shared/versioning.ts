@@ -1,7 +1,7 @@
 import { defineSignal } from '@temporalio/workflow';
 
 /**
- * Worker Versioning, as the workflows see it (README "Deploying a new version", docs/deploying.md).
+ * Worker Versioning, as the workflows see it (docs/deploying.md).
  *
  * Every workflow type is PINNED (the versioned worker's defaultVersioningBehavior: a per-type setWorkflowOptions
  * would be refused by the server on unversioned workers, which tests and pre-versioning setups run): a run executes

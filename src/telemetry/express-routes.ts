@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type RequestHandler } from 'express';
 
 /**
- * Express spans without @opentelemetry/instrumentation-express (README "Tracing"). Its registry record: 0.47.x, the
+ * Express spans without @opentelemetry/instrumentation-express (docs/operations.md, "Tracing"). Its registry record: 0.47.x, the
  * last on instrumentation ^0.57 and core ^1.8 (our line), patches `express >=4.0.0 <5`; 0.48.x moved to
  * instrumentation ^0.200 and core ^2 and still stops at 4; Express 5 (`>=4.0.0 <6`) arrived in 0.49.0, on ^0.200 and
  * core ^2 (the latest, 0.72.0, on ^0.300 and core ^3). @temporalio/interceptors-opentelemetry 1.24.0, the latest,

@@ -1,7 +1,7 @@
 /**
  * Worker Versioning (Temporal Worker Deployments): every worker process joins the deployment WORKER_DEPLOYMENT_NAME
  * with a build id derived from the workflow code it runs, so two processes with the same workflow code are one
- * Worker Deployment Version and a change to that code is a new one. See README "Deploying a new version".
+ * Worker Deployment Version and a change to that code is a new one. See docs/deploying.md.
  */
 
 import { UPGRADE_CHECK_SIGNAL } from '../shared/versioning';

@@ -3,7 +3,7 @@ import type { LateAccountEventsInput } from '../shared/consent-refresh';
 import type { TransactionEventsInput } from '../shared/transaction-events';
 
 /**
- * The data that crosses builds (README "Deploying a new version"): a pinned run never meets another build's code,
+ * The data that crosses builds (docs/deploying.md): a pinned run never meets another build's code,
  * but the snapshot it hands over at continue-as-new is read by the build it moves to, and a rollback hands a newer
  * build's snapshot back to an older one. So each carried snapshot has a schema version and one reader here:
  *

@@ -2,7 +2,7 @@
  * The typed client as a merchant gets it: `npm pack` of packages/client (built from src/client.ts by its prepack),
  * installed into a scratch project beside `@temporalio/client` (its peers installed by npm), type-checked with
  * strict settings and no skipLibCheck, then run: a CommonJS program against this suite's Temporal server (the
- * failures a caller sees, as the README describes them) and an ES module import. Fails when declarations, the
+ * failures a caller sees, as docs/merchant-api.md describes them) and an ES module import. Fails when declarations, the
  * exports map or a peer break.
  */
 import { execFile } from 'node:child_process';
@@ -15,7 +15,7 @@ const run = promisify(execFile);
 const PACKAGE_DIR = join(__dirname, '../../packages/client');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-/** The program a merchant would write, with the error handling the README shows. */
+/** The program a merchant would write, with the error handling docs/merchant-api.md shows. */
 const PROGRAM = `
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import {
@@ -185,7 +185,7 @@ describe('the typed client package (npm pack, installed in a scratch project)', 
     ]);
   }, 120_000);
 
-  it('runs against Temporal: the failures a caller sees are the ones the README names', async () => {
+  it('runs against Temporal: the failures a caller sees are the ones docs/merchant-api.md names', async () => {
     const { stdout } = await run(process.execPath, ['out/index.js'], {
       cwd: scratch,
       env: { ...process.env, TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS },

@@ -12,7 +12,7 @@ const INTERVAL_MS = 5_000; // what shop-b's (and the control's) applications ask
 const WINDOW_MS = 60_000;
 
 /**
- * A fair share of the bank read ceiling (README "Merchants", Budgets). shop-a polls FLOOD applications at the 1 s
+ * A fair share of the bank read ceiling (docs/merchant-api.md, "Budgets"). shop-a polls FLOOD applications at the 1 s
  * floor: FLOOD reads a second asked of a CEILING of 5, so the bank-reads queue always holds a backlog of shop-a's
  * polls, about FLOOD / CEILING seconds long. shop-b has FEW applications asking a read every 5 s. Every read carries
  * its merchant's fairness key (bankReadPriority): Temporal dispatches the backlog in turn by key, so shop-b's polls do
