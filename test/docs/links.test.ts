@@ -2,9 +2,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /**
- * The README and docs/ point at each other and at the code: every relative link and anchor must resolve, so a moved
- * file or a renamed heading fails here rather than in a reader's browser. Anchors follow the forge's slugs
- * (github-slugger's rules: lower case, punctuation dropped, spaces to hyphens, repeats numbered).
+ * The README and docs/ point at each other and at the code: every relative link and anchor must resolve, and every
+ * repository path they name must exist, so a moved file or a renamed heading fails here rather than in a reader's
+ * browser. Anchors follow the forge's slugs (github-slugger's rules: lower case, punctuation dropped, spaces to
+ * hyphens, repeats numbered).
  */
 const root = resolve(__dirname, '../..');
 
@@ -71,6 +72,16 @@ describe('documentation links', () => {
       expect(broken).toEqual([]);
     },
   );
+
+  it.each(files.map((file) => [relative(root, file), file]))('%s: every repository path it names exists', (_, file) => {
+    // A path in code quotes (`src/api/server.ts`) is a claim about the tree: a moved file must take its mentions along.
+    const cited = [
+      ...readFileSync(file, 'utf8').matchAll(
+        /`((?:src|test|bench|chaos|cluster|deploy|scripts|packages|docs)\/[A-Za-z0-9_./-]*[A-Za-z0-9_/])`/g,
+      ),
+    ].map(([, path]) => path!);
+    expect(cited.filter((path) => !existsSync(join(root, path)))).toEqual([]);
+  });
 
   it('finds the links it checks', () => {
     // A guard on the guard: the README links into docs/, so a parser that found nothing would be wrong.
