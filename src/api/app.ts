@@ -9,7 +9,7 @@ import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
 import { requestBudget } from './budgets';
-import { answerError, errorHandler, HttpError } from './errors';
+import { answerError, errorHandler, HttpError } from './problem-details';
 import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
 import { requestLog } from './request-log';
 import type { Metrics } from './metrics';

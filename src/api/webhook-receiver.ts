@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { AppDeps } from './app';
-import { answerBefore, hardBound, HttpError, isTemporalUnavailable } from './errors';
+import { answerBefore, hardBound } from './deadlines';
+import { HttpError, isTemporalUnavailable } from './problem-details';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from './json-body';
 import { sendJson } from './send-json';
 

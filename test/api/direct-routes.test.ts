@@ -10,7 +10,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { directDispatch, directPattern, type DirectRoute } from '../../src/api/direct-routes';
-import { HttpError } from '../../src/api/errors';
+import { HttpError } from '../../src/api/problem-details';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';

@@ -11,7 +11,7 @@ import type {
   ZodOpenApiResponseObject,
   ZodOpenApiResponsesObject,
 } from 'zod-openapi';
-import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../errors';
+import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../problem-details';
 
 /** Which listener serves an operation (`x-listener`): public `PORT`, internal `INTERNAL_PORT`, or both. */
 export type ListenerName = 'public' | 'internal' | 'both';

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { Router, type Response } from 'express';
 import { z } from 'zod';
-import { HttpError } from '../errors';
+import { HttpError } from '../problem-details';
 import { errors, json, open, Tag, type ApiPaths } from '../openapi/describe';
 
 /**

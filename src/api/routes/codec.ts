@@ -2,7 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { PayloadEncryptionError } from '../../security/payload-codec';
-import { HttpError } from '../errors';
+import { HttpError } from '../problem-details';
 import { hasJsonContentType, readJsonBody } from '../json-body';
 import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';

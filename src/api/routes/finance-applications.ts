@@ -37,7 +37,8 @@ import {
 import type { AppDeps } from '../app';
 import { merchantOf, scopeOf } from '../authenticate';
 import { LongPollSlots, ProblemType } from '../budgets';
-import { HttpError, ProblemError, withStartDeadline } from '../errors';
+import { withStartDeadline } from '../deadlines';
+import { HttpError, ProblemError } from '../problem-details';
 import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 

@@ -2,7 +2,7 @@ import type { Response, Router } from 'express';
 import type { AppDeps } from '../app';
 import type { DrainSignals } from '../drain';
 import { z } from 'zod';
-import { hardBound } from '../errors';
+import { hardBound } from '../deadlines';
 import { json, open, sendAs, Tag, type ApiPaths } from '../openapi/describe';
 
 export const LivenessSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Liveness' });
