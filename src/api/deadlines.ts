@@ -41,20 +41,20 @@ export function answerBefore<T>(call: Promise<T>, signal: AbortSignal | undefine
 
 export const DEFAULT_START_DEADLINE_MS = 30_000;
 
+/** What a start call's deadline needs: the Temporal client's deadline, its length, and the process's drain. */
+export interface StartDeadlineDeps {
+  client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> };
+  /** Default DEFAULT_START_DEADLINE_MS. */
+  startDeadlineMs?: number;
+  /** The API's drain (src/api/drain.ts): a call still waiting at the shutdown's hard bound gets the same 503. */
+  drain?: { expired: AbortSignal };
+}
+
 /**
  * Runs a merchant's start call under a deadline. The workflow keeps going when it passes (a slow bank, or no
  * worker polling), so the merchant is told to retry the same idempotent request: 503 with Retry-After.
  */
-export async function withStartDeadline<T>(
-  deps: {
-    client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> };
-    startDeadlineMs?: number;
-    /** The API's drain (src/api/drain.ts): a call still waiting at the shutdown's hard bound gets the same 503. */
-    drain?: { expired: AbortSignal };
-  },
-  what: string,
-  fn: () => Promise<T>,
-): Promise<T> {
+export async function withStartDeadline<T>(deps: StartDeadlineDeps, what: string, fn: () => Promise<T>): Promise<T> {
   const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
   try {
     return await answerBefore(

@@ -91,7 +91,6 @@ export function isTemporalUnavailable(err: unknown): boolean {
   return false;
 }
 
-
 /** The error's message and, when it wraps one, the gRPC error's ("8 RESOURCE_EXHAUSTED: …"): a line, no stack. */
 function causeOf(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -100,7 +99,6 @@ function causeOf(err: unknown): string {
   }
   return message;
 }
-
 
 /**
  * Client errors raised by Express's own parts, with the answer each gets: body-parser (express.json on the
@@ -135,11 +133,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => answerError(logger, err, req, res);
 }
 
-/**
- * The error middleware's answer, for a request Express routed or one the public listener dispatched itself
- * (src/api/direct-routes.ts): the status and body of the error, its one log line.
- */
-export function answerError(
+/** The error middleware's answer: the status and body of the error, its one log line. */
+function answerError(
   logger: Logger,
   err: unknown,
   req: IncomingMessage & { originalUrl?: string },
