@@ -18,7 +18,6 @@ export const CodecBodySchema = z
 export const CodecAnswerSchema = z
   .object({ payloads: z.array(z.object({ metadata: z.record(z.string(), base64), data: base64 })) })
   .meta({ id: 'CodecPayloadsOut' });
-type JsonPayload = z.infer<typeof CodecBodySchema>['payloads'][number];
 
 const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
   'x-listener': 'internal',

@@ -37,6 +37,8 @@ export interface CodecRoutesDeps {
 export const CODEC_ALLOWED_HEADERS = 'Authorization, Content-Type, X-Namespace';
 const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
+type JsonPayload = z.infer<typeof CodecBodySchema>['payloads'][number];
+
 const fromJson = ({ metadata, data }: JsonPayload): Payload => ({
   metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
   data: Buffer.from(data ?? '', 'base64'),
