@@ -81,27 +81,28 @@ export interface InternalAppOptions {
 
 type Listener = 'public' | 'internal';
 
-/** What every request of a listener goes through before its route: the request log (with its id) and the metric. */
-function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware[] {
-  return [
-    requestLog(deps.logger, listener),
-    (req, res, next) => {
-      const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
-      res.on('finish', () => {
-        // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
-        end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
-      });
-      next();
-    },
-  ];
+/**
+ * What every request of a listener goes through before its route, as one middleware (one layer for Express to walk
+ * on the webhooks' hot path): the request-duration metric, then the request log (with its id), which runs the rest.
+ */
+function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware {
+  const log = requestLog(deps.logger, listener);
+  return (req, res, next) => {
+    const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
+    res.on('finish', () => {
+      // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
+      end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
+    });
+    log(req, res, next);
+  };
 }
 
 /** What both listeners share, before their routes: Express settings and the listener's middleware. */
-function baseApp(middleware: readonly Middleware[]): Express {
+function baseApp(middleware: Middleware): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  for (const fn of middleware) app.use(fn);
+  app.use(middleware);
   return app;
 }
 
