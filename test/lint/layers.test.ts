@@ -28,7 +28,6 @@ function nodeForDepcruise(): string | undefined {
 
 const node = nodeForDepcruise();
 if (!node) {
-  // eslint-disable-next-line no-console -- says why the rule's test did not run
   console.warn(`test/lint/layers.test.ts skipped: dependency-cruiser needs Node >= 22; this is ${process.version}`);
 }
 const describeWithNode = node ? describe : describe.skip;
@@ -75,8 +74,8 @@ describeWithNode('the import rule (.dependency-cruiser.cjs)', () => {
       node!,
       [DEPCRUISE, 'src', 'bench', '--config', CONFIG, '--output-type', 'json', '--no-progress'],
       { cwd: dir, maxBuffer: 16 * 1024 * 1024 },
-    ).catch((err: { stdout?: string; stderr?: string }) => {
-      if (!err.stdout) throw new Error(`dependency-cruiser failed: ${err.stderr ?? String(err)}`);
+    ).catch((err: Error & { stdout?: string; stderr?: string }) => {
+      if (!err.stdout) throw new Error(`dependency-cruiser failed: ${err.stderr ?? err.message}`);
       return { stdout: err.stdout };
     });
     const report = JSON.parse((await run).stdout) as { summary: { violations: Violation[] } };

@@ -1,4 +1,7 @@
-/** The bank's account webhook (src/api/routes/account-webhooks.ts): its bodies and its OpenAPI operation. */
+/**
+ * The bank's account webhook (src/api/routes/account-webhooks.ts): its bodies and its OpenAPI operation. Imported by
+ * the route and by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { MAX_ACCOUNTS_PER_BATCH } from '../../shared/transaction-events';
 import { BANK_CODE_PATTERN, BANK_ID_PATTERN, NO_CONTROL_CHARACTERS, REFERENCE_PATTERN } from '../../shared/ids';

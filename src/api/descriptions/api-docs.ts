@@ -1,4 +1,7 @@
-/** The API description routes (src/api/routes/api-docs.ts): their OpenAPI operations. */
+/**
+ * The API description routes (src/api/routes/api-docs.ts): their OpenAPI operations. Imported by the route and by
+ * src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { errors, json, open, Tag, type ApiPaths } from './describe';
 

@@ -1,4 +1,7 @@
-/** The codec endpoint (src/api/routes/codec.ts): its bodies and its OpenAPI operations. */
+/**
+ * The codec endpoint (src/api/routes/codec.ts): its bodies and its OpenAPI operations. Imported by the route and by
+ * src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from './describe';
 

@@ -1,4 +1,7 @@
-/** The consent-refresh routes (src/api/routes/consent-refresh.ts): bodies, answers and their OpenAPI operations. */
+/**
+ * The consent-refresh routes (src/api/routes/consent-refresh.ts): bodies, answers and their OpenAPI operations.
+ * Imported by the route and by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
 import { formatDuration, SETTING_BOUNDS } from '../../shared/application-settings';

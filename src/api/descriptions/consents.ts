@@ -1,4 +1,7 @@
-/** The consent routes (src/api/routes/consents.ts): bodies, answers and their OpenAPI operations. */
+/**
+ * The consent routes (src/api/routes/consents.ts): bodies, answers and their OpenAPI operations. Imported by the
+ * route and by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
 import { ConsentParams } from './consent-refresh';

@@ -1,4 +1,7 @@
-/** The bank's finance-application webhook (src/api/routes/finance-application-webhooks.ts): its body and its OpenAPI operations. */
+/**
+ * The bank's finance-application webhook (src/api/routes/finance-application-webhooks.ts): its body and its OpenAPI
+ * operations. Imported by the route and by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { BANK_ID_PATTERN } from '../../shared/ids';
 import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from './describe';

@@ -1,4 +1,7 @@
-/** The finance-application routes (src/api/routes/finance-applications.ts): bodies, queries, answers and their OpenAPI operations. */
+/**
+ * The finance-application routes (src/api/routes/finance-applications.ts): bodies, queries, answers and their
+ * OpenAPI operations. Imported by the route and by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { PAGE_TOKEN_PATTERN } from '../../client/finance-applications';
 import {

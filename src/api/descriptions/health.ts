@@ -1,4 +1,7 @@
-/** The probes and metrics (src/api/routes/health.ts): their answers and OpenAPI operations. */
+/**
+ * The probes and metrics (src/api/routes/health.ts): their answers and OpenAPI operations. Imported by the route and
+ * by src/api/openapi/document.ts.
+ */
 import { z } from 'zod';
 import { json, open, Tag, type ApiPaths } from './describe';
 

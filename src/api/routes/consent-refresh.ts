@@ -36,7 +36,7 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
 }
 
 /**
- * Merchant facade for consent refreshes (DESIGN.md contract), a thin layer over src/client/consent-refresh.ts:
+ * Merchant facade for consent refreshes, a thin layer over src/client/consent-refresh.ts:
  * - `POST /consents/:consentId/refresh` `{ expectedBankCodes?, timeout?, quietPeriod? }` → 202 `{ consentId,
  *   workflowId, taskId }`: starts a refresh or attaches to the running one (same taskId).
  *   Without expectedBankCodes, the refresh waits for the banks learned from the consent's earlier refreshes.

@@ -59,7 +59,7 @@ export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDe
 }
 
 /**
- * The merchant facade over src/client/finance-applications.ts (DESIGN.md contract):
+ * The merchant facade over src/client/finance-applications.ts:
  * - `POST /applications` → 201 (200 when the reference already existed) `{ merchantReference, workflowId,
  *   financeApplicationId, bank }`; 400 when `callbackUrl` is outside CALLBACK_ALLOWED_ORIGINS (here, or in the
  *   worker's verdict), 422 when the bank refused the application, 502 when it could not be reached.
