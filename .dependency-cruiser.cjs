@@ -1,5 +1,5 @@
 /**
- * The import rule of the layout (docs/architecture.md): each layer imports only from its own layer and the ones
+ * The import rule of the layout: each layer imports only from its own layer and the ones
  * below it, no module is in an import circle, workflow code imports only what is deterministic, and the harnesses
  * (bench, chaos, cluster) import no test code. Run by `npm run lint` (dependency-cruiser needs Node 22 or 24);
  * test/lint/layers.test.ts proves each rule fires.
@@ -101,6 +101,15 @@ module.exports = {
       comment: 'Workflows call activities through proxyActivities: they import the activity types, never the code.',
       from: { path: '^src/workflows/' },
       to: { path: '^src/activities/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'sandbox-only-from-entry-points',
+      severity: 'error',
+      comment:
+        'The bank sandbox is a process of its own (a stand-in for the bank): only an entry point (the embedded ' +
+        'stack) starts it; the service reaches it over HTTP like the real bank, never by import.',
+      from: { path: '^src/', pathNot: [src('sandbox'), src('main', 'tools')] },
+      to: { path: src('sandbox') },
     },
     {
       name: 'harnesses-import-no-tests',

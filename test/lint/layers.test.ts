@@ -48,6 +48,9 @@ const FIXTURE: Record<string, string> = {
   'src/workflows/ok.ts': "import type { Activities } from '../activities/types';\nexport type Ok = Activities;\n",
   'src/workflows/clock.ts': "import { randomUUID } from 'node:crypto';\nexport const clock = randomUUID;\n",
   'src/workflows/by-value.ts': "import { NAME } from '../activities/types';\nexport const name = NAME;\n",
+  // The sandbox imported by the API (only an entry point may).
+  'src/sandbox/app.ts': 'export const sandbox = 1;\n',
+  'src/api/bank.ts': "import { sandbox } from '../sandbox/app';\nexport const bank = sandbox;\n",
   // A harness importing test code.
   'test/helpers/stack.ts': 'export const stack = 1;\n',
   'bench/run.ts': "import { stack } from '../test/helpers/stack';\nexport const run = stack;\n",
@@ -104,11 +107,15 @@ describeWithNode('the import rule (.dependency-cruiser.cjs)', () => {
     expect(found('workflows-activities-type-only')).toEqual(['src/workflows/by-value.ts → src/activities/types.ts']);
   });
 
+  it('fails on the sandbox imported by anything but an entry point', () => {
+    expect(found('sandbox-only-from-entry-points')).toEqual(['src/api/bank.ts → src/sandbox/app.ts']);
+  });
+
   it('fails on a harness importing test code', () => {
     expect(found('harnesses-import-no-tests')).toEqual(['bench/run.ts → test/helpers/stack.ts']);
   });
 
   it('finds nothing else', () => {
-    expect(violations).toHaveLength(5);
+    expect(violations).toHaveLength(6);
   });
 });
