@@ -19,6 +19,7 @@ export default tseslint.config(
       'data/**',
       '**/*.js',
       '**/*.mjs',
+      '**/*.cjs',
     ],
   },
   js.configs.recommended,

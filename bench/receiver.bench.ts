@@ -18,6 +18,11 @@ const COMMAND = 'npm run bench -- receiver';
 /** The figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows; docs/benchmarks.md). */
 const BEFORE_C16 = '≈280/s, p50 56 ms, p99 119 ms';
 const TARGET_RATIO = 0.9;
+/**
+ * The receiver (an Express app: src/api/app.ts createPublicApp) against the bare `node:http` relay that sends the same
+ * signal with the same codec: its throughput at least this share of the relay's, at concurrency 1 and 16.
+ */
+const RELAY_TARGET_RATIO = 0.95;
 /** Rounds per concurrency (RECEIVER_BENCH_ROUNDS); a multiple of 3 gives each path each place in the order. */
 const ROUNDS = Number(process.env.RECEIVER_BENCH_ROUNDS) || 6;
 /**
@@ -123,7 +128,7 @@ export async function benchReceiver(): Promise<void> {
         relay: () => measured(relay!, () => relayBank!.run(concurrency, count)),
       };
       const order: Path[] = ['bare', 'receiver', 'relay'];
-      const perRound = { receiver: [] as number[], relay: [] as number[] };
+      const perRound = { receiver: [] as number[], relay: [] as number[], receiverVsRelay: [] as number[] };
       for (let round = 0; round < ROUNDS; round++) {
         // The order turns each round (bare first, then receiver first, then relay first…), so that no path always
         // runs after the same other one. Each path starts on a settled system: every signal wakes its workflow,
@@ -141,6 +146,7 @@ export async function benchReceiver(): Promise<void> {
         // Throughput ratios within the round (same count: the inverse ratio of the times).
         perRound.receiver.push(took.bare! / took.receiver!);
         perRound.relay.push(took.bare! / took.relay!);
+        perRound.receiverVsRelay.push(took.relay! / took.receiver!);
       }
       const accepted = (answers.get(202) ?? 0) - acceptedBefore;
       const perSec = (x: { ms: number }) => ((ROUNDS * count) / x.ms) * 1000;
@@ -152,6 +158,7 @@ export async function benchReceiver(): Promise<void> {
       const relayCpu = (sample.relay.cpu * 1000) / (ROUNDS * count);
       const bareCpu = (sample.bare.cpu * 1000) / (ROUNDS * count);
       const apiCpu = (sample.receiver.cpu * 1000) / accepted;
+      const vsRelay = perSec(sample.receiver) / perSec(sample.relay);
       rows.push(
         [
           `bare signal loop (own process), c=${concurrency}`,
@@ -179,6 +186,13 @@ export async function benchReceiver(): Promise<void> {
             `receiver / relay ${(perSec(sample.receiver) / perSec(sample.relay)).toFixed(2)}; relay CPU ` +
             `${relayCpu.toFixed(2)} ms/webhook`,
           'the floor of any receiver',
+          '—',
+        ],
+        [
+          `Express receiver / bare HTTP relay throughput, c=${concurrency}`,
+          `${vsRelay.toFixed(2)} ${vsRelay >= RELAY_TARGET_RATIO ? '(meets target)' : '(BELOW target)'}; by round ` +
+            `${roundsOf(perRound.receiverVsRelay)}`,
+          `≥ ${RELAY_TARGET_RATIO} (no route bypasses Express)`,
           '—',
         ],
         [

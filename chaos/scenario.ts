@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../bench/processes';
-import { DEFAULT_START_DEADLINE_MS } from '../src/api/errors';
+import { DEFAULT_START_DEADLINE_MS } from '../src/api/deadlines';
 import { SIGNAL_DEADLINE_MS } from '../src/api/webhook-receiver';
 import { getFinanceApplication } from '../src/client/finance-applications';
 import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';

@@ -1,4 +1,3 @@
-import type { RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
 import type { WebhookSecrets } from '../config';
@@ -9,9 +8,8 @@ import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
 import { requestBudget } from './budgets';
-import { answerError, errorHandler, HttpError } from './errors';
-import { directDispatch, directRoutesRouter, type Middleware } from './direct-routes';
-import { requestLog } from './request-log';
+import { errorHandler, HttpError } from './problem-details';
+import { requestLog, type Middleware } from './request-log';
 import type { Metrics } from './metrics';
 import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './routes/health';
 import type { DrainSignals } from './drain';
@@ -26,6 +24,10 @@ import { routeOf } from '../telemetry/express-routes';
 
 export { authenticate, authenticateOperator } from './authenticate';
 
+/**
+ * What the two apps are built from (src/api/listeners.ts builds it from the configuration; tests build their own).
+ * No route imports it: each route module declares the narrow deps it needs, and this satisfies them all.
+ */
 export interface AppDeps {
   /** Temporal client: every route is one call through it. */
   client: Client;
@@ -79,27 +81,28 @@ export interface InternalAppOptions {
 
 type Listener = 'public' | 'internal';
 
-/** What every request of a listener goes through before its route: the request log (with its id) and the metric. */
-function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware[] {
-  return [
-    requestLog(deps.logger, listener),
-    (req, res, next) => {
-      const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
-      res.on('finish', () => {
-        // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
-        end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
-      });
-      next();
-    },
-  ];
+/**
+ * What every request of a listener goes through before its route, as one middleware (one layer for Express to walk
+ * on the webhooks' hot path): the request-duration metric, then the request log (with its id), which runs the rest.
+ */
+function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware {
+  const log = requestLog(deps.logger, listener);
+  return (req, res, next) => {
+    const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
+    res.on('finish', () => {
+      // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
+      end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
+    });
+    log(req, res, next);
+  };
 }
 
 /** What both listeners share, before their routes: Express settings and the listener's middleware. */
-function baseApp(middleware: readonly Middleware[]): Express {
+function baseApp(middleware: Middleware): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  for (const fn of middleware) app.use(fn);
+  app.use(middleware);
   return app;
 }
 
@@ -110,31 +113,21 @@ function finish(app: Express, deps: Pick<AppDeps, 'logger'>): Express {
   return app;
 }
 
-/** The public listener's request listener, with the Express app behind it (its routes: the OpenAPI check). */
-export type PublicApp = RequestListener & { express: Express };
-
 /**
  * The public listener (PORT), the only one the bank reaches: the webhook receiver (`/webhooks/*`), liveness
  * (`/healthz`) and its load balancer's readiness (`/readyz`: 503 while draining; no Temporal call from the internet).
  * Every other path, the merchant facade's included, is a 404. Holds no state of its own.
- * The webhooks, its hot path, are dispatched without Express when their request line is in the bank's form
- * (src/api/direct-routes.ts); any other spelling of them, and everything else, goes through Express.
+ * An Express app like the internal one. The webhooks, its hot path, come first after the request log and the
+ * metric, and nothing else runs before them: no body parser (the receiver reads the raw body itself), no
+ * authentication or budget (the merchant facade's, on the other listener).
  */
-export function createPublicApp(deps: AppDeps): PublicApp {
-  const middleware = listenerMiddleware(deps, 'public');
-  const webhooks = [...financeApplicationWebhookRoutes(deps), ...accountWebhookRoutes(deps)];
-  const app = baseApp(middleware);
-  app.use(directRoutesRouter(webhooks));
+export function createPublicApp(deps: AppDeps): Express {
+  const app = baseApp(listenerMiddleware(deps, 'public'));
+  app.use(financeApplicationWebhookRoutes(deps));
+  app.use(accountWebhookRoutes(deps));
   app.use(livenessRoutes());
   app.use(receiverReadinessRoutes(deps));
-  finish(app, deps);
-  const listener = directDispatch({
-    routes: webhooks,
-    app,
-    before: middleware,
-    onError: (err, req, res) => answerError(deps.logger, err, req, res),
-  });
-  return Object.assign(listener, { express: app });
+  return finish(app, deps);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import { identifyApiKey, type MerchantApiKey, type OperatorApiKey } from '../security/api-keys';
-import { HttpError } from './errors';
+import { HttpError } from './problem-details';
 import type { Metrics } from './metrics';
 import type { MerchantScope } from '../client/merchant-scope';
 

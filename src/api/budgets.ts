@@ -3,7 +3,7 @@ import { rateLimit } from 'express-rate-limit';
 import type { MerchantDirectory } from '../config/merchants';
 import type { Logger } from '../logging';
 import { merchantOf } from './authenticate';
-import { ProblemError } from './errors';
+import { ProblemError } from './problem-details';
 import type { Metrics } from './metrics';
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { HttpError } from './errors';
+import { HttpError } from './problem-details';
 
 /**
  * The webhook routes' body handling, kept to what they need on their hot path: one read of the raw bytes

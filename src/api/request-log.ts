@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Level } from 'pino';
 import type { Logger } from '../logging';
 import { loggableTarget } from '../security/redaction';
 import { withRequestId } from '../telemetry/request-context';
-import type { Middleware } from './direct-routes';
+import type { NextFunction } from 'express';
+
+/** A function every request of a listener goes through before its route (src/api/app.ts). */
+export type Middleware = (req: IncomingMessage, res: ServerResponse, next: NextFunction) => void;
 
 /** A caller's X-Request-Id is kept when it is short and plain; anything else is replaced by a generated one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import type { AppDeps } from './app';
-import { answerBefore, hardBound, HttpError, isTemporalUnavailable } from './errors';
+import type { Logger } from '../logging';
+import type { DrainSignals } from './drain';
+import type { Metrics } from './metrics';
+import { answerBefore, hardBound } from './deadlines';
+import { HttpError, isTemporalUnavailable } from './problem-details';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from './json-body';
 import { sendJson } from './send-json';
 
@@ -69,10 +72,7 @@ export const WebhookIgnoredSchema = z
   .object({ status: z.literal('ignored'), kind: z.string(), reason: z.string() })
   .meta({ id: 'WebhookIgnored' });
 
-/**
- * A webhook request as the receiver reads it: the path's parameters and the query, parsed. Express's request is
- * one; so is the public listener's own dispatch of the webhook routes (src/api/direct-routes.ts).
- */
+/** A webhook request as the receiver reads it (Express's): the path's parameters and the query, parsed. */
 export type WebhookRequest = IncomingMessage & {
   params: Record<string, string | undefined>;
   query: Record<string, unknown>;
@@ -105,7 +105,16 @@ export interface WebhookReceiverSpec<E> {
   ignoredReason: string;
 }
 
-export function webhookReceiver<E>(deps: AppDeps, spec: WebhookReceiverSpec<E>): WebhookHandler {
+/** What the receiver pipeline needs: Temporal (under the signal deadline), the counter, the log, the drain. */
+export interface WebhookReceiverDeps {
+  client: Pick<Client, 'withDeadline'>;
+  metrics: Pick<Metrics, 'webhooks'>;
+  logger: Logger;
+  /** The process's shutdown (src/api/drain.ts): absent, never draining (tests). */
+  drain?: Pick<DrainSignals, 'expired'>;
+}
+
+export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookReceiverSpec<E>): WebhookHandler {
   const count = (kind: string, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
 
   return async (req, res) => {

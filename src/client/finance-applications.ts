@@ -4,7 +4,6 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
-  type WorkflowHandle,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import {
@@ -14,7 +13,6 @@ import {
   type FinanceApplicationInput,
   type FinanceApplicationSettings,
   type FinanceApplicationStarted,
-  type FinanceApplicationState,
 } from '../shared/finance-application';
 import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
@@ -33,18 +31,10 @@ import {
   MerchantId,
   MerchantReference,
 } from '../shared/search-attributes';
-import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
+import { merchantScope, type MerchantScope } from './merchant-scope';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
 
-export type {
-  FinanceApplicationSettings,
-  FinanceApplicationStarted,
-  FinanceApplicationState,
-  StatusChange,
-  StatusSource,
-} from '../shared/finance-application';
 export { FINANCE_APPLICATION_DEFAULTS, FinanceApplicationFailureType } from '../shared/finance-application';
-export type { ApplicationSearchFilter } from '../shared/application-search';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../shared/application-search';
 export { merchantScope, type MerchantScope } from './merchant-scope';
 export {
@@ -55,6 +45,23 @@ export {
   type FinanceApplicationChange,
   type WaitForChangeOptions,
 } from './status-waits';
+export {
+  resolveFinanceApplicationId,
+  financeApplicationHandle,
+  getFinanceApplication,
+  readFinanceApplication,
+  merchantView,
+  awaitFinanceApplication,
+} from './finance-application-reads';
+
+export type {
+  FinanceApplicationSettings,
+  FinanceApplicationStarted,
+  FinanceApplicationState,
+  StatusChange,
+  StatusSource,
+} from '../shared/finance-application';
+export type { ApplicationSearchFilter } from '../shared/application-search';
 
 export interface StartFinanceApplicationRequest {
   /** The merchant's reference: the idempotency key (one reference, one application at the bank). */
@@ -178,89 +185,6 @@ async function existingLegacyApplication(
     bank: withoutWebhookUrl(state.bank),
     created: false,
   };
-}
-
-/**
- * The workflow id of the merchant's application with this reference: its own, or, for the legacy merchant whose
- * own does not exist, the pre-tenancy one when that exists. One describe (two for a legacy miss).
- * Throws WorkflowNotFoundError when neither exists.
- */
-export async function resolveFinanceApplicationId(
-  client: Client,
-  merchant: MerchantScope | string,
-  merchantReference: string,
-): Promise<string> {
-  return (await describeFinanceApplication(client, merchant, merchantReference)).workflowId;
-}
-
-/** The found workflow id and its run's status (one describe; two for the legacy merchant's pre-tenancy ones). */
-async function describeFinanceApplication(client: Client, merchant: MerchantScope | string, merchantReference: string) {
-  const scope = merchantScope(merchant);
-  const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
-  try {
-    return { workflowId: own, status: (await client.workflow.getHandle(own).describe()).status };
-  } catch (err) {
-    const legacy = legacyWorkflowIdOf(scope, merchantReference);
-    if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
-    return { workflowId: legacy, status: (await client.workflow.getHandle(legacy).describe()).status };
-  }
-}
-
-/**
- * The merchant's application with this reference (latest run). The merchant's own id; `getFinanceApplication`
- * and the waits also find the legacy merchant's pre-tenancy applications (resolveFinanceApplicationId).
- */
-export function financeApplicationHandle(
-  client: Client,
-  merchant: MerchantScope | string,
-  merchantReference: string,
-): WorkflowHandle<typeof financeApplicationWorkflow> {
-  return client.workflow.getHandle<typeof financeApplicationWorkflow>(
-    financeApplicationWorkflowId(merchantScope(merchant).merchantId, merchantReference),
-  );
-}
-
-/**
- * Current status, history and counters of the merchant's application with this reference. A completed workflow
- * answers from its result (no worker needed); a running one through the query. Throws WorkflowNotFoundError for a
- * reference the merchant does not have (another merchant's included: nothing tells that it exists).
- */
-export async function getFinanceApplication(
-  client: Client,
-  merchant: MerchantScope | string,
-  merchantReference: string,
-): Promise<FinanceApplicationState> {
-  return (await readFinanceApplication(client, merchant, merchantReference)).state;
-}
-
-/** The application's state and the workflow id it was found under. */
-export async function readFinanceApplication(
-  client: Client,
-  merchant: MerchantScope | string,
-  merchantReference: string,
-): Promise<{ workflowId: string; state: FinanceApplicationState }> {
-  const { workflowId, status } = await describeFinanceApplication(client, merchant, merchantReference);
-  const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
-  const state = status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
-  return { workflowId, state: merchantView(state) };
-}
-
-/**
- * The state as merchants get it: runs from before the create activity dropped the bank's echo of our webhookUrl
- * (whose hash lets anyone post status webhooks) still hold it in their state and result.
- */
-export function merchantView(state: FinanceApplicationState): FinanceApplicationState {
-  return state.bank ? { ...state, bank: withoutWebhookUrl(state.bank) } : state;
-}
-
-/** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
-export async function awaitFinanceApplication(
-  client: Client,
-  merchant: MerchantScope | string,
-  merchantReference: string,
-): Promise<FinanceApplicationState> {
-  const workflowId = await resolveFinanceApplicationId(client, merchant, merchantReference);
-  return merchantView(await client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result());
 }
 
 /** One application in a listing (contract: GET /applications `applications` items). */

@@ -8,7 +8,7 @@ import {
   type StatusWaitResult,
 } from '../shared/finance-application';
 import type { financeApplicationWorkflow } from '../workflows/finance-application';
-import { merchantView, readFinanceApplication } from './finance-applications';
+import { merchantView, readFinanceApplication } from './finance-application-reads';
 import type { MerchantScope } from './merchant-scope';
 
 /** How a wait for a change ended, with the application as it then stood. */

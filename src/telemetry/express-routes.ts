@@ -25,10 +25,7 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'all'] as const;
 
 type ExpressSpanType = 'middleware' | 'request_handler';
 
-/**
- * A request as a route sees it: Express's, or one the public listener dispatched itself (src/api/direct-routes.ts),
- * which carries the same `route` and `baseUrl`.
- */
+/** A request as a route sees it (Express's): the matched `route` and the mount path `baseUrl`. */
 export type RoutedRequest = IncomingMessage & { route?: unknown; baseUrl?: string };
 
 /** The matched route's pattern with its mount path (`/applications/:ref`); undefined before a route matched. */

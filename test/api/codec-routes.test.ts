@@ -4,7 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import express from 'express';
 import pino from 'pino';
 import { authenticateOperator } from '../../src/api/authenticate';
-import { errorHandler, HttpError } from '../../src/api/errors';
+import { errorHandler, HttpError } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { CODEC_ALLOWED_HEADERS, codecRoutes } from '../../src/api/routes/codec';

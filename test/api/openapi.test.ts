@@ -16,7 +16,8 @@ import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/
 import { listen, closeServer } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { createOpenApiDocument } from '../../src/api/openapi/document';
-import { DOCS_ASSETS, DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/api-docs';
+import { DOCS_ASSETS } from '../../src/api/descriptions/api-docs';
+import { DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/api-docs';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
 import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../helpers/openapi';
@@ -128,7 +129,7 @@ describe('OpenAPI document', () => {
   });
 
   it.each(['public', 'internal'] as const)('describes exactly the routes of the %s listener', (listener) => {
-    const app = listener === 'public' ? createPublicApp(deps()).express : internalApp(deps());
+    const app = listener === 'public' ? createPublicApp(deps()) : internalApp(deps());
     const routes = [...routesOf(app)].sort();
     const operations = [...operationsOf(listener)].sort();
     expect(routes.length).toBeGreaterThan(1);

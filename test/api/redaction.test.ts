@@ -7,7 +7,7 @@ import { request as httpRequest, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
-import { loggablePath } from '../../src/api/errors';
+import { loggablePath } from '../../src/security/redaction';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { createLogger } from '../../src/logging';

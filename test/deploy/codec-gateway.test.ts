@@ -7,7 +7,7 @@ import type { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import express from 'express';
 import pino from 'pino';
-import { errorHandler, HttpError } from '../../src/api/errors';
+import { errorHandler, HttpError } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { appDepsFromConfig, codecAuthentication } from '../../src/api/listeners';
 import { codecRoutes } from '../../src/api/routes/codec';

@@ -16,7 +16,7 @@ import { Client } from '@temporalio/client';
 import express from 'express';
 import pino from 'pino';
 import { authenticateOperator } from '../../src/api/app';
-import { errorHandler } from '../../src/api/errors';
+import { errorHandler } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { getFinanceApplication } from '../../src/client/finance-applications';

@@ -1,21 +1,27 @@
 /**
- * The OpenAPI 3.1 document of both listeners, built from the operations each route module declares beside its
- * handlers (their own zod schemas: no second copy of the shapes). Served at GET /openapi.json (routes/api-docs.ts).
+ * The OpenAPI 3.1 document of both listeners, built from the route descriptions (src/api/descriptions/: the zod
+ * schemas the routes themselves parse and answer with, so no second copy of the shapes); it imports no route. Served at GET /openapi.json (routes/api-docs.ts).
  */
 import { createDocument } from 'zod-openapi';
-import { accountWebhookPaths } from '../routes/account-webhooks';
-import { apiDocsPaths } from '../routes/api-docs';
-import { codecPaths } from '../routes/codec';
-import { consentRefreshPaths } from '../routes/consent-refresh';
-import { consentPaths } from '../routes/consents';
-import { financeApplicationWebhookPaths } from '../routes/finance-application-webhooks';
-import { financeApplicationPaths } from '../routes/finance-applications';
-import { healthPaths } from '../routes/health';
-import { MERCHANT_API_KEY, OPERATOR_API_KEY, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './describe';
+import { accountWebhookPaths } from '../descriptions/account-webhooks';
+import { apiDocsPaths } from '../descriptions/api-docs';
+import { codecPaths } from '../descriptions/codec';
+import { consentRefreshPaths } from '../descriptions/consent-refresh';
+import { consentPaths } from '../descriptions/consents';
+import { financeApplicationWebhookPaths } from '../descriptions/finance-application-webhooks';
+import { financeApplicationPaths } from '../descriptions/finance-applications';
+import { healthPaths } from '../descriptions/health';
+import {
+  MERCHANT_API_KEY,
+  OPERATOR_API_KEY,
+  Tag,
+  WEBHOOK_SECURITY_HEADER,
+  type ApiPaths,
+} from '../descriptions/describe';
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
-/** Every route module's operations; a new route module adds its paths here. */
+/** Every route module's operations; a new route module adds its description's paths here. */
 export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   financeApplicationPaths,
   consentRefreshPaths,

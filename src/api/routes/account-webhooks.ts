@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { safeEqual } from '../../security/webhook-hash';
 import type { AccountEventBody } from '../../shared/bank-wire';
@@ -16,73 +17,37 @@ import {
   type TransactionEventSignalInput,
 } from '../../shared/transaction-events';
 import { DEFAULT_SERVICE_SETTINGS } from '../../shared/application-settings';
-import {
-  BANK_CODE_PATTERN,
-  BANK_ID_PATTERN,
-  consentRefreshWorkflowId,
-  lateAccountEventsWorkflowId,
-  NO_CONTROL_CHARACTERS,
-  REFERENCE_PATTERN,
-  transactionEventsWorkflowId,
-} from '../../shared/ids';
+import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../shared/ids';
 import { ConsentId, MerchantId, RefreshTaskId } from '../../shared/search-attributes';
 import { ConsentOwners } from '../../client/consent-claims';
 import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
 import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
-import type { AppDeps } from '../app';
-import { errors, json, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from '../openapi/describe';
+import type { WebhookSecrets } from '../../config';
+import type { MerchantDirectory } from '../../config/merchants';
+import type { ServiceSettings } from '../../shared/application-settings';
+import { tracedRouter } from '../../telemetry/express-routes';
 import {
   parsedWith,
-  WebhookAcceptedSchema,
-  WebhookIgnoredSchema,
   WebhookIgnored,
   webhookReceiver,
   type ParsedWebhook,
+  type WebhookReceiverDeps,
 } from '../webhook-receiver';
-import type { DirectRoute } from '../direct-routes';
+import { AccountEventSchema, TransactionEventSchema } from '../descriptions/account-webhooks';
+
+export interface AccountWebhookRouteDeps extends WebhookReceiverDeps {
+  client: Client;
+  taskQueue: string;
+  /** WEBHOOK_SECURITY_HEADER; read per request. */
+  webhooks: Pick<WebhookSecrets, 'securityHeader'>;
+  /** Each consent owner's transactionEvents callback. */
+  merchants: Pick<MerchantDirectory, 'resolve'>;
+  /** The transactionEvents coalescing window; absent: the built-in default. */
+  settings?: ServiceSettings;
+}
 
 /** Account webhook bodies are small (one bank's accounts); anything much bigger is not the bank. */
 export const ACCOUNT_WEBHOOK_BODY_LIMIT = 256 * 1024;
-
-/**
- * Bounds of what the bank sends (README "Bounds"): ids are 1-128 visible ASCII characters (after trimming), the
- * consentId a reference ([A-Za-z0-9._~-]{1,128}: it becomes part of workflow ids), free text has no control
- * characters. Anything else is a 400 naming the field, and nothing is signalled or started.
- */
-const id = z
-  .string()
-  .trim()
-  .regex(BANK_ID_PATTERN, 'must be 1 to 128 visible ASCII characters (no spaces or control characters)');
-const consentId = z
-  .string()
-  .trim()
-  .regex(REFERENCE_PATTERN, 'must match [A-Za-z0-9._~-]{1,128} (it becomes part of workflow ids)');
-const text = (max: number) => z.string().max(max).regex(NO_CONTROL_CHARACTERS, 'must not contain control characters');
-
-/** bank-interface 6.2 accountEvent; unknown fields are dropped, item eventType is any string. */
-export const AccountEventSchema = z
-  .object({
-    consentId,
-    taskId: id,
-    taskStatus: text(64).min(1),
-    bankCode: z.string().regex(BANK_CODE_PATTERN, 'must be 1 to 64 visible ASCII characters'),
-    bankName: text(256),
-    // One bank's accounts: 1,000 is far beyond any consent; more is a 400 (one signal stays far under 2 MB).
-    accounts: z.array(z.object({ accountId: id, eventType: text(64).min(1) })).max(MAX_ACCOUNTS_PER_BATCH),
-  })
-  .meta({ id: 'AccountEvent' });
-
-/**
- * bank-interface 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). Any number of
- * accounts the body limit lets through; the receiver signals them in parts of at most MAX_ACCOUNTS_PER_BATCH.
- */
-export const TransactionEventSchema = z
-  .object({
-    consentId,
-    eventType: text(64).min(1).default('NEW'),
-    accounts: z.array(z.object({ accountId: id })).min(1),
-  })
-  .meta({ id: 'TransactionEvent' });
 
 type AccountWebhook =
   | { kind: 'accountEvent'; event: z.infer<typeof AccountEventSchema> }
@@ -111,7 +76,7 @@ function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
  * take (an early event of another task) it hands to the late workflow itself.
  */
 async function deliverAccountEvent(
-  deps: AppDeps,
+  deps: AccountWebhookRouteDeps,
   owners: ConsentOwners,
   event: AccountEventBody,
 ): Promise<{ workflowId: string; outcome?: string }> {
@@ -157,7 +122,7 @@ async function signalRefresh(
 
 /** Signal-with-start of the consent's late-bank-reports workflow (durable: it keeps and delivers the report). */
 async function handOffLateReport(
-  deps: AppDeps,
+  deps: AccountWebhookRouteDeps,
   merchantId: string,
   report: LateAccountEventSignalInput,
 ): Promise<string> {
@@ -192,7 +157,7 @@ async function handOffLateReport(
  * accounts already signalled come twice (the merchant's callback carries a set of changed accounts: harmless).
  */
 async function deliverTransactionEvent(
-  deps: AppDeps,
+  deps: AccountWebhookRouteDeps,
   owners: ConsentOwners,
   event: TransactionEventSignalInput,
 ): Promise<{ workflowId: string; outcome?: string }> {
@@ -236,72 +201,44 @@ async function deliverTransactionEvent(
  *   202 either way, counted `accepted` or `late`; never `ignored`.
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
-export function accountWebhookRoutes(deps: AppDeps): DirectRoute[] {
+export function accountWebhookRoutes(deps: AccountWebhookRouteDeps): Router {
   const owners = new ConsentOwners(deps.client);
-  // Described in accountWebhookPaths below.
-  return [
-    {
-      path: '/webhooks/accounts',
-      handler: webhookReceiver<AccountWebhook>(deps, {
-        kind: 'unknown',
-        limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
-        rejectAuth(req) {
-          // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
-          // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
-          const expected = deps.webhooks.securityHeader.trim();
-          if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
-          return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
-        },
-        parse: parseAccountWebhook,
-        async deliver(webhook) {
-          if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
-          return deliverTransactionEvent(deps, owners, webhook.event);
-        },
-        logIds: (webhook) =>
-          webhook.kind === 'accountEvent'
-            ? {
-                consentId: webhook.event.consentId,
-                taskId: webhook.event.taskId,
-                bankCode: webhook.event.bankCode,
-                workflowId: consentRefreshWorkflowId(webhook.event.consentId),
-              }
-            : {
-                consentId: webhook.event.consentId,
-                accounts: webhook.event.accounts.length,
-                signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
-                workflowId: transactionEventsWorkflowId(webhook.event.consentId),
-              },
-        // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
-        ignoredReason: 'no workflow for this consent',
-      }),
-    },
-  ];
+  // Described in src/api/descriptions/account-webhooks.ts.
+  const router = tracedRouter();
+  router.post(
+    '/webhooks/accounts',
+    webhookReceiver<AccountWebhook>(deps, {
+      kind: 'unknown',
+      limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
+      rejectAuth(req) {
+        // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
+        // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
+        const expected = deps.webhooks.securityHeader.trim();
+        if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
+        return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
+      },
+      parse: parseAccountWebhook,
+      async deliver(webhook) {
+        if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
+        return deliverTransactionEvent(deps, owners, webhook.event);
+      },
+      logIds: (webhook) =>
+        webhook.kind === 'accountEvent'
+          ? {
+              consentId: webhook.event.consentId,
+              taskId: webhook.event.taskId,
+              bankCode: webhook.event.bankCode,
+              workflowId: consentRefreshWorkflowId(webhook.event.consentId),
+            }
+          : {
+              consentId: webhook.event.consentId,
+              accounts: webhook.event.accounts.length,
+              signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
+              workflowId: transactionEventsWorkflowId(webhook.event.consentId),
+            },
+      // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
+      ignoredReason: 'no workflow for this consent',
+    }),
+  );
+  return router;
 }
-
-/** OpenAPI description of this module's route (src/api/openapi/document.ts). */
-export const accountWebhookPaths: ApiPaths = {
-  '/webhooks/accounts': {
-    post: {
-      'x-listener': 'public',
-      operationId: 'receiveAccountWebhook',
-      tags: [Tag.Webhooks],
-      summary: "The bank's accountEvent or transactionEvent",
-      description:
-        "A body with `taskId` is an accountEvent: signalled to the consent's running refresh of that task, else " +
-        'handed off as a late bank report (202 either way). Any other body is a transactionEvent: signal-with-start ' +
-        "of the consent's transactionEventsWorkflow, in signals of at most 1,000 accounts. `Authorization` must " +
-        'equal WEBHOOK_SECURITY_HEADER (none is checked when it is empty). Body up to 256 KiB; ids of 1 to 128 ' +
-        'visible ASCII characters, consentId [A-Za-z0-9._~-]{1,128}, no control characters anywhere (else 400).',
-      security: [{ [WEBHOOK_SECURITY_HEADER]: [] }],
-      requestBody: {
-        required: true,
-        content: { 'application/json': { schema: z.union([AccountEventSchema, TransactionEventSchema]) } },
-      },
-      responses: {
-        '202': json(WebhookAcceptedSchema, 'Signalled (or handed off as a late report)'),
-        '200': json(WebhookIgnoredSchema, 'No workflow could take it: acknowledged, not delivered'),
-        ...errors(400, [401, 'Missing or wrong Authorization header'], 413, 415, 503),
-      },
-    },
-  },
-};

@@ -1,8 +1,8 @@
 import { dirname } from 'node:path';
 import { Router, type Response } from 'express';
-import { z } from 'zod';
-import { HttpError } from '../errors';
-import { errors, json, open, Tag, type ApiPaths } from '../openapi/describe';
+import { HttpError } from '../problem-details';
+
+import { DOCS_ASSETS } from '../descriptions/api-docs';
 
 /**
  * The API description on the internal listener, without a key (like /readyz: it tells nothing about any merchant's
@@ -28,8 +28,6 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** The swagger-ui-dist files the page loads (an allow-list: nothing else of the package is served). */
-export const DOCS_ASSETS = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png', 'favicon-16x16.png'];
 const DOCS_ASSET_TYPES: Record<string, string> = { css: 'text/css', js: 'text/javascript', png: 'image/png' };
 
 const PAGE = `<!doctype html>
@@ -70,7 +68,7 @@ function page(res: Response, type: string, body: string): void {
 
 export function apiDocsRoutes(deps: ApiDocsDeps): Router {
   const router = Router();
-  // Described in apiDocsPaths below.
+  // Described in src/api/descriptions/api-docs.ts.
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(deps.document());
   });
@@ -86,62 +84,3 @@ export function apiDocsRoutes(deps: ApiDocsDeps): Router {
   });
   return router;
 }
-
-const text = (type: string, description: string) => ({ description, content: { [type]: { schema: z.string() } } });
-
-/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
-export const apiDocsPaths: ApiPaths = {
-  '/openapi.json': {
-    get: {
-      'x-listener': 'internal',
-      operationId: 'openApiDocument',
-      tags: [Tag.Operations],
-      summary: 'This OpenAPI 3.1 document',
-      security: open,
-      responses: {
-        '200': json(z.record(z.string(), z.unknown()).meta({ description: 'An OpenAPI 3.1 document' }), 'The document'),
-      },
-    },
-  },
-  '/docs': {
-    get: {
-      'x-listener': 'internal',
-      operationId: 'apiReference',
-      tags: [Tag.Operations],
-      summary: 'Interactive API reference (Swagger UI, served from this listener)',
-      security: open,
-      responses: { '200': text('text/html', 'The reference page') },
-    },
-  },
-  '/docs/init.js': {
-    get: {
-      'x-listener': 'internal',
-      operationId: 'apiReferenceScript',
-      tags: [Tag.Operations],
-      summary: "The reference page's start-up script",
-      security: open,
-      responses: { '200': text('text/javascript', 'Script') },
-    },
-  },
-  '/docs/assets/{file}': {
-    get: {
-      'x-listener': 'internal',
-      operationId: 'apiReferenceAsset',
-      tags: [Tag.Operations],
-      summary: "The reference page's assets (from the swagger-ui-dist package)",
-      security: open,
-      requestParams: { path: z.object({ file: z.enum(DOCS_ASSETS) }) },
-      responses: {
-        '200': {
-          description: 'The file',
-          content: {
-            'text/css': { schema: z.string() },
-            'text/javascript': { schema: z.string() },
-            'image/png': { schema: z.string().meta({ contentMediaType: 'image/png' }) },
-          },
-        },
-        ...errors([404, 'Not one of the assets']),
-      },
-    },
-  },
-};

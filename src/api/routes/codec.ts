@@ -2,10 +2,11 @@ import type { RequestHandler, Router } from 'express';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { PayloadEncryptionError } from '../../security/payload-codec';
-import { HttpError } from '../errors';
+import { HttpError } from '../problem-details';
 import { hasJsonContentType, readJsonBody } from '../json-body';
-import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
+
 import { tracedRouter } from '../../telemetry/express-routes';
+import { CodecAnswerSchema, CodecBodySchema } from '../descriptions/codec';
 
 /**
  * The codec endpoint (Temporal's remote codec protocol) for the Web UI and the CLI
@@ -36,22 +37,6 @@ export interface CodecRoutesDeps {
 export const CODEC_ALLOWED_HEADERS = 'Authorization, Content-Type, X-Namespace';
 const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
-const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
-const CodecBodySchema = z
-  .object({
-    payloads: z.array(
-      z.object({
-        metadata: z.record(z.string(), base64).nullish(),
-        data: base64.nullish(),
-      }),
-    ),
-  })
-  .meta({ id: 'CodecPayloads', description: 'Payloads in proto3 JSON: metadata values and data in base64' });
-
-/** The answer: the same shape, every field present. */
-export const CodecAnswerSchema = z
-  .object({ payloads: z.array(z.object({ metadata: z.record(z.string(), base64), data: base64 })) })
-  .meta({ id: 'CodecPayloadsOut' });
 type JsonPayload = z.infer<typeof CodecBodySchema>['payloads'][number];
 
 const fromJson = ({ metadata, data }: JsonPayload): Payload => ({
@@ -111,37 +96,8 @@ export function codecRoutes(deps: CodecRoutesDeps): Router {
       }
       res.json({ payloads: result.map(toJson) } satisfies z.infer<typeof CodecAnswerSchema>);
     };
-  // Described in codecPaths below.
+  // Described in src/api/descriptions/codec.ts.
   router.post('/codec/decode', handle('decode'));
   router.post('/codec/encode', handle('encode'));
   return router;
 }
-
-const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
-  'x-listener': 'internal',
-  operationId: `${operation}Payloads`,
-  tags: [Tag.Codec],
-  summary: `${operation === 'decode' ? 'Decrypt' : 'Encrypt'} payloads (Temporal remote codec protocol)`,
-  description:
-    'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` is accepted and ignored. ' +
-    'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB. ' +
-    "An operator key (OPERATOR_API_KEYS) is required: a merchant's key answers 403.",
-  security: operatorKeyRequired,
-  requestBody: { required: true, content: { 'application/json': { schema: CodecBodySchema } } },
-  responses: {
-    '200': json(CodecAnswerSchema, `The payloads, ${operation}d`),
-    ...errors(
-      [400, 'Invalid body, or a payload that cannot be decrypted (unknown key id, altered data)'],
-      401,
-      [403, "A merchant's key (an operator key is required), or an origin not in CODEC_CORS_ORIGINS"],
-      413,
-      415,
-    ),
-  },
-});
-
-/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
-export const codecPaths: ApiPaths = {
-  '/codec/decode': { post: codecOperation('decode') },
-  '/codec/encode': { post: codecOperation('encode') },
-};

@@ -1,24 +1,22 @@
 import express, { type Router } from 'express';
-import { z } from 'zod';
 import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
-import type { AppDeps } from '../app';
+import type { Client } from '@temporalio/client';
+import type { MerchantDirectory } from '../../config/merchants';
+import type { Logger } from '../../logging';
 import { scopeOf } from '../authenticate';
-import { HttpError, withStartDeadline } from '../errors';
-import { errors, json, merchantKeyRequired, sendAs, Tag, type ApiPaths } from '../openapi/describe';
+import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
+import { HttpError } from '../problem-details';
+import { sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
-import { ConsentParams, consentIdOf, notYours } from './consent-refresh';
+import { consentIdOf, notYours } from './consent-refresh';
+import { ConsentSchema, ClaimBody } from '../descriptions/consents';
 
-/** A consent as its owner sees it. */
-export const ConsentSchema = z
-  .object({
-    consentId: z.string(),
-    merchantId: z.string().meta({ description: 'The owner: the merchant whose key made the call' }),
-    claimed: z.boolean().meta({ description: 'False once released' }),
-  })
-  .meta({ id: 'Consent' });
-
-/** PUT takes no body; `{}` is accepted as none. */
-const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
+export interface ConsentRouteDeps extends StartDeadlineDeps {
+  client: Client;
+  taskQueue: string;
+  merchants: Pick<MerchantDirectory, 'legacyMerchantId'>;
+  logger: Logger;
+}
 
 /**
  * A merchant's consents (README "Merchants"): the bank's account webhooks carry only the consent id, so a consent
@@ -29,10 +27,10 @@ const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
  * - `GET /consents/:consentId` → 200 when the caller owns it, else 404.
  * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until a merchant claims it again); 404.
  */
-export function consentRoutes(deps: AppDeps): Router {
+export function consentRoutes(deps: ConsentRouteDeps): Router {
   const router = tracedRouter();
 
-  // Described in consentPaths below.
+  // Described in src/api/descriptions/consents.ts.
   router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req.params.consentId);
     // No body (or `{}`): a body that is anything else is refused, not ignored.
@@ -79,59 +77,3 @@ export function consentRoutes(deps: AppDeps): Router {
 
   return router;
 }
-
-/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
-export const consentPaths: ApiPaths = {
-  '/consents/{consentId}': {
-    put: {
-      'x-listener': 'internal',
-      operationId: 'claimConsent',
-      tags: [Tag.Consents],
-      summary: 'Claim the consent for the calling merchant (idempotent)',
-      description:
-        'Account webhooks carry only the consent id: a consent belongs to the merchant that claimed it first, and ' +
-        'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
-        'it here to receive its transactionEvents before any refresh. No body (or `{}`).',
-      security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
-      requestBody: { required: false, content: { 'application/json': { schema: ClaimBody } } },
-      responses: {
-        '201': json(ConsentSchema, 'Claimed by this call'),
-        '200': json(ConsentSchema, "Already the caller's"),
-        ...errors(
-          [400, 'Invalid consentId, or a body other than {}'],
-          401,
-          [404, "Another merchant's consent"],
-          413,
-          415,
-          429,
-          503,
-        ),
-      },
-    },
-    get: {
-      'x-listener': 'internal',
-      operationId: 'getConsent',
-      tags: [Tag.Consents],
-      summary: "The consent, when it is the caller's",
-      security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
-      responses: {
-        '200': json(ConsentSchema, "The caller's consent"),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
-      },
-    },
-    delete: {
-      'x-listener': 'internal',
-      operationId: 'releaseConsent',
-      tags: [Tag.Consents],
-      summary: 'Release the consent: its account webhooks start nothing until a merchant claims it again',
-      security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
-      responses: {
-        '200': json(ConsentSchema, 'Released'),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
-      },
-    },
-  },
-};

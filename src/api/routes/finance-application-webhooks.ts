@@ -1,41 +1,21 @@
+import type { Client } from '@temporalio/client';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../shared/finance-application';
 import {
-  BANK_ID_PATTERN,
   financeApplicationWorkflowId,
   legacyFinanceApplicationWorkflowId,
   parseWebhookKey,
   REFERENCE_PATTERN,
 } from '../../shared/ids';
-import type { AppDeps } from '../app';
-import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from '../openapi/describe';
-import {
-  parsedWith,
-  WebhookAcceptedSchema,
-  WebhookIgnoredSchema,
-  webhookReceiver,
-  type WebhookRequest,
-} from '../webhook-receiver';
-import type { DirectRoute } from '../direct-routes';
-
-export { SIGNAL_DEADLINE_MS } from '../webhook-receiver';
+import type { WebhookSecrets } from '../../config';
+import { parsedWith, webhookReceiver, type WebhookReceiverDeps, type WebhookRequest } from '../webhook-receiver';
+import { tracedRouter } from '../../telemetry/express-routes';
+import { FinanceApplicationWebhookSchema } from '../descriptions/finance-application-webhooks';
 
 /** The bank's finance-application webhook carries one id; anything much bigger is not the bank. */
 export const FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT = 16 * 1024;
-
-/**
- * bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible ASCII
- * characters after trimming (README "Bounds"): anything else is a 400 and nothing is signalled.
- */
-export const FinanceApplicationWebhookSchema = z
-  .object({
-    financeApplicationId: z
-      .string()
-      .trim()
-      .regex(BANK_ID_PATTERN, 'must be 1 to 128 visible ASCII characters (no spaces or control characters)'),
-  })
-  .meta({ id: 'FinanceApplicationWebhook' });
 
 const KIND = 'financeApplication';
 
@@ -72,7 +52,13 @@ const verified = new WeakMap<WebhookRequest, NonNullable<ReturnType<typeof appli
  * in constant time, no early exit); then exactly one signal to the reference's workflow. A closed or unknown
  * workflow: 200 `ignored`. The workflow, not the receiver, decides whether the financeApplicationId is its own.
  */
-export function financeApplicationWebhookRoutes(deps: AppDeps): DirectRoute[] {
+export interface FinanceApplicationWebhookRouteDeps extends WebhookReceiverDeps {
+  client: Client;
+  /** WEBHOOK_HASH_SECRET[_PREVIOUS]; read per request. */
+  webhooks: Pick<WebhookSecrets, 'hashSecret' | 'previousHashSecret'>;
+}
+
+export function financeApplicationWebhookRoutes(deps: FinanceApplicationWebhookRouteDeps): Router {
   const receive = webhookReceiver<z.infer<typeof FinanceApplicationWebhookSchema>>(deps, {
     kind: KIND,
     limitBytes: FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT,
@@ -107,48 +93,9 @@ export function financeApplicationWebhookRoutes(deps: AppDeps): DirectRoute[] {
     ignoredReason: 'no running workflow for this reference',
   });
 
-  // Described in financeApplicationWebhookPaths below.
-  return [
-    { path: '/webhooks/finance-applications/:ref/:hash', handler: receive },
-    { path: '/webhooks/finance-applications/:ref', handler: receive },
-  ];
+  // Described in src/api/descriptions/finance-application-webhooks.ts.
+  const router = tracedRouter();
+  router.post('/webhooks/finance-applications/:ref/:hash', receive);
+  router.post('/webhooks/finance-applications/:ref', receive);
+  return router;
 }
-
-const Ref = z.string().meta({ description: 'The merchant reference the webhook URL was issued for' });
-const Hash = z.string().meta({ description: 'base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, ref))' });
-
-const receiveOperation = (summary: string): ApiOperation => ({
-  'x-listener': 'public',
-  tags: [Tag.Webhooks],
-  summary,
-  description:
-    'Called by the bank after each status change of the application. Authentic when the hash matches the ' +
-    'reference (WEBHOOK_HASH_SECRET, or WEBHOOK_HASH_SECRET_PREVIOUS after a rotation); then one signal to the ' +
-    "reference's workflow, which reads the status. Body up to 16 KiB; `application/json` or `application/*+json`, " +
-    'gzip, deflate or br.',
-  security: open,
-  requestBody: { required: true, content: { 'application/json': { schema: FinanceApplicationWebhookSchema } } },
-  responses: {
-    '202': json(WebhookAcceptedSchema, 'Signalled to the workflow'),
-    '200': json(WebhookIgnoredSchema, 'The workflow is closed or unknown: acknowledged, not delivered'),
-    ...errors(400, [401, 'Missing or wrong webhook hash'], 413, 415, 503),
-  },
-});
-
-/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
-export const financeApplicationWebhookPaths: ApiPaths = {
-  '/webhooks/finance-applications/{ref}/{hash}': {
-    post: {
-      ...receiveOperation('Finance-application status changed (hash in the path)'),
-      operationId: 'receiveFinanceApplicationWebhook',
-      requestParams: { path: z.object({ ref: Ref, hash: Hash }) },
-    },
-  },
-  '/webhooks/finance-applications/{ref}': {
-    post: {
-      ...receiveOperation('Finance-application status changed (hash in the query)'),
-      operationId: 'receiveFinanceApplicationWebhookHashQuery',
-      requestParams: { path: z.object({ ref: Ref }), query: z.object({ hash: Hash }) },
-    },
-  },
-};

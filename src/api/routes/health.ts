@@ -1,20 +1,17 @@
 import type { Response, Router } from 'express';
-import type { AppDeps } from '../app';
+import type { Logger } from '../../logging';
+import type { Metrics } from '../metrics';
 import type { DrainSignals } from '../drain';
-import { z } from 'zod';
-import { hardBound } from '../errors';
-import { json, open, sendAs, Tag, type ApiPaths } from '../openapi/describe';
-
-export const LivenessSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Liveness' });
-export const ReadySchema = z.object({ status: z.literal('ready'), temporal: z.literal('ok') }).meta({ id: 'Ready' });
-export const NotReadySchema = z
-  .object({ status: z.literal('not_ready'), temporal: z.literal('unreachable'), message: z.string() })
-  .meta({ id: 'NotReady' });
-/** 503 from SIGTERM on (both listeners): the process is shutting down; a load balancer sends it nothing new. */
-export const DrainingSchema = z.object({ status: z.literal('draining'), message: z.string() }).meta({ id: 'Draining' });
-/** The public listener's readiness: this process takes webhooks (it does not call Temporal for the internet). */
-export const ReceiverReadySchema = z.object({ status: z.literal('ready') }).meta({ id: 'ReceiverReady' });
+import { hardBound } from '../deadlines';
+import { sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
+import {
+  LivenessSchema,
+  ReadySchema,
+  NotReadySchema,
+  DrainingSchema,
+  ReceiverReadySchema,
+} from '../descriptions/health';
 
 const DRAINING_MESSAGE = 'This process is shutting down: send new requests to another instance';
 
@@ -42,7 +39,7 @@ export function livenessRoutes(): Router {
  * checks no dependency: a path open to the internet must not be a lever on Temporal (the internal /readyz checks it,
  * and the receiver answers 503 itself when Temporal cannot take a signal).
  */
-export function receiverReadinessRoutes(deps: Pick<AppDeps, 'drain'>): Router {
+export function receiverReadinessRoutes(deps: { drain?: DrainSignals }): Router {
   const router = tracedRouter();
   router.get('/readyz', (_req, res) => {
     if (answeredDraining(res, deps.drain)) return;
@@ -51,11 +48,21 @@ export function receiverReadinessRoutes(deps: Pick<AppDeps, 'drain'>): Router {
   return router;
 }
 
+export interface OperatorRouteDeps {
+  /** Resolves when Temporal answers. */
+  checkTemporal(): Promise<void>;
+  /** Both listeners' metrics, served at /metrics. */
+  metrics: Pick<Metrics, 'registry'>;
+  logger: Logger;
+  /** The process's shutdown: /readyz answers 503 while draining. */
+  drain?: DrainSignals;
+}
+
 /**
  * Readiness (Temporal answers within a deadline) and Prometheus metrics, on the internal listener only. No API key:
  * probes and scrapers cannot send one, and they tell nothing about any merchant's data.
  */
-export function operatorRoutes(deps: AppDeps): Router {
+export function operatorRoutes(deps: OperatorRouteDeps): Router {
   const router = tracedRouter();
   router.get('/readyz', async (_req, res) => {
     if (answeredDraining(res, deps.drain)) return;
@@ -76,45 +83,3 @@ export function operatorRoutes(deps: AppDeps): Router {
   });
   return router;
 }
-
-/** OpenAPI description of this module's routes (src/api/openapi/document.ts). */
-export const healthPaths: ApiPaths = {
-  '/healthz': {
-    get: {
-      'x-listener': 'both',
-      operationId: 'liveness',
-      tags: [Tag.Operations],
-      summary: 'Liveness: the process answers (served by both listeners; no dependency checked)',
-      security: open,
-      responses: { '200': json(LivenessSchema, 'Alive') },
-    },
-  },
-  '/readyz': {
-    get: {
-      'x-listener': 'both',
-      operationId: 'readiness',
-      tags: [Tag.Operations],
-      summary: 'Readiness: internal listener, Temporal answers within 2 s; public listener, the process takes webhooks',
-      description:
-        'Both listeners answer 503 `draining` from SIGTERM on, while still serving for SHUTDOWN_DRAIN_DELAY: a load ' +
-        'balancer stops sending new requests before the listeners close. The public listener checks nothing else.',
-      security: open,
-      responses: {
-        '200': json(z.union([ReadySchema, ReceiverReadySchema]), 'Ready (internal: `Ready`; public: `ReceiverReady`)'),
-        '503': json(z.union([NotReadySchema, DrainingSchema]), 'Temporal did not answer, or the process is draining'),
-      },
-    },
-  },
-  '/metrics': {
-    get: {
-      'x-listener': 'internal',
-      operationId: 'metrics',
-      tags: [Tag.Operations],
-      summary: 'Prometheus metrics of both listeners (text exposition format)',
-      security: open,
-      responses: {
-        '200': { description: 'Metrics', content: { 'text/plain': { schema: z.string() } } },
-      },
-    },
-  },
-};

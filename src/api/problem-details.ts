@@ -1,13 +1,15 @@
+/**
+ * The error answers' mechanism, and only that (RFC 9457 problem details): the bodies, the error classes a route
+ * throws, and the one error middleware that turns any error into a status and a JSON body. Each route's own errors
+ * (which failure is a 404, a 422…) live beside the route.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { isGrpcServiceError } from '@temporalio/client';
 import type { Logger } from '../logging';
-import { loggablePath } from '../security/redaction';
 import { pathOf } from './request-log';
 import { sendJson } from './send-json';
-
-export { loggablePath };
 
 /** RFC 9457's media type: the answers of a ProblemError (the 429s of the merchant budgets). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -89,81 +91,6 @@ export function isTemporalUnavailable(err: unknown): boolean {
   return false;
 }
 
-/**
- * A hard bound over a call that is already under a gRPC deadline: whatever the client library does (a connect that
- * hangs, an attempt that ignores the deadline), the answer goes out by then. The call itself is left to finish.
- */
-export function hardBound<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new HttpError(503, `${what} did not answer within ${ms} ms; retry later`, undefined, 5)),
-      ms,
-    );
-    timer.unref();
-  });
-  call.catch(() => undefined); // a late failure after the bound is not an unhandled rejection
-  return Promise.race([call, bound]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The call's result, or `error()` once `signal` is aborted (the process is shutting down: answer now rather than be
- * cut). The call itself is left to finish.
- */
-export function answerBefore<T>(call: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
-  if (!signal) return call;
-  call.catch(() => undefined); // a late failure after the answer is not an unhandled rejection
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(error());
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([call, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
-}
-
-export const DEFAULT_START_DEADLINE_MS = 30_000;
-
-/**
- * Runs a merchant's start call under a deadline. The workflow keeps going when it passes (a slow bank, or no
- * worker polling), so the merchant is told to retry the same idempotent request: 503 with Retry-After.
- */
-export async function withStartDeadline<T>(
-  deps: {
-    client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> };
-    startDeadlineMs?: number;
-    /** The API's drain (src/api/drain.ts): a call still waiting at the shutdown's hard bound gets the same 503. */
-    drain?: { expired: AbortSignal };
-  },
-  what: string,
-  fn: () => Promise<T>,
-): Promise<T> {
-  const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
-  try {
-    return await answerBefore(
-      deps.client.withDeadline(Date.now() + ms, fn),
-      deps.drain?.expired,
-      () =>
-        new HttpError(
-          503,
-          `${what} was still waiting when this process shut down; it goes on: retry the same request`,
-          undefined,
-          1,
-        ),
-    );
-  } catch (err) {
-    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) {
-      throw new HttpError(
-        503,
-        `${what} did not complete within ${ms} ms; it goes on: retry the same request`,
-        undefined,
-        5,
-      );
-    }
-    throw err;
-  }
-}
-
 /** The error's message and, when it wraps one, the gRPC error's ("8 RESOURCE_EXHAUSTED: …"): a line, no stack. */
 function causeOf(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -171,13 +98,6 @@ function causeOf(err: unknown): string {
     if (isGrpcServiceError(e) && e !== err) return `${message}: ${e.message}`;
   }
   return message;
-}
-
-function hasGrpcCode(err: unknown, code: number): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    if (isGrpcServiceError(e) && Number(e.code) === code) return true;
-  }
-  return false;
 }
 
 /**
@@ -213,11 +133,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => answerError(logger, err, req, res);
 }
 
-/**
- * The error middleware's answer, for a request Express routed or one the public listener dispatched itself
- * (src/api/direct-routes.ts): the status and body of the error, its one log line.
- */
-export function answerError(
+/** The error middleware's answer: the status and body of the error, its one log line. */
+function answerError(
   logger: Logger,
   err: unknown,
   req: IncomingMessage & { originalUrl?: string },

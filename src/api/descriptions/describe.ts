@@ -1,7 +1,8 @@
 /**
- * The small vocabulary route modules use to describe their operations next to their handlers (zod-openapi path
- * objects, so every body and answer is the route's own zod schema). src/api/openapi/document.ts gathers them into
- * the OpenAPI 3.1 document; test/api/openapi-routes.test.ts fails when a route and its description disagree.
+ * The small vocabulary of the route descriptions (src/api/descriptions/<route module>.ts: zod-openapi path objects,
+ * so every body and answer is the zod schema the route itself parses or answers with). A route imports its
+ * description; src/api/openapi/document.ts gathers the descriptions, never the routes, into the OpenAPI 3.1
+ * document; test/api/openapi.test.ts fails when a route and its description disagree.
  */
 import type { Response } from 'express';
 import type { z } from 'zod';
@@ -11,7 +12,7 @@ import type {
   ZodOpenApiResponseObject,
   ZodOpenApiResponsesObject,
 } from 'zod-openapi';
-import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../errors';
+import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../problem-details';
 
 /** Which listener serves an operation (`x-listener`): public `PORT`, internal `INTERNAL_PORT`, or both. */
 export type ListenerName = 'public' | 'internal' | 'both';

@@ -1,0 +1,89 @@
+import { isGrpcServiceError } from '@temporalio/client';
+import { HttpError } from './problem-details';
+
+/**
+ * Bounds on the Temporal calls of a request: whatever Temporal or the client library does, the caller gets an
+ * answer (a 503 telling it to retry) in time.
+ */
+
+/**
+ * A hard bound over a call that is already under a gRPC deadline: whatever the client library does (a connect that
+ * hangs, an attempt that ignores the deadline), the answer goes out by then. The call itself is left to finish.
+ */
+export function hardBound<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new HttpError(503, `${what} did not answer within ${ms} ms; retry later`, undefined, 5)),
+      ms,
+    );
+    timer.unref();
+  });
+  call.catch(() => undefined); // a late failure after the bound is not an unhandled rejection
+  return Promise.race([call, bound]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The call's result, or `error()` once `signal` is aborted (the process is shutting down: answer now rather than be
+ * cut). The call itself is left to finish.
+ */
+export function answerBefore<T>(call: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
+  if (!signal) return call;
+  call.catch(() => undefined); // a late failure after the answer is not an unhandled rejection
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(error());
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([call, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
+}
+
+export const DEFAULT_START_DEADLINE_MS = 30_000;
+
+/** What a start call's deadline needs: the Temporal client's deadline, its length, and the process's drain. */
+export interface StartDeadlineDeps {
+  client: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> };
+  /** Default DEFAULT_START_DEADLINE_MS. */
+  startDeadlineMs?: number;
+  /** The API's drain (src/api/drain.ts): a call still waiting at the shutdown's hard bound gets the same 503. */
+  drain?: { expired: AbortSignal };
+}
+
+/**
+ * Runs a merchant's start call under a deadline. The workflow keeps going when it passes (a slow bank, or no
+ * worker polling), so the merchant is told to retry the same idempotent request: 503 with Retry-After.
+ */
+export async function withStartDeadline<T>(deps: StartDeadlineDeps, what: string, fn: () => Promise<T>): Promise<T> {
+  const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
+  try {
+    return await answerBefore(
+      deps.client.withDeadline(Date.now() + ms, fn),
+      deps.drain?.expired,
+      () =>
+        new HttpError(
+          503,
+          `${what} was still waiting when this process shut down; it goes on: retry the same request`,
+          undefined,
+          1,
+        ),
+    );
+  } catch (err) {
+    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) {
+      throw new HttpError(
+        503,
+        `${what} did not complete within ${ms} ms; it goes on: retry the same request`,
+        undefined,
+        5,
+      );
+    }
+    throw err;
+  }
+}
+
+function hasGrpcCode(err: unknown, code: number): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && Number(e.code) === code) return true;
+  }
+  return false;
+}

@@ -1,0 +1,52 @@
+/**
+ * The codec endpoint (src/api/routes/codec.ts): its bodies and its OpenAPI operations. Imported by the route and by
+ * src/api/openapi/document.ts.
+ */
+import { z } from 'zod';
+import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from './describe';
+
+const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
+export const CodecBodySchema = z
+  .object({
+    payloads: z.array(
+      z.object({
+        metadata: z.record(z.string(), base64).nullish(),
+        data: base64.nullish(),
+      }),
+    ),
+  })
+  .meta({ id: 'CodecPayloads', description: 'Payloads in proto3 JSON: metadata values and data in base64' });
+
+/** The answer: the same shape, every field present. */
+export const CodecAnswerSchema = z
+  .object({ payloads: z.array(z.object({ metadata: z.record(z.string(), base64), data: base64 })) })
+  .meta({ id: 'CodecPayloadsOut' });
+
+const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
+  'x-listener': 'internal',
+  operationId: `${operation}Payloads`,
+  tags: [Tag.Codec],
+  summary: `${operation === 'decode' ? 'Decrypt' : 'Encrypt'} payloads (Temporal remote codec protocol)`,
+  description:
+    'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` is accepted and ignored. ' +
+    'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB. ' +
+    "An operator key (OPERATOR_API_KEYS) is required: a merchant's key answers 403.",
+  security: operatorKeyRequired,
+  requestBody: { required: true, content: { 'application/json': { schema: CodecBodySchema } } },
+  responses: {
+    '200': json(CodecAnswerSchema, `The payloads, ${operation}d`),
+    ...errors(
+      [400, 'Invalid body, or a payload that cannot be decrypted (unknown key id, altered data)'],
+      401,
+      [403, "A merchant's key (an operator key is required), or an origin not in CODEC_CORS_ORIGINS"],
+      413,
+      415,
+    ),
+  },
+});
+
+/** The routes' OpenAPI operations (gathered by src/api/openapi/document.ts). */
+export const codecPaths: ApiPaths = {
+  '/codec/decode': { post: codecOperation('decode') },
+  '/codec/encode': { post: codecOperation('encode') },
+};

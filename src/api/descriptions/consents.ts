@@ -1,0 +1,75 @@
+/**
+ * The consent routes (src/api/routes/consents.ts): bodies, answers and their OpenAPI operations. Imported by the
+ * route and by src/api/openapi/document.ts.
+ */
+import { z } from 'zod';
+import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
+import { ConsentParams } from './consent-refresh';
+
+/** A consent as its owner sees it. */
+export const ConsentSchema = z
+  .object({
+    consentId: z.string(),
+    merchantId: z.string().meta({ description: 'The owner: the merchant whose key made the call' }),
+    claimed: z.boolean().meta({ description: 'False once released' }),
+  })
+  .meta({ id: 'Consent' });
+
+/** PUT takes no body; `{}` is accepted as none. */
+export const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
+
+/** The routes' OpenAPI operations (gathered by src/api/openapi/document.ts). */
+export const consentPaths: ApiPaths = {
+  '/consents/{consentId}': {
+    put: {
+      'x-listener': 'internal',
+      operationId: 'claimConsent',
+      tags: [Tag.Consents],
+      summary: 'Claim the consent for the calling merchant (idempotent)',
+      description:
+        'Account webhooks carry only the consent id: a consent belongs to the merchant that claimed it first, and ' +
+        'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
+        'it here to receive its transactionEvents before any refresh. No body (or `{}`).',
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      requestBody: { required: false, content: { 'application/json': { schema: ClaimBody } } },
+      responses: {
+        '201': json(ConsentSchema, 'Claimed by this call'),
+        '200': json(ConsentSchema, "Already the caller's"),
+        ...errors(
+          [400, 'Invalid consentId, or a body other than {}'],
+          401,
+          [404, "Another merchant's consent"],
+          413,
+          415,
+          429,
+          503,
+        ),
+      },
+    },
+    get: {
+      'x-listener': 'internal',
+      operationId: 'getConsent',
+      tags: [Tag.Consents],
+      summary: "The consent, when it is the caller's",
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      responses: {
+        '200': json(ConsentSchema, "The caller's consent"),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
+      },
+    },
+    delete: {
+      'x-listener': 'internal',
+      operationId: 'releaseConsent',
+      tags: [Tag.Consents],
+      summary: 'Release the consent: its account webhooks start nothing until a merchant claims it again',
+      security: merchantKeyRequired,
+      requestParams: { path: ConsentParams },
+      responses: {
+        '200': json(ConsentSchema, 'Released'),
+        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
+      },
+    },
+  },
+};

@@ -1,0 +1,94 @@
+/**
+ * Reading one finance application: where it is (the merchant's own workflow id, or the legacy merchant's pre-tenancy
+ * one), its state as merchants get it, its result. finance-applications.ts re-exports it and the
+ * status waits (status-waits.ts) build on it, so neither imports the other.
+ */
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { financeApplicationStateQuery, type FinanceApplicationState } from '../shared/finance-application';
+import { withoutWebhookUrl } from '../shared/bank-wire';
+import { financeApplicationWorkflowId } from '../shared/ids';
+import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
+import type { financeApplicationWorkflow } from '../workflows/finance-application';
+
+/**
+ * The workflow id of the merchant's application with this reference: its own, or, for the legacy merchant whose
+ * own does not exist, the pre-tenancy one when that exists. One describe (two for a legacy miss).
+ * Throws WorkflowNotFoundError when neither exists.
+ */
+export async function resolveFinanceApplicationId(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<string> {
+  return (await describeFinanceApplication(client, merchant, merchantReference)).workflowId;
+}
+
+/** The found workflow id and its run's status (one describe; two for the legacy merchant's pre-tenancy ones). */
+async function describeFinanceApplication(client: Client, merchant: MerchantScope | string, merchantReference: string) {
+  const scope = merchantScope(merchant);
+  const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
+  try {
+    return { workflowId: own, status: (await client.workflow.getHandle(own).describe()).status };
+  } catch (err) {
+    const legacy = legacyWorkflowIdOf(scope, merchantReference);
+    if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
+    return { workflowId: legacy, status: (await client.workflow.getHandle(legacy).describe()).status };
+  }
+}
+
+/**
+ * The merchant's application with this reference (latest run). The merchant's own id; `getFinanceApplication`
+ * and the waits also find the legacy merchant's pre-tenancy applications (resolveFinanceApplicationId).
+ */
+export function financeApplicationHandle(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): WorkflowHandle<typeof financeApplicationWorkflow> {
+  return client.workflow.getHandle<typeof financeApplicationWorkflow>(
+    financeApplicationWorkflowId(merchantScope(merchant).merchantId, merchantReference),
+  );
+}
+
+/**
+ * Current status, history and counters of the merchant's application with this reference. A completed workflow
+ * answers from its result (no worker needed); a running one through the query. Throws WorkflowNotFoundError for a
+ * reference the merchant does not have (another merchant's included: nothing tells that it exists).
+ */
+export async function getFinanceApplication(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<FinanceApplicationState> {
+  return (await readFinanceApplication(client, merchant, merchantReference)).state;
+}
+
+/** The application's state and the workflow id it was found under. */
+export async function readFinanceApplication(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<{ workflowId: string; state: FinanceApplicationState }> {
+  const { workflowId, status } = await describeFinanceApplication(client, merchant, merchantReference);
+  const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
+  const state = status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
+  return { workflowId, state: merchantView(state) };
+}
+
+/**
+ * The state as merchants get it: runs from before the create activity dropped the bank's echo of our webhookUrl
+ * (whose hash lets anyone post status webhooks) still hold it in their state and result.
+ */
+export function merchantView(state: FinanceApplicationState): FinanceApplicationState {
+  return state.bank ? { ...state, bank: withoutWebhookUrl(state.bank) } : state;
+}
+
+/** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
+export async function awaitFinanceApplication(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<FinanceApplicationState> {
+  const workflowId = await resolveFinanceApplicationId(client, merchant, merchantReference);
+  return merchantView(await client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result());
+}
