@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { HttpError, loggablePath } from '../../src/api/errors';
+import { hardBound, HttpError, isTemporalUnavailable, loggablePath } from '../../src/api/errors';
 import { hasJsonContentType, readJsonBody } from '../../src/api/json-body';
 import { sendJson } from '../../src/api/send-json';
 
@@ -97,7 +97,6 @@ describe('loggablePath', () => {
 
 describe('hardBound', () => {
   it('answers 503 with Retry-After when a call outlives its bound, and passes results and errors through', async () => {
-    const { hardBound, HttpError } = await import('../../src/api/errors');
     const never = new Promise<never>(() => undefined);
     await expect(hardBound(never, 10, 'Temporal')).rejects.toMatchObject({
       status: 503,
@@ -112,7 +111,6 @@ describe('hardBound', () => {
 
 describe('isTemporalUnavailable', () => {
   it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', async () => {
-    const { isTemporalUnavailable } = await import('../../src/api/errors');
     const grpc = (code: number, details: string) =>
       Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
     const restarted = new Error('Update-with-Start could not be executed', {

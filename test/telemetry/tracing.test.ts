@@ -99,7 +99,7 @@ describe('tracing', () => {
       return wanted.every((w) => found.some((s) => s.name.startsWith(w))) && bankCall ? found : undefined;
     });
     const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
-    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
+    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId);
 
     // The server span is named by the route; the route's body parser and handler are its children.
     expect(server.name).toBe('POST /applications');
@@ -112,13 +112,13 @@ describe('tracing', () => {
     const uws = byName('UpdateWithStartWorkflow:');
     expect(parentOf(uws)).toBe(handler);
     // The workflow's own span (RunWorkflow) is exported when the run ends; its update handler and activity are here.
-    expect(byName('HandleUpdate:').parentSpanId).toBe(uws.spanContext().spanId);
+    expect(byName('HandleUpdate:').parentSpanContext?.spanId).toBe(uws.spanContext().spanId);
     const run = byName('RunActivity:createApplication');
     expect(parentOf(run)?.name).toBe('StartActivity:createApplication');
     const bank = spans.find(
       (s) =>
         s.kind === SpanKind.CLIENT &&
-        s.parentSpanId !== undefined &&
+        s.parentSpanContext?.spanId !== undefined &&
         String(attr(s, 'url.full')).endsWith('/applications'),
     )!;
     expect(bank).toBeDefined();
@@ -172,7 +172,7 @@ describe('tracing', () => {
       return wanted.every((w) => found.some((s) => s.name.startsWith(w))) && bankRead ? found : undefined;
     });
     const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
-    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
+    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId);
 
     // server span → the route's handler → SignalWorkflow → HandleSignal (the handler records the webhook) …
     const handler = byName(`request handler - ${route}`);
@@ -309,7 +309,7 @@ describe('tracing', () => {
         'url.path': '/:callback-path',
       });
       expect(callbackSpan.attributes['url.query']).toBeUndefined();
-      expect(callbackSpan.parentSpanId).toBeDefined();
+      expect(callbackSpan.parentSpanContext?.spanId).toBeDefined();
       // The bank call: its query gone, its trace context sent (the sandbox's server span is its child).
       const bankSpan = await eventually(() =>
         exporter
@@ -319,7 +319,7 @@ describe('tracing', () => {
       );
       expect(bankSpan.attributes['url.query']).toBeUndefined();
       const sandboxSpan = await eventually(() =>
-        exporter.getFinishedSpans().find((s) => s.parentSpanId === bankSpan.spanContext().spanId),
+        exporter.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === bankSpan.spanContext().spanId),
       );
       expect(sandboxSpan.kind).toBe(SpanKind.SERVER);
       expect(attr(sandboxSpan, 'http.target')).toBe('/_sandbox/api-calls');
