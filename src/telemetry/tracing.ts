@@ -188,7 +188,12 @@ export function workerTracingOptions(tracing: Tracing | undefined): {
         outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
       }),
     ],
-    sinks: { exporter: makeWorkflowExporter(workflowSpanProcessor(tracing.spanProcessor), tracing.resource as unknown as Parameters<typeof makeWorkflowExporter>[1]) },
+    sinks: {
+      exporter: makeWorkflowExporter(
+        workflowSpanProcessor(tracing.spanProcessor),
+        tracing.resource as unknown as Parameters<typeof makeWorkflowExporter>[1],
+      ),
+    },
   };
 }
 
