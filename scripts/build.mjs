@@ -55,7 +55,9 @@ function compiler() {
 const tsc = compiler();
 const inputs = hashOf([
   ...files(join(root, 'src')),
-  ...['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/build.mjs'].map((f) => join(root, f)),
+  ...['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/build.mjs']
+    .map((f) => join(root, f))
+    .filter((f) => existsSync(f)),
 ]);
 const distHash = () => hashOf(files(dist).filter((f) => f !== STAMP));
 
