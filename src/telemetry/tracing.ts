@@ -189,10 +189,7 @@ export function workerTracingOptions(tracing: Tracing | undefined): {
       }),
     ],
     sinks: {
-      exporter: makeWorkflowExporter(
-        workflowSpanProcessor(tracing.spanProcessor),
-        tracing.resource as unknown as Parameters<typeof makeWorkflowExporter>[1],
-      ),
+      exporter: makeWorkflowExporter(workflowSpanProcessor(tracing.spanProcessor), tracing.resource),
     },
   };
 }
@@ -210,13 +207,12 @@ type WorkflowSpan = Omit<ReadableSpan, 'instrumentationScope' | 'parentSpanConte
  * `instrumentationScope`. This adapts each span on its way in; the rest of the shape is the same in both lines.
  */
 export function workflowSpanProcessor(processor: SpanProcessor): Parameters<typeof makeWorkflowExporter>[0] {
-  const adapter = {
+  return {
     onStart: () => undefined,
     onEnd: (span: WorkflowSpan) => processor.onEnd(fromWorkflowSpan(span)),
     forceFlush: () => processor.forceFlush(),
     shutdown: () => processor.shutdown(),
   };
-  return adapter as unknown as Parameters<typeof makeWorkflowExporter>[0];
 }
 
 function fromWorkflowSpan(span: WorkflowSpan): ReadableSpan {

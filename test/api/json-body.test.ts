@@ -110,7 +110,7 @@ describe('hardBound', () => {
 });
 
 describe('isTemporalUnavailable', () => {
-  it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', async () => {
+  it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', () => {
     const grpc = (code: number, details: string) =>
       Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
     const restarted = new Error('Update-with-Start could not be executed', {
