@@ -23,20 +23,23 @@ export async function benchColdStart(): Promise<void> {
   const warm = await timedStart();
   report('cold-start: npm start, no dist (s)', {
     value: cold.seconds,
-    buildSec: cold.buildSeconds,
+    firstLogSec: cold.firstLogSeconds,
     target: '≤ 8',
     cmd: COMMAND,
   });
   report('cold-start: npm start, nothing to rebuild (s)', {
     value: warm.seconds,
-    buildSec: warm.buildSeconds,
+    firstLogSec: warm.firstLogSeconds,
     target: '≤ 3',
     cmd: COMMAND,
   });
 }
 
-/** `npm start` until /readyz answers 200: seconds, and the part spent before main.js started (npm and the build). */
-async function timedStart(): Promise<{ seconds: number; buildSeconds: number }> {
+/**
+ * `npm start` until /readyz answers 200, in seconds; and until main.js logged its first line (npm, the build, and the
+ * loading of its modules: the rest is the dev server, the sandbox, the worker and the listeners starting).
+ */
+async function timedStart(): Promise<{ seconds: number; firstLogSeconds: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'paylater-bench-cold-start-'));
   const [port, internalPort, metricsPort, devPort, uiPort, sandboxPort] = await Promise.all(
     Array.from({ length: 6 }, () => freePort()),
@@ -71,7 +74,7 @@ async function timedStart(): Promise<{ seconds: number; buildSeconds: number }> 
   child.stderr?.on('data', onData);
   try {
     const readyAt = await waitReady(`http://127.0.0.1:${internalPort}/readyz`, child);
-    return { seconds: (readyAt - started) / 1000, buildSeconds: ((mainAt ?? readyAt) - started) / 1000 };
+    return { seconds: (readyAt - started) / 1000, firstLogSeconds: ((mainAt ?? readyAt) - started) / 1000 };
   } catch (err) {
     throw new Error(`cold-start: ${(err as Error).message}\n${output}`);
   } finally {
