@@ -7,9 +7,11 @@ COPY package.json package-lock.json ./
 # No Temporal binaries in the image (the postinstall toolchain is for local runs): the cluster is separate.
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json temporal-toolchain.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
-# npm run build = tsc, then the workflow bundles (dist/workflow-bundle.js + .json, and workflow-bundle-tracing.*
-# with the tracing interceptors, for workers with OTEL_* set): workers load one instead of running webpack at start.
+# npm run build = scripts/build.mjs: tsc (TypeScript 7, the native compiler), then the workflow bundles
+# (dist/workflow-bundle.js + .json, and workflow-bundle-tracing.* with the tracing interceptors, for workers with
+# OTEL_* set): workers load one instead of running webpack at start.
 # The image refuses to build if either would be refused at start.
 RUN npm run build \
   && node -e "const b = require('./dist/prebuilt-workflow-bundle.js'); b.loadWorkflowBundle(); b.loadWorkflowBundle(undefined, { tracing: true })" \

@@ -1,5 +1,6 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { benchBankClient } from './bank-client.bench';
+import { benchColdStart } from './cold-start.bench';
 import { benchDeployUnderLoad } from './deploy-under-load.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
@@ -21,6 +22,8 @@ async function main(): Promise<void> {
   // [name, bench, run only when named: `npm run bench -- <name>`]
   const benches: [string, () => Promise<void>, boolean?][] = [
     ['bank-client', benchBankClient],
+    // Issue 22: `npm start` from no dist, then again with nothing to rebuild (about a minute; removes dist).
+    ['cold-start', benchColdStart],
     ['lifecycle', benchLifecycle],
     ['receiver', benchReceiver],
     ['receiver-http', benchReceiverHttp],

@@ -255,7 +255,20 @@ export function prebuiltWorkflowBundle(
   return { workflowBundle, buildId };
 }
 
-/** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
+/**
+ * A bundle that loadWorkflowBundle accepts (same SDK, same inputs, intact) is not built again: webpack is most of a
+ * build, and most changes leave the workflow code alone.
+ */
+function bundleIsCurrent(tracing: boolean): boolean {
+  try {
+    loadWorkflowBundle(__dirname, { tracing });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build` (scripts/build.mjs). */
 if (require.main === module) {
   const format =
     process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
@@ -263,6 +276,10 @@ if (require.main === module) {
   // Both bundles, one after the other (webpack is not run twice at once on a small machine).
   (async () => {
     for (const tracing of [false, true]) {
+      if (bundleIsCurrent(tracing)) {
+        logger.info({ tracingInterceptors: tracing }, 'workflow bundle up to date');
+        continue;
+      }
       const { codePath, manifest } = await buildWorkflowBundle({ distDir: __dirname, logger, tracing });
       logger.info(
         {

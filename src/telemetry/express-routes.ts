@@ -4,12 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type RequestHandler } from 'express';
 
 /**
- * Express spans without @opentelemetry/instrumentation-express (docs/operations.md, "Tracing"). Its registry record: 0.47.x, the
- * last on instrumentation ^0.57 and core ^1.8 (our line), patches `express >=4.0.0 <5`; 0.48.x moved to
- * instrumentation ^0.200 and core ^2 and still stops at 4; Express 5 (`>=4.0.0 <6`) arrived in 0.49.0, on ^0.200 and
- * core ^2 (the latest, 0.72.0, on ^0.300 and core ^3). @temporalio/interceptors-opentelemetry 1.24.0, the latest,
- * depends on sdk-trace-base, core and resources ^1.25.1, which keeps this process on the 1.x line. So none fits; when
- * the Temporal interceptors move to 2.x, replace this file by instrumentation-express >= 0.49.
+ * Express spans without @opentelemetry/instrumentation-express (docs/operations.md, "Tracing"). Written while this
+ * process was on OpenTelemetry JS 1.x, where no release of it patched Express 5. On 2.x now, instrumentation-express
+ * 0.71.x (on instrumentation ^0.223, patches `express >=4.0.0 <6`) fits: replacing this file by it is open.
  * Two things, as that instrumentation does them:
  * - the HTTP server span is named by the matched route (`POST /applications/:ref`) and gets `http.route`: the
  *   route is handed to the http instrumentation through core's RPC metadata, which it reads when the response ends;

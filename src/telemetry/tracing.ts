@@ -1,11 +1,17 @@
-import { propagation, trace, type Attributes } from '@opentelemetry/api';
+import { diag, propagation, trace, type Attributes, type TextMapPropagator } from '@opentelemetry/api';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SDKRegistrationConfig, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SDKRegistrationConfig,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import {
   makeWorkflowExporter,
@@ -63,7 +69,7 @@ export function startTracing(options: {
   serviceName: string;
   spanProcessor?: SpanProcessor;
 }): Tracing {
-  const resource = new Resource({ 'service.name': options.config?.serviceName ?? options.serviceName });
+  const resource = resourceFromAttributes({ 'service.name': options.config?.serviceName ?? options.serviceName });
   const spanProcessor = new RedactingSpanProcessor(
     options.spanProcessor ?? new BatchSpanProcessor(otlpExporter(options.config)),
   );
@@ -76,9 +82,8 @@ export function startTracing(options: {
     }),
     new UndiciInstrumentation(),
   ];
-  // No express instrumentation: the one matching this OpenTelemetry line (1.x, the Temporal interceptors') stops at
-  // express 4 (express 5 needs the 2.x line). Routes name the server span and get spans of their own through
-  // src/telemetry/express-routes.ts instead.
+  // No express instrumentation yet: routes name the server span and get spans of their own through
+  // src/telemetry/express-routes.ts (see there).
   const unregister = registerInstrumentations({ tracerProvider: provider, instrumentations });
   return {
     spanProcessor,
@@ -99,9 +104,38 @@ export function startTracing(options: {
  */
 class TracerProvider extends NodeTracerProvider {
   override register(config: SDKRegistrationConfig = {}): void {
-    const propagator = config.propagator ?? this._buildPropagatorFromEnv();
+    const propagator = config.propagator === undefined ? propagatorFromEnv() : config.propagator;
     super.register({ ...config, propagator: propagator ? new NoThirdPartyPropagation(propagator) : null });
   }
+}
+
+/** The propagators of this SDK line: the 2.x provider no longer reads `OTEL_PROPAGATORS` itself (sdk-node does). */
+const PROPAGATORS: Record<string, () => TextMapPropagator> = {
+  tracecontext: () => new W3CTraceContextPropagator(),
+  baggage: () => new W3CBaggagePropagator(),
+};
+
+/**
+ * `OTEL_PROPAGATORS` as the 1.x provider read it: a comma-separated list, `tracecontext,baggage` when unset, `none`
+ * for no propagation; a name without a propagator here (b3, jaeger: packages not installed) is skipped with a warning.
+ */
+export function propagatorFromEnv(value = process.env.OTEL_PROPAGATORS): TextMapPropagator | null {
+  const names = [
+    ...new Set(
+      (value?.trim() ? value : 'tracecontext,baggage')
+        .split(',')
+        .map((name) => name.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  ];
+  if (names.includes('none')) return null;
+  const propagators = names.flatMap((name) => {
+    const make = PROPAGATORS[name];
+    if (!make) diag.warn(`Propagator "${name}" requested through OTEL_PROPAGATORS is unavailable.`);
+    return make ? [make()] : [];
+  });
+  if (propagators.length === 0) return null;
+  return propagators.length === 1 ? propagators[0]! : new CompositePropagator({ propagators });
 }
 
 /**
@@ -154,6 +188,43 @@ export function workerTracingOptions(tracing: Tracing | undefined): {
         outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
       }),
     ],
-    sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+    sinks: {
+      exporter: makeWorkflowExporter(workflowSpanProcessor(tracing.spanProcessor), tracing.resource),
+    },
+  };
+}
+
+/** A workflow span as the SDK's interceptors (OpenTelemetry 1.x, in the workflow bundle) hand it over. */
+type WorkflowSpan = Omit<ReadableSpan, 'instrumentationScope' | 'parentSpanContext'> & {
+  parentSpanId?: string;
+  instrumentationLibrary: ReadableSpan['instrumentationScope'];
+};
+
+/**
+ * @temporalio/interceptors-opentelemetry 1.24 (the latest) records workflow spans with its own OpenTelemetry 1.x
+ * (sdk-trace-base ^1.25.1) and hands them to the worker's sink in the 1.x shape: `parentSpanId` and
+ * `instrumentationLibrary`, where this process's 2.x processors and OTLP exporters read `parentSpanContext` and
+ * `instrumentationScope`. This adapts each span on its way in; the rest of the shape is the same in both lines.
+ */
+export function workflowSpanProcessor(processor: SpanProcessor): Parameters<typeof makeWorkflowExporter>[0] {
+  return {
+    onStart: () => undefined,
+    onEnd: (span: WorkflowSpan) => processor.onEnd(fromWorkflowSpan(span)),
+    forceFlush: () => processor.forceFlush(),
+    shutdown: () => processor.shutdown(),
+  };
+}
+
+function fromWorkflowSpan(span: WorkflowSpan): ReadableSpan {
+  const { parentSpanId, instrumentationLibrary, ...rest } = span;
+  const context = span.spanContext();
+  return {
+    ...rest,
+    // A method of the original object (the SDK's copy from the workflow isolate): spread does not keep it bound.
+    spanContext: () => context,
+    instrumentationScope: instrumentationLibrary,
+    parentSpanContext: parentSpanId
+      ? { traceId: context.traceId, spanId: parentSpanId, traceFlags: context.traceFlags }
+      : undefined,
   };
 }

@@ -2,7 +2,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { HttpError } from '../../src/api/problem-details';
+import { hardBound } from '../../src/api/deadlines';
+import { HttpError, isTemporalUnavailable } from '../../src/api/problem-details';
 import { loggablePath } from '../../src/security/redaction';
 import { hasJsonContentType, readJsonBody } from '../../src/api/json-body';
 import { sendJson } from '../../src/api/send-json';
@@ -98,8 +99,6 @@ describe('loggablePath', () => {
 
 describe('hardBound', () => {
   it('answers 503 with Retry-After when a call outlives its bound, and passes results and errors through', async () => {
-    const { hardBound } = await import('../../src/api/deadlines');
-    const { HttpError } = await import('../../src/api/problem-details');
     const never = new Promise<never>(() => undefined);
     await expect(hardBound(never, 10, 'Temporal')).rejects.toMatchObject({
       status: 503,
@@ -113,8 +112,7 @@ describe('hardBound', () => {
 });
 
 describe('isTemporalUnavailable', () => {
-  it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', async () => {
-    const { isTemporalUnavailable } = await import('../../src/api/problem-details');
+  it('takes a just-restarted server’s “namespace not found” for unavailable (503), not a workflow not found', () => {
     const grpc = (code: number, details: string) =>
       Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
     const restarted = new Error('Update-with-Start could not be executed', {

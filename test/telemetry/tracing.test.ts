@@ -51,6 +51,9 @@ afterAll(async () => {
 const spansOf = (traceId: string): ReadableSpan[] =>
   exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
 const attr = (span: ReadableSpan, ...keys: string[]): unknown => keys.map((k) => span.attributes[k]).find(Boolean);
+/** A server span's Host (stable semantic conventions, the http instrumentation's default since OpenTelemetry JS 2). */
+const hostOf = (span: ReadableSpan): string =>
+  `${String(attr(span, 'server.address'))}:${String(attr(span, 'server.port'))}`;
 
 /**
  * The server span of a request to `path` on one of our listeners (the sandbox serves /applications too) finished
@@ -64,7 +67,7 @@ function serverSpan(path: string, since: number): ReadableSpan | undefined {
     .find(
       (s) =>
         s.kind === SpanKind.SERVER &&
-        hosts.includes(String(attr(s, 'http.host'))) &&
+        hosts.includes(hostOf(s)) &&
         String(attr(s, 'http.target', 'url.path')).startsWith(path),
     );
 }
@@ -99,7 +102,8 @@ describe('tracing', () => {
       return wanted.every((w) => found.some((s) => s.name.startsWith(w))) && bankCall ? found : undefined;
     });
     const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
-    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
+    const parentOf = (span: ReadableSpan) =>
+      spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId);
 
     // The server span is named by the route; the route's body parser and handler are its children.
     expect(server.name).toBe('POST /applications');
@@ -112,13 +116,13 @@ describe('tracing', () => {
     const uws = byName('UpdateWithStartWorkflow:');
     expect(parentOf(uws)).toBe(handler);
     // The workflow's own span (RunWorkflow) is exported when the run ends; its update handler and activity are here.
-    expect(byName('HandleUpdate:').parentSpanId).toBe(uws.spanContext().spanId);
+    expect(byName('HandleUpdate:').parentSpanContext?.spanId).toBe(uws.spanContext().spanId);
     const run = byName('RunActivity:createApplication');
     expect(parentOf(run)?.name).toBe('StartActivity:createApplication');
     const bank = spans.find(
       (s) =>
         s.kind === SpanKind.CLIENT &&
-        s.parentSpanId !== undefined &&
+        s.parentSpanContext?.spanId !== undefined &&
         String(attr(s, 'url.full')).endsWith('/applications'),
     )!;
     expect(bank).toBeDefined();
@@ -172,7 +176,8 @@ describe('tracing', () => {
       return wanted.every((w) => found.some((s) => s.name.startsWith(w))) && bankRead ? found : undefined;
     });
     const byName = (prefix: string) => spans.find((s) => s.name.startsWith(prefix))!;
-    const parentOf = (span: ReadableSpan) => spans.find((s) => s.spanContext().spanId === span.parentSpanId);
+    const parentOf = (span: ReadableSpan) =>
+      spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId);
 
     // server span → the route's handler → SignalWorkflow → HandleSignal (the handler records the webhook) …
     const handler = byName(`request handler - ${route}`);
@@ -309,7 +314,7 @@ describe('tracing', () => {
         'url.path': '/:callback-path',
       });
       expect(callbackSpan.attributes['url.query']).toBeUndefined();
-      expect(callbackSpan.parentSpanId).toBeDefined();
+      expect(callbackSpan.parentSpanContext?.spanId).toBeDefined();
       // The bank call: its query gone, its trace context sent (the sandbox's server span is its child).
       const bankSpan = await eventually(() =>
         exporter
@@ -319,7 +324,7 @@ describe('tracing', () => {
       );
       expect(bankSpan.attributes['url.query']).toBeUndefined();
       const sandboxSpan = await eventually(() =>
-        exporter.getFinishedSpans().find((s) => s.parentSpanId === bankSpan.spanContext().spanId),
+        exporter.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === bankSpan.spanContext().spanId),
       );
       expect(sandboxSpan.kind).toBe(SpanKind.SERVER);
       expect(attr(sandboxSpan, 'http.target')).toBe('/_sandbox/api-calls');
@@ -347,7 +352,7 @@ describe('tracing', () => {
       const merchantHost = new URL(origin).host;
       const ours = exporter
         .getFinishedSpans()
-        .filter((s) => !(s.kind === SpanKind.SERVER && attr(s, 'http.host') === merchantHost));
+        .filter((s) => !(s.kind === SpanKind.SERVER && hostOf(s) === merchantHost));
       const text = exportedText(ours);
       for (const secret of [hash, PATH_SECRET, QUERY_SECRET, BANK_QUERY_SECRET, 'token=', 'hash=']) {
         expect([secret, text.includes(secret)]).toEqual([secret, false]);
