@@ -34,7 +34,7 @@ import {
   MerchantReference,
 } from '../shared/search-attributes';
 import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
-import type { financeApplicationWorkflow } from '../workflows/finance-application';
+import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
 export type {
   FinanceApplicationSettings,

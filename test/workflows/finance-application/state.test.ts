@@ -1,4 +1,4 @@
-import { FinanceApplication, learnedAt, resolveSettings } from '../../src/workflows/finance-application-state';
+import { FinanceApplication, learnedAt, resolveSettings } from '../../../src/workflows/finance-application/state';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);

@@ -17,8 +17,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, StatusRead } from '../activities/types';
-import { BankFailureType } from '../shared/failure-types';
+import type { Activities, StatusRead } from '../../activities/types';
+import { BankFailureType } from '../../shared/failure-types';
 import {
   FinanceApplicationFailureType,
   financeApplicationStateQuery,
@@ -34,28 +34,28 @@ import {
   type StatusWaitRequest,
   type StatusWaitResult,
   UNKNOWN_AT_BANK_STATUS,
-} from '../shared/finance-application';
+} from '../../shared/finance-application';
 import {
   DuplicateFinanceApplicationId,
   FinanceApplicationId,
   FinanceApplicationStatus,
   MerchantReference,
-} from '../shared/search-attributes';
-import { bankReadPriority, bankReadsTaskQueue } from '../shared/task-queues';
+} from '../../shared/search-attributes';
+import { bankReadPriority, bankReadsTaskQueue } from '../../shared/task-queues';
 import {
   BANK_ACTIVITY_OPTIONS,
   CALLBACK_CHECK_OPTIONS,
   CONFIRMATION_READ_OPTIONS,
   MERCHANT_CALLBACK_ACTIVITY_OPTIONS,
   POLL_ACTIVITY_OPTIONS,
-} from './activity-options';
-import { FinanceApplication, learnedAt, resolveSettings } from './finance-application-state';
-import { workflowMetrics } from './metrics';
+} from '../activity-options';
+import { FinanceApplication, learnedAt, resolveSettings } from './state';
+import { workflowMetrics } from '../metrics';
 import { OTHER_ID_LIMITS } from './webhook-ids';
-import { OTHER_STATUS, WorkflowMetric } from '../shared/metric-names';
-import { upgradeCheckSignal } from '../shared/versioning';
-import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
-import { readFinanceSnapshot } from './snapshots';
+import { OTHER_STATUS, WorkflowMetric } from '../../shared/metric-names';
+import { upgradeCheckSignal } from '../../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-new';
+import { readFinanceSnapshot } from '../snapshots';
 
 /**
  * Versioning (README "Running workflows"): runs that passed this point before the poll policy existed keep
@@ -95,7 +95,7 @@ export const UNKNOWN_AT_BANK_PATCH = 'report-application-unknown-at-bank';
 /**
  * Versioning: new runs believe another financeApplicationId only when a status read of it at the bank answers (a
  * 404 means invented), keep at most a few, read at most a few over the application's life, and only count the rest
- * (src/workflows/webhook-ids.ts). Runs from before report every other id they see (DUPLICATES_PATCH), unread.
+ * (src/workflows/finance-application/webhook-ids.ts). Runs from before report every other id they see (DUPLICATES_PATCH), unread.
  */
 export const CONFIRM_DUPLICATES_PATCH = 'confirm-duplicate-applications-at-bank';
 
