@@ -65,8 +65,13 @@ export class StatusWaits {
 
   /** Before the run ends or continues as new: waiting status waits answer `closing`, then every handler is done. */
   async finishHandlers(): Promise<void> {
-    this.closing = true;
+    this.close();
     await condition(allHandlersFinished);
+  }
+
+  /** From now on new waits are refused and waiting ones answer `closing`. */
+  close(): void {
+    this.closing = true;
   }
 
   /** Why a wait from `fromStatus` would end now; `timeout` while nothing has ended it. */
