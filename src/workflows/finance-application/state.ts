@@ -273,6 +273,17 @@ export class FinanceApplication {
     return Date.parse(this.state.deadlineAt);
   }
 
+  /**
+   * Why following the application ends now, or undefined to go on: a terminal status first, then the deadline
+   * (`deadlinePassed`: its timer fired), then a day of nothing but 404s (givesUpOnUnknown).
+   */
+  endsNow(now: number, deadlinePassed = false): 'terminal' | 'deadline' | 'unknown_at_bank' | undefined {
+    if (this.isTerminal()) return 'terminal';
+    if (deadlinePassed || now >= this.deadline()) return 'deadline';
+    if (this.givesUpOnUnknown(now)) return 'unknown_at_bank';
+    return undefined;
+  }
+
   finish(outcome: NonNullable<FinanceApplicationState['outcome']>): void {
     this.state.done = true;
     this.state.outcome = outcome;

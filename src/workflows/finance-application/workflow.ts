@@ -35,7 +35,7 @@ import { FinanceApplication, resolveSettings } from './state';
 import { StatusWaits } from './status-waits';
 
 /**
- * One finance application, from creation to a terminal status or the deadline (README "Running workflows").
+ * One finance application, from creation to a terminal status or the deadline.
  * Started with update-with-start: the start update resolves with the bank's create response. Webhooks arrive as
  * signals and trigger one read each (a burst coalesces); between them one polling activity, whose retries Temporal
  * schedules by the poll policy, is the fallback. Handlers only record; the decisions are FinanceApplication's
@@ -78,7 +78,8 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 
   upsertSearchAttributes([{ key: MerchantReference, value: merchantReference }]);
 
-  // Continued runs skip the check: their application exists (notifyMerchant checks again).
+  // A callback URL outside the allow-list fails the run (and the start update: a 400 at the facade) before anything
+  // reaches the bank. Continued runs skip it: their application exists (notifyMerchant checks again).
   if (callbackUrl !== undefined && !state.bank && checksCallbackUrl()) {
     const refusal = await creation.callbackRefusal(callbackUrl);
     if (refusal) {
@@ -88,6 +89,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     }
   }
 
+  // Merchant callbacks run beside the main loop, in order, so a slow merchant never delays status tracking.
   const notifier = new MerchantNotifier(app, report, merchantId, callbackUrl);
 
   if (!state.bank) {
@@ -125,13 +127,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     const polling = new Polling(app, report, merchantId, patches.keepPollAcrossWebhookChanges);
     report.describe();
     for (;;) {
-      const end = app.isTerminal()
-        ? 'terminal'
-        : deadlinePassed || now() >= app.deadline()
-          ? 'deadline'
-          : app.givesUpOnUnknown(now())
-            ? 'unknown_at_bank'
-            : undefined;
+      const end = app.endsNow(now(), deadlinePassed);
       if (end) {
         report.finish(end);
         break;
