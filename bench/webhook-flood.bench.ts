@@ -7,7 +7,7 @@ import { tenantWebhookHash } from '../src/security/webhook-hash';
 import { financeApplicationWorkflowId, webhookKey } from '../src/shared/ids';
 import { TEST_MERCHANT } from '../test/helpers/merchants';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { OTHER_ID_LIMITS } from '../src/workflows/webhook-ids';
+import { OTHER_ID_LIMITS } from '../src/workflows/finance-application/webhook-ids';
 import { runInputs } from '../test/helpers/histories';
 import { startTestStack } from '../test/helpers/stack';
 import { report, runPool } from './stats';

@@ -60,7 +60,7 @@ export interface ApplicationFigures {
   statusesAtBank: number;
 }
 
-/** Idempotency keys of the merchant callbacks the product sends (src/workflows/finance-application.ts). */
+/** Idempotency keys of the merchant callbacks the product sends (src/workflows/finance-application/merchant-notification.ts). */
 export const statusCallbackKey = (merchantId: string, ref: string, status: string): string =>
   `${financeApplicationWorkflowId(merchantId, ref)}:${status}`;
 export const duplicateCallbackKey = (merchantId: string, ref: string, id: string): string =>

@@ -15,7 +15,7 @@ import { buildIdOf } from '../src/temporal/worker-deployment';
  */
 
 export interface SourcePatch {
-  /** A file of dist, relative to it (`workflows/finance-application.js`). */
+  /** A file of dist, relative to it (`workflows/finance-application/workflow.js`). */
   file: string;
   /** Text that occurs exactly once in it. */
   find: string;
@@ -32,7 +32,7 @@ export interface VariantBuild {
   buildId: string;
 }
 
-const FINANCE_APPLICATION = 'workflows/finance-application.js';
+const FINANCE_APPLICATION = 'workflows/finance-application/workflow.js';
 
 /** The field build B's finance applications add to their final state (the behavioural change the test sees). */
 export const VARIANT_MARK_FIELD = 'variantMark';

@@ -8,7 +8,7 @@ export type StatusRead = ApplicationStatusResponse & {
   webhooksKnown: boolean;
   /**
    * When this read got the bank's answer, by the worker's clock (ISO). The workflow records a change no earlier than
-   * this: its own clock can lag after a worker failover (learnedAt in src/workflows/finance-application-state.ts).
+   * this: its own clock can lag after a worker failover (learnedAt in src/workflows/finance-application/state.ts).
    * Absent in results recorded before it existed.
    */
   readAt?: string;

@@ -8,7 +8,7 @@ import { financeApplicationStateQuery, type FinanceApplicationState } from '../s
 import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
 import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
-import type { financeApplicationWorkflow } from '../workflows/finance-application';
+import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
 /**
  * The workflow id of the merchant's application with this reference: its own, or, for the legacy merchant whose

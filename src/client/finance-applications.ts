@@ -32,7 +32,7 @@ import {
   MerchantReference,
 } from '../shared/search-attributes';
 import { merchantScope, type MerchantScope } from './merchant-scope';
-import type { financeApplicationWorkflow } from '../workflows/finance-application';
+import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
 export { FINANCE_APPLICATION_DEFAULTS, FinanceApplicationFailureType } from '../shared/finance-application';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../shared/application-search';

@@ -7,7 +7,7 @@ import {
   type FinanceApplicationState,
   type StatusWaitResult,
 } from '../shared/finance-application';
-import type { financeApplicationWorkflow } from '../workflows/finance-application';
+import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 import { merchantView, readFinanceApplication } from './finance-application-reads';
 import type { MerchantScope } from './merchant-scope';
 

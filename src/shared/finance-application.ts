@@ -146,7 +146,7 @@ export interface FinanceApplicationState {
   /**
    * Other applications the bank holds for this reference, seen through their webhooks (a create the bank acted
    * on whose answer was lost, then retried) and confirmed by a status read of their id: reported to operators and to
-   * the merchant, never followed. At most 3 (src/workflows/webhook-ids.ts).
+   * the merchant, never followed. At most 3 (src/workflows/finance-application/webhook-ids.ts).
    */
   duplicateApplicationIds?: string[];
   /**

@@ -21,7 +21,7 @@ export const BANK_ACTIVITY_OPTIONS: ActivityOptions = {
 };
 
 /**
- * A status read of another financeApplicationId, to confirm it (src/workflows/webhook-ids.ts): the same retries as
+ * A status read of another financeApplicationId, to confirm it (src/workflows/finance-application/webhook-ids.ts): the same retries as
  * our own reads, for two minutes only. The loop waits for it, and an unconfirmed id is only counted, never lost work.
  */
 export const CONFIRMATION_READ_OPTIONS: ActivityOptions = {

@@ -3,5 +3,5 @@ export {};
 export * from './consent-refresh';
 export * from './transaction-events';
 export * from './late-account-events';
-export * from './finance-application';
+export * from './finance-application/workflow';
 export * from './consent-claim';

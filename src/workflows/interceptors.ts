@@ -19,7 +19,7 @@ import { financeApplicationStatusChangedSignal } from '../shared/finance-applica
  * replay does not compare.
  */
 
-/** The activity a webhook asks for, with the input the workflow gives it (src/workflows/finance-application.ts). */
+/** The activity a webhook asks for, with the input the workflow gives it (src/workflows/finance-application/workflow.ts). */
 const WEBHOOK_READ = 'getApplicationStatus';
 
 export function isWebhookRead(input: Pick<ActivityInput, 'activityType' | 'args'>): boolean {

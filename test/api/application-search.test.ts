@@ -16,7 +16,7 @@ import { MAX_PAGE_SIZE } from '../../src/shared/application-search';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId } from '../../src/shared/ids';
 import { MerchantReference } from '../../src/shared/search-attributes';
-import type { financeApplicationWorkflow } from '../../src/workflows/finance-application';
+import type { financeApplicationWorkflow } from '../../src/workflows/finance-application/workflow';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';

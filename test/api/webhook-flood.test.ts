@@ -14,7 +14,7 @@ import { financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
 import { TEST_MERCHANT } from '../helpers/merchants';
 import { WorkflowMetric } from '../../src/shared/metric-names';
 import { temporalMetricsOptions } from '../../src/worker-metrics';
-import { OTHER_ID_LIMITS } from '../../src/workflows/webhook-ids';
+import { OTHER_ID_LIMITS } from '../../src/workflows/finance-application/webhook-ids';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { recordFinanceHistory, runInputs } from '../helpers/histories';
 import { parseExposition, sumOf } from '../helpers/prometheus';

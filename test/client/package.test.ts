@@ -151,7 +151,7 @@ describe('the typed client package (npm pack, installed in a scratch project)', 
         'package/dist/client.d.ts',
         'package/dist/client/finance-applications.d.ts',
         'package/dist/shared/finance-application.js',
-        'package/dist/workflows/finance-application.d.ts',
+        'package/dist/workflows/finance-application/workflow.d.ts',
       ]),
     );
     expect(files.filter((f) => /dist\/(workflows\/.*\.js|activities|api|sandbox|config)/.test(f))).toEqual([]);

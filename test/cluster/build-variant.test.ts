@@ -6,11 +6,11 @@ import { applyPatch, resultMarkPatch, timerAtStartPatch, VARIANT_MARK_FIELD } fr
 
 const root = join(__dirname, '..', '..');
 
-/** src/workflows/finance-application.ts as `npm run build` compiles it (tsconfig.json's options). */
+/** src/workflows/finance-application/workflow.ts as `npm run build` compiles it (tsconfig.json's options). */
 function compiledFinanceApplication(): string {
   const { config } = ts.readConfigFile(join(root, 'tsconfig.json'), (path) => ts.sys.readFile(path));
   const { options } = ts.convertCompilerOptionsFromJson((config as { compilerOptions: object }).compilerOptions, root);
-  const source = readFileSync(join(root, 'src', 'workflows', 'finance-application.ts'), 'utf8');
+  const source = readFileSync(join(root, 'src', 'workflows', 'finance-application', 'workflow.ts'), 'utf8');
   return ts.transpileModule(source, { compilerOptions: options }).outputText;
 }
 

@@ -42,6 +42,8 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-status-waits.json',
         // Recorded with the bank reads under their merchant's fairness key (an option of the command, not a command).
         'finance-application-v3-fair-bank-reads.json',
+        // Recorded after the workflow became a folder of modules (src/workflows/finance-application/): same commands.
+        'finance-application-v4-webhooks.json',
       ]),
     );
   });

@@ -14,7 +14,7 @@ import {
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../../src/shared/poll-policy';
 import { bankReadsTaskQueue } from '../../src/shared/task-queues';
-import { financeApplicationWorkflow } from '../../src/workflows/finance-application';
+import { financeApplicationWorkflow } from '../../src/workflows/finance-application/workflow';
 import { bundleWorkflows, createTimeSkippingEnv, testDataConverter } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
 

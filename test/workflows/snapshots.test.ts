@@ -14,7 +14,7 @@ import {
   SnapshotRejected,
   SNAPSHOT_SCHEMA_VERSIONS,
 } from '../../src/workflows/snapshots';
-import { FinanceApplication, resolveSettings } from '../../src/workflows/finance-application-state';
+import { FinanceApplication, resolveSettings } from '../../src/workflows/finance-application/state';
 import { testPayloadCodec } from '../helpers/temporal';
 
 const HISTORIES = join(__dirname, '..', 'histories');

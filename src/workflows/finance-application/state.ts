@@ -1,5 +1,5 @@
-import { SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
-import { withoutWebhookUrl, type CreateApplicationResponse } from '../shared/bank-wire';
+import { SNAPSHOT_SCHEMA_VERSIONS } from '../snapshots';
+import { withoutWebhookUrl, type CreateApplicationResponse } from '../../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
   UNKNOWN_AT_BANK_GIVE_UP_MS,
@@ -10,15 +10,15 @@ import {
   type FinanceApplicationState,
   type StatusChange,
   type StatusSource,
-} from '../shared/finance-application';
-import { pollPolicyProblems, type PollPolicy } from '../shared/poll-policy';
+} from '../../shared/finance-application';
+import { pollPolicyProblems, type PollPolicy } from '../../shared/poll-policy';
 import { WebhookIds, type TakenWebhooks, type Unconfirmed } from './webhook-ids';
 
 /**
  * The decisions of one finance application, as plain code (samples-typescript `safe-message-handlers` style):
  * the workflow registers handlers and runs the loop; this class holds the state, decides what a webhook or a
  * read means, and is the one snapshot continue-as-new carries. No Temporal API here, so it is unit-tested
- * directly (test/workflows/finance-application-state.test.ts); time is always passed in.
+ * directly (test/workflows/finance-application/state.test.ts); time is always passed in.
  */
 
 export type ResolvedSettings = Required<Omit<FinanceApplicationSettings, 'continueAsNewAfterEvents'>> &
@@ -113,7 +113,7 @@ export class FinanceApplication {
 
   private readonly notifies: boolean;
 
-  // --- Webhooks (signal handler side, then the loop): src/workflows/webhook-ids.ts bounds what they leave behind.
+  // --- Webhooks (signal handler side, then the loop): src/workflows/finance-application/webhook-ids.ts bounds what they leave behind.
 
   /** The signal handler: only records (`at`: workflow time, for the webhook-to-recorded delay). */
   receiveWebhook(financeApplicationId: string, at?: number): void {
@@ -133,7 +133,7 @@ export class FinanceApplication {
   }
 
   /**
-   * Other financeApplicationIds to confirm with a status read of each, now (a few at most: src/workflows/webhook-ids.ts).
+   * Other financeApplicationIds to confirm with a status read of each, now (a few at most: src/workflows/finance-application/webhook-ids.ts).
    * Each then ends with otherIdFound, otherIdNotFound or otherIdReadFailed.
    */
   otherIdsToConfirm(): string[] {
@@ -271,6 +271,17 @@ export class FinanceApplication {
 
   deadline(): number {
     return Date.parse(this.state.deadlineAt);
+  }
+
+  /**
+   * Why following the application ends now, or undefined to go on: a terminal status first, then the deadline
+   * (`deadlinePassed`: its timer fired), then a day of nothing but 404s (givesUpOnUnknown).
+   */
+  endsNow(now: number, deadlinePassed = false): 'terminal' | 'deadline' | 'unknown_at_bank' | undefined {
+    if (this.isTerminal()) return 'terminal';
+    if (deadlinePassed || now >= this.deadline()) return 'deadline';
+    if (this.givesUpOnUnknown(now)) return 'unknown_at_bank';
+    return undefined;
   }
 
   finish(outcome: NonNullable<FinanceApplicationState['outcome']>): void {

@@ -1,4 +1,4 @@
-import { FinanceApplication, learnedAt, resolveSettings } from '../../src/workflows/finance-application-state';
+import { FinanceApplication, learnedAt, resolveSettings } from '../../../src/workflows/finance-application/state';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
@@ -122,6 +122,16 @@ describe('FinanceApplication (plain state object)', () => {
     expect(app.details()).toContain('**COMPLETED**, finished (terminal)');
   });
 
+  it('ends following at a terminal status first, then at the deadline (its time, or its timer fired)', () => {
+    const app = created();
+    const deadline = T0 + 30 * 24 * 3_600_000;
+    expect(app.endsNow(T0 + 1000)).toBeUndefined();
+    expect(app.endsNow(T0 + 1000, true)).toBe('deadline');
+    expect(app.endsNow(deadline)).toBe('deadline');
+    app.read('COMPLETED', 'webhook', at(5));
+    expect(app.endsNow(deadline, true)).toBe('terminal');
+  });
+
   it('carries one snapshot across continue-as-new, including unsent callbacks and pending webhooks', () => {
     const app = created(true);
     app.receiveWebhook('fa-1');
@@ -171,6 +181,7 @@ describe('FinanceApplication (plain state object)', () => {
     app.unknownAtBank(T0 + 60_000 + day - 1);
     expect(app.givesUpOnUnknown(T0 + 60_000 + day - 2)).toBe(false); // three reads, not yet a day
     expect(app.givesUpOnUnknown(T0 + 60_000 + day)).toBe(true);
+    expect(app.endsNow(T0 + 60_000 + day)).toBe('unknown_at_bank');
     // The bank knows it again: the anomaly is over, the next 404 is reported anew.
     expect(app.knownAgain()).toBe(true);
     expect(app.knownAgain()).toBe(false);

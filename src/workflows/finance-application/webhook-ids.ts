@@ -1,8 +1,8 @@
-import type { FinanceApplicationState } from '../shared/finance-application';
+import type { FinanceApplicationState } from '../../shared/finance-application';
 
 /**
  * The financeApplicationIds of one application's status webhooks, as plain, bounded state (unit-tested in
- * test/workflows/webhook-ids.test.ts). A webhook naming our own id asks for a read. One naming another id may be a
+ * test/workflows/finance-application/webhook-ids.test.ts). A webhook naming our own id asks for a read. One naming another id may be a
  * second application the bank created for our reference (an ambiguous create, retried): a duplicate worth reporting.
  * But anyone holding the webhook URL can post any id, so another id is believed only when the bank confirms it (a
  * status read of that id answers), and nothing here grows with what arrives:

@@ -1,6 +1,6 @@
-import type { FinanceApplicationState } from '../../src/shared/finance-application';
-import { FinanceApplication, resolveSettings } from '../../src/workflows/finance-application-state';
-import { OTHER_ID_LIMITS, WebhookIds } from '../../src/workflows/webhook-ids';
+import type { FinanceApplicationState } from '../../../src/shared/finance-application';
+import { FinanceApplication, resolveSettings } from '../../../src/workflows/finance-application/state';
+import { OTHER_ID_LIMITS, WebhookIds } from '../../../src/workflows/finance-application/webhook-ids';
 
 /** The bounds of another financeApplicationId on an application's webhook URL, without a server. */
 

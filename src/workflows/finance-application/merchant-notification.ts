@@ -1,0 +1,121 @@
+import { condition, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import type { StatusChange } from '../../shared/finance-application';
+import { merchant } from './proxies';
+import { failureType } from './failures';
+import type { Reporter } from './reporting';
+import type { FinanceApplication } from './state';
+
+/**
+ * The merchant's callbacks run beside the main loop, in order (each status change, then any duplicate reported
+ * after it), so a slow merchant never delays status tracking. The merchant dedupes on the idempotency key: the
+ * workflow id and what the event is about, the same in every run of the application.
+ */
+
+/** The idempotency key of a status change's callback. */
+export const statusCallbackKey = (workflowId: string, status: string): string => `${workflowId}:${status}`;
+
+/** The idempotency key of a duplicate application's callback. */
+export const duplicateCallbackKey = (workflowId: string, duplicateId: string): string =>
+  `${workflowId}:duplicate:${duplicateId}`;
+
+export class MerchantNotifier {
+  /** `drain`: send what is queued, then end (the run ends); `now`: end after the callback in flight. */
+  private stopping: 'drain' | 'now' | undefined;
+  private readonly done: Promise<void>;
+
+  /** Starts sending at once when there is a callback URL (nothing to send otherwise). */
+  constructor(
+    private readonly app: FinanceApplication,
+    private readonly report: Reporter,
+    private readonly merchantId: string | undefined,
+    url: string | undefined,
+  ) {
+    this.done = url ? this.run(url) : Promise.resolve();
+  }
+
+  /** Before the run ends: every queued callback is sent. */
+  async drain(): Promise<void> {
+    this.stopping = 'drain';
+    await this.done;
+  }
+
+  /** Before a failure or continue-as-new: what is queued is left (continue-as-new carries it to the next run). */
+  async stopNow(): Promise<void> {
+    this.stopping = 'now';
+    await this.done;
+  }
+
+  private async run(url: string): Promise<void> {
+    const { app } = this;
+    for (;;) {
+      await condition(
+        () =>
+          app.nextNotification() !== undefined ||
+          app.nextDuplicateReport() !== undefined ||
+          this.stopping !== undefined,
+      );
+      if (this.stopping === 'now') return;
+      const duplicate = app.nextNotification() === undefined ? app.nextDuplicateReport() : undefined;
+      if (duplicate !== undefined) {
+        await this.reportDuplicate(url, duplicate);
+        continue;
+      }
+      const change = app.nextNotification();
+      if (change === undefined) return;
+      app.notificationDone(await this.notifyChange(url, change));
+    }
+  }
+
+  /** Returns whether the merchant took it (a merchant that keeps failing is given up on: counted, logged). */
+  private async notifyChange(url: string, change: StatusChange): Promise<boolean> {
+    try {
+      await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
+        merchantId: this.merchantId,
+        url,
+        idempotencyKey: statusCallbackKey(workflowInfo().workflowId, change.status),
+        event: {
+          type: 'finance-application.status-changed',
+          merchantReference: this.app.merchantReference,
+          financeApplicationId: this.app.state.financeApplicationId,
+          ...change,
+        },
+      });
+      return true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('Merchant callback gave up', {
+        ...this.report.ids(),
+        status: change.status,
+        failureType: failureType(err),
+      });
+      return false;
+    }
+  }
+
+  private async reportDuplicate(url: string, duplicateFinanceApplicationId: string): Promise<void> {
+    let delivered = false;
+    try {
+      await merchant('Notify merchant: duplicate application').notifyMerchant({
+        merchantId: this.merchantId,
+        url,
+        idempotencyKey: duplicateCallbackKey(workflowInfo().workflowId, duplicateFinanceApplicationId),
+        event: {
+          type: 'finance-application.duplicate-detected',
+          merchantReference: this.app.merchantReference,
+          financeApplicationId: this.app.state.financeApplicationId,
+          duplicateFinanceApplicationId,
+          at: new Date().toISOString(),
+        },
+      });
+      delivered = true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('Merchant callback gave up', {
+        ...this.report.ids(),
+        duplicateFinanceApplicationId,
+        failureType: failureType(err),
+      });
+    }
+    this.app.duplicateReportDone(delivered);
+  }
+}
