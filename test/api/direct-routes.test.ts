@@ -206,7 +206,7 @@ describe('the public app: a webhook answered the same, routed directly or by Exp
     const accepted = async () =>
       (await metrics.httpRequests.get()).values.find(
         (v) =>
-          v.metricName === 'http_request_duration_seconds_count' &&
+          v.metricName === 'paylater_http_request_duration_seconds_count' &&
           v.labels.route === FINANCE &&
           v.labels.status === '202',
       )?.value ?? 0;
