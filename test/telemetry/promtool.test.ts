@@ -6,7 +6,13 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { awaitFinanceApplication, startFinanceApplication } from '../../src/client';
 import { freeLoopbackPort } from '../../src/free-port';
-import { HTTP_METHODS, METRIC_PREFIX, OTHER_LABEL } from '../../src/shared/metric-names';
+import {
+  callbackEventLabel,
+  HTTP_METHODS,
+  methodLabel,
+  METRIC_PREFIX,
+  OTHER_LABEL,
+} from '../../src/shared/metric-names';
 import { collectProcessMetrics } from '../../src/telemetry/process-metrics';
 import {
   snakeCaseLabelNames,
@@ -212,5 +218,20 @@ describe('snakeCaseLabelNames', () => {
       'y 3',
       'broken{taskQueue="unterminated 4',
     ]);
+  });
+});
+
+describe('bounded label values', () => {
+  it('a method outside the fixed set, or none, is `other`', () => {
+    expect(HTTP_METHODS.map(methodLabel)).toEqual([...HTTP_METHODS]);
+    expect(['PROPFIND', 'get', 'CONNECT', '', undefined].map(methodLabel)).toEqual(Array(5).fill(OTHER_LABEL));
+  });
+
+  it('a callback event outside our event types is `other`', () => {
+    expect(callbackEventLabel('finance-application.status-changed')).toBe('finance-application.status-changed');
+    expect(callbackEventLabel('transactionsChanged')).toBe('transactionsChanged');
+    expect(['finance-application.anything', 'x'.repeat(10), 42, undefined].map(callbackEventLabel)).toEqual(
+      Array(4).fill(OTHER_LABEL),
+    );
   });
 });
