@@ -104,7 +104,7 @@ export function parsePrometheus(text: string): PromSample[] {
 }
 
 /**
- * Answers of `route` with `status`, by the API's own clock (its http_request_duration_seconds histogram), split at
+ * Answers of `route` with `status`, by the API's own clock (its paylater_http_request_duration_seconds histogram), split at
  * `edges` (seconds, each one of the histogram's bucket bounds): counts per interval, the last one open.
  */
 export function durationsByApi(
@@ -117,7 +117,7 @@ export function durationsByApi(
     samples
       .filter(
         (s) =>
-          s.name === 'http_request_duration_seconds_bucket' &&
+          s.name === 'paylater_http_request_duration_seconds_bucket' &&
           s.labels.route === route &&
           s.labels.status === status &&
           s.labels.le === le,

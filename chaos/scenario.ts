@@ -444,7 +444,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       await connection.close();
     }
 
-    // The APIs' own clocks on their answers (http_request_duration_seconds), over the whole run.
+    // The APIs' own clocks on their answers (paylater_http_request_duration_seconds), over the whole run.
     const apiMetrics = (
       await Promise.all(
         stack.internalUrls.map((url) =>

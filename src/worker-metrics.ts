@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 import type { Logger } from './logging';
+import { collectProcessMetrics } from './telemetry/process-metrics';
 import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from './shared/metric-names';
 import type { PaylaterWorkers } from './worker-factory';
 
@@ -16,7 +17,9 @@ import type { PaylaterWorkers } from './worker-factory';
  * Why a node:http server in front of the Runtime's exporter: the exporter (Rust core) serves only `/metrics` and
  * nothing else, so it cannot carry the health routes nor prom-client's registry. It binds a loopback port of its
  * own (picked free at start, see freeLoopbackPort) and this server fetches it at each scrape and appends the
- * registry: one port, one scrape job, one set of series per worker process.
+ * registry: one port, one scrape job, one set of series per worker process. The two parts share no metric name
+ * (`temporal_*` and the workflows' `paylater_*` from the Runtime, the activities' `paylater_*` and `process_*`/
+ * `nodejs_*` from prom-client); the Runtime's label names are made snake_case on the way (snakeCaseLabelNames).
  */
 
 /** Runtime telemetry for a worker process: Prometheus on `bindAddress`, counters with `_total`, durations in seconds. */
@@ -55,7 +58,7 @@ export const TEMPORAL_SDK_METRICS = [
 /** prom-client metrics of a worker process (activities and the bank client); one registry, no global one. */
 export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (options.defaultMetrics ?? true) collectProcessMetrics(registry);
   return {
     registry,
     /** Bank OAuth2 token requests by outcome (ok, refused, invalid_response, failed): a cache that works asks rarely. */
@@ -204,7 +207,7 @@ export async function startWorkerMetricsServer(options: {
             signal: AbortSignal.timeout(RUNTIME_SCRAPE_TIMEOUT_MS),
           });
           if (!runtime.ok) throw new Error(`HTTP ${runtime.status}`);
-          parts.push(await runtime.text());
+          parts.push(snakeCaseLabelNames(await runtime.text()));
         } catch (err) {
           // The SDK's series missing from one scrape shows as a gap; the process's own metrics still go out.
           options.logger.warn({ err: (err as Error).message }, 'Temporal runtime metrics unavailable for this scrape');
@@ -245,6 +248,43 @@ export async function startWorkerMetricsServer(options: {
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * The exposition text with every label name in snake_case. The TypeScript SDK tags the workflows' metricMeter series
+ * with `namespace`, `taskQueue` (the Worker's meter) and `workflowType` (the workflow's): those leave as
+ * `task_queue` and `workflow_type`, the names the SDK's core series use. Label values (quoted, with `\\`, `\"` and
+ * `\n` escapes) are copied as they are; a line that does not parse is left unchanged.
+ */
+export function snakeCaseLabelNames(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => {
+      const open = line.indexOf('{');
+      if (line.startsWith('#') || open < 0) return line;
+      let out = line.slice(0, open + 1);
+      let i = open + 1;
+      while (i < line.length && line[i] !== '}') {
+        const eq = line.indexOf('="', i);
+        if (eq < 0) return line;
+        out +=
+          line
+            .slice(i, eq)
+            .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+            .toLowerCase() + '="';
+        i = eq + 2;
+        while (i < line.length && line[i] !== '"') {
+          if (line[i] === '\\') out += line[i++];
+          out += line[i++];
+        }
+        if (i >= line.length) return line;
+        out += '"';
+        i++;
+        if (line[i] === ',') out += line[i++];
+      }
+      return out + line.slice(i);
+    })
+    .join('\n');
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {

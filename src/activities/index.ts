@@ -6,6 +6,7 @@ import { financeApplicationWebhookUrl } from '../security/webhook-hash';
 import type { BankClient } from './bank/bank-client';
 import { toApplicationFailure } from './failures';
 import { pollDelayMs } from '../shared/poll-policy';
+import { callbackEventLabel } from '../shared/metric-names';
 import {
   BANK_READ_FAILED,
   BankFailureType,
@@ -230,10 +231,10 @@ export function createActivities(deps: ActivityDeps): Activities {
           },
         );
         log.info('Merchant notified', { target, idempotencyKey, status: result.status });
-        deps.metrics?.merchantCallbacks.inc({ event: callbackEvent(event.type), outcome: 'delivered' });
+        deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: 'delivered' });
         return result;
       } catch (err) {
-        deps.metrics?.merchantCallbacks.inc({ event: callbackEvent(event.type), outcome: callbackOutcome(err) });
+        deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: callbackOutcome(err) });
         log.warn('Merchant notification failed', { target, idempotencyKey, ...failureAttributes(err) });
         throw err;
       }
@@ -255,11 +256,6 @@ function failureAttributes(err: unknown): Record<string, unknown> {
     return { failureType: err.type, nonRetryable: err.nonRetryable, status, error: err.message };
   }
   return { error: err instanceof Error ? err.message : String(err) };
-}
-
-/** Label value of a callback's event type: our own bounded set. */
-function callbackEvent(type: unknown): string {
-  return typeof type === 'string' && /^[A-Za-z.-]{1,64}$/.test(type) ? type : 'other';
 }
 
 /** Label value of a failed callback attempt: its failure type, as a bounded set. */

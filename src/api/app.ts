@@ -21,6 +21,7 @@ import { consentRoutes } from './routes/consents';
 import { apiDocsRoutes } from './routes/api-docs';
 import { openApiJson } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
+import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
 
 export { authenticate, authenticateOperator } from './authenticate';
 
@@ -88,10 +89,11 @@ type Listener = 'public' | 'internal';
 function listenerMiddleware(deps: Pick<AppDeps, 'metrics' | 'logger'>, listener: Listener): Middleware {
   const log = requestLog(deps.logger, listener);
   return (req, res, next) => {
-    const end = deps.metrics.httpRequests.startTimer({ listener, method: req.method });
+    // The method comes from the client: a fixed set, anything else `other` (bounded series).
+    const end = deps.metrics.httpRequests.startTimer({ listener, method: methodLabel(req.method) });
     res.on('finish', () => {
       // The matched route pattern, never the raw path: references and hashes stay out of metric labels.
-      end({ route: routeOf(req) ?? 'unmatched', status: String(res.statusCode) });
+      end({ route: routeOf(req) ?? OTHER_LABEL, status: String(res.statusCode) });
     });
     log(req, res, next);
   };

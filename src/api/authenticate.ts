@@ -61,7 +61,7 @@ export function scopeOf(res: Response, merchants: { legacyMerchantId: string }):
  * Otherwise 401 `{ error: "unauthorized", message }` with `WWW-Authenticate: Bearer`, and the route never runs
  * (nothing is started or read). The key is compared with every configured key in constant time
  * (src/security/api-keys.ts); only the matching key's name is kept (`res.locals.merchant`, see merchantOf) and
- * counted (`merchant_api_requests_total{merchant, outcome}`); the key itself is never logged.
+ * counted (`paylater_merchant_api_requests_total{merchant, outcome}`); the key itself is never logged.
  *
  * Mounted in front of the merchant facade. Operator routes mount `authenticateOperator` instead.
  */
@@ -85,7 +85,7 @@ export function authenticate(deps: AuthenticateDeps): RequestHandler {
  * Express middleware in front of every operator route (today /codec, which decodes every merchant's payloads):
  * the request must carry `Authorization: Bearer <key>` with one of the operator API keys. A merchant's key answers
  * 403 (it is a valid key, of the wrong kind: the merchant is told to use its own routes); a missing or unknown key
- * 401 as `authenticate` answers. Counted in `operator_api_requests_total{operator, outcome}` (outcome accepted,
+ * 401 as `authenticate` answers. Counted in `paylater_operator_api_requests_total{operator, outcome}` (outcome accepted,
  * missing, wrong, merchant_key), by the key's name, never the key; the operator's name is kept in
  * `res.locals.operator` (see operatorOf). Put CORS in front of it where browsers call, so a preflight (which
  * carries no Authorization) is answered: `router.use('/codec', cors, authenticateOperator(deps))`.

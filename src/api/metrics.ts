@@ -1,28 +1,36 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../telemetry/process-metrics';
 
-/** Prometheus metrics of the HTTP apps (both listeners share one registry, served on the internal one); no global registry. */
+/**
+ * Prometheus metrics of the HTTP apps (both listeners share one registry, served on the internal one); no global
+ * registry. Names and labels follow src/shared/metric-names.ts (docs/metrics.md lists them).
+ */
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   return {
     registry,
+    /**
+     * Labels: `listener` (public | internal), `method` (methodLabel: a fixed set or `other`), `route` (the matched
+     * route's pattern, `other` when none matched), `status`.
+     */
     httpRequests: new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request duration by listener, route and status',
+      name: 'paylater_http_request_duration_seconds',
+      help: 'HTTP request duration by listener, method, route and status',
       labelNames: ['listener', 'method', 'route', 'status'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
     /** Every webhook the bank sent, by kind and outcome (accepted, rejected reason, no-target, unavailable). */
     webhooks: new Counter({
-      name: 'bank_webhooks_total',
+      name: 'paylater_bank_webhooks_total',
       help: 'Bank webhooks received, by kind and outcome',
       labelNames: ['kind', 'outcome'] as const,
       registers: [registry],
     }),
     /** Merchant facade authentication, by the key's NAME (never the key) and outcome (accepted, missing, wrong). */
     merchantAuth: new Counter({
-      name: 'merchant_api_requests_total',
+      name: 'paylater_merchant_api_requests_total',
       help: 'Requests to API-key routes, by merchant key name and authentication outcome',
       labelNames: ['merchant', 'outcome'] as const,
       registers: [registry],
@@ -32,21 +40,21 @@ export function createMetrics() {
      * merchant_key: a merchant's key, refused with 403).
      */
     operatorAuth: new Counter({
-      name: 'operator_api_requests_total',
+      name: 'paylater_operator_api_requests_total',
       help: 'Requests to operator routes (/codec), by operator key name and authentication outcome',
       labelNames: ['operator', 'outcome'] as const,
       registers: [registry],
     }),
     /** 429s of the merchant budgets (src/api/budgets.ts), by merchant and budget (requests, long_polls). */
     budgetRefusals: new Counter({
-      name: 'merchant_budget_refusals_total',
+      name: 'paylater_merchant_budget_refusals_total',
       help: 'Merchant facade requests refused with 429, by merchant and budget (requests per minute, long-polls)',
       labelNames: ['merchant', 'budget'] as const,
       registers: [registry],
     }),
     /** Long-polls held open now by this API process, by merchant (at most its maxLongPolls). */
     longPollsOpen: new Gauge({
-      name: 'merchant_long_polls_open',
+      name: 'paylater_merchant_long_polls_open',
       help: 'Long-polls (GET /applications/{ref}?waitForChangeFrom=) held open by this API process, by merchant',
       labelNames: ['merchant'] as const,
       registers: [registry],

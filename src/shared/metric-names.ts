@@ -1,4 +1,36 @@
 /**
+ * Metric naming (docs/metrics.md lists every series): the service's own metrics start with METRIC_PREFIX, carry
+ * their unit (`_seconds`, `_bytes`) and counters end in `_total`; label names are snake_case; label values come from
+ * bounded sets, anything else folded into OTHER_LABEL. The SDK's own series keep its `temporal_` prefix, the
+ * client libraries' process series their `process_` and `nodejs_` ones.
+ */
+export const METRIC_PREFIX = 'paylater_';
+
+/** The label value every unknown or unbounded input folds into (an HTTP method, a route, an event type). */
+export const OTHER_LABEL = 'other';
+
+/** The HTTP methods a `method` label names; any other (WebDAV, a client's own) is OTHER_LABEL. */
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'] as const;
+
+/** A request's `method` label: one of HTTP_METHODS or OTHER_LABEL (the method comes from the client). */
+export function methodLabel(method: string | undefined): string {
+  return (HTTP_METHODS as readonly (string | undefined)[]).includes(method) ? method! : OTHER_LABEL;
+}
+
+/** The merchant callbacks' event types (the `event` label of paylater_merchant_callbacks_total). */
+export const MERCHANT_CALLBACK_EVENTS = [
+  'finance-application.status-changed',
+  'finance-application.duplicate-detected',
+  'consent.late-bank-report',
+  'transactionsChanged',
+] as const;
+
+/** A callback's `event` label: one of MERCHANT_CALLBACK_EVENTS or OTHER_LABEL. */
+export function callbackEventLabel(type: unknown): string {
+  return (MERCHANT_CALLBACK_EVENTS as readonly unknown[]).includes(type) ? (type as string) : OTHER_LABEL;
+}
+
+/**
  * Names of the business metrics the workflows emit through the SDK's `metricMeter` (src/workflows/metrics.ts).
  * The worker's Prometheus exporter adds `_total` to counters (countersTotalSuffix) and no prefix: these are the
  * names before that suffix. Labels are bounded sets only (never a reference, an id or a free-form string).
@@ -34,4 +66,4 @@ export const WorkflowMetric = {
 export const WEBHOOK_DELAY_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900];
 
 /** Label values of `status` outside the application's status order (the bank's set is not shown): one bucket. */
-export const OTHER_STATUS = 'other';
+export const OTHER_STATUS = OTHER_LABEL;

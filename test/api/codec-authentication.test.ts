@@ -92,15 +92,15 @@ describe('codecAuthentication', () => {
     }
     const text = await deps.metrics.registry.metrics();
     for (const line of [
-      'operator_api_requests_total{operator="ops",outcome="accepted"} 1',
-      'operator_api_requests_total{operator="none",outcome="merchant_key"} 1',
-      'operator_api_requests_total{operator="none",outcome="wrong"} 1',
-      'operator_api_requests_total{operator="none",outcome="missing"} 1',
+      'paylater_operator_api_requests_total{operator="ops",outcome="accepted"} 1',
+      'paylater_operator_api_requests_total{operator="none",outcome="merchant_key"} 1',
+      'paylater_operator_api_requests_total{operator="none",outcome="wrong"} 1',
+      'paylater_operator_api_requests_total{operator="none",outcome="missing"} 1',
     ])
       expect(text).toContain(line);
     expect(text).not.toContain(operatorKey);
     expect(text).not.toContain(merchantKey);
     // The merchant facade's counter is not touched by operator routes.
-    expect(text).not.toMatch(/^merchant_api_requests_total\{/m);
+    expect(text).not.toMatch(/^paylater_merchant_api_requests_total\{/m);
   });
 });

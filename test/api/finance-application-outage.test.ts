@@ -194,7 +194,9 @@ describe('finance-application receiver while Temporal is unreachable', () => {
           sandbox.control.application(id)!.statusHistory.map((s) => s.status),
         );
         const metricsText = await metrics.registry.metrics();
-        expect(metricsText).toMatch(/bank_webhooks_total\{kind="financeApplication",outcome="unavailable"\} [1-9]/);
+        expect(metricsText).toMatch(
+          /paylater_bank_webhooks_total\{kind="financeApplication",outcome="unavailable"\} [1-9]/,
+        );
       },
     );
   });

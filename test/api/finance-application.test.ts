@@ -248,7 +248,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       'no_target',
     ]) {
       expect(metrics).toMatch(
-        new RegExp(`bank_webhooks_total\\{kind="financeApplication",outcome="${outcome}"\\} [1-9]`),
+        new RegExp(`paylater_bank_webhooks_total\\{kind="financeApplication",outcome="${outcome}"\\} [1-9]`),
       );
     }
     await handle.terminate('test done');

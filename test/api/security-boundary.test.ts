@@ -115,8 +115,8 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
     // The metrics carry names, never keys.
     const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
-    expect(metrics).toMatch(/merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
+    expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
+    expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
     await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
   });

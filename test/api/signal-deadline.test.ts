@@ -244,7 +244,7 @@ describe('signal deadline and gRPC retries', () => {
       expect(JSON.stringify(logged[0])).not.toContain(webhookHash(hashSecret, ref));
       expect(logged[0]!.cause).toEqual(expect.stringContaining('RESOURCE_EXHAUSTED'));
       expect(JSON.stringify(logged[0])).not.toMatch(/stack|DEADLINE_EXCEEDED/);
-      expect(await metrics.registry.getSingleMetricAsString('bank_webhooks_total')).toMatch(
+      expect(await metrics.registry.getSingleMetricAsString('paylater_bank_webhooks_total')).toMatch(
         /outcome="unavailable"\} 1/,
       );
     } finally {

@@ -245,7 +245,7 @@ describe('the public app: webhook answers through Express', () => {
     const accepted = async () =>
       (await metrics.httpRequests.get()).values.find(
         (v) =>
-          v.metricName === 'http_request_duration_seconds_count' &&
+          v.metricName === 'paylater_http_request_duration_seconds_count' &&
           v.labels.route === FINANCE &&
           v.labels.status === '202',
       )?.value ?? 0;

@@ -423,10 +423,10 @@ describe('timing figures', () => {
 
   it('reads an API’s own answer durations from its Prometheus histogram, per interval', () => {
     const bucket = (le: string, n: number, status = '503') =>
-      `http_request_duration_seconds_bucket{le="${le}",listener="public",method="POST",route="/webhooks/accounts",status="${status}"} ${n}`;
+      `paylater_http_request_duration_seconds_bucket{le="${le}",listener="public",method="POST",route="/webhooks/accounts",status="${status}"} ${n}`;
     const text = [
-      '# HELP http_request_duration_seconds HTTP request duration',
-      '# TYPE http_request_duration_seconds histogram',
+      '# HELP paylater_http_request_duration_seconds HTTP request duration',
+      '# TYPE paylater_http_request_duration_seconds histogram',
       bucket('1', 3),
       bucket('2.5', 5),
       bucket('5', 9),

@@ -106,7 +106,7 @@ describe('an API process (npm run api) on SIGTERM', () => {
       });
       await eventually(async () => {
         const metrics = await (await fetch(`${internal}/metrics`)).text();
-        return /^merchant_long_polls_open\{merchant="test"\} 1$/m.test(metrics) ? true : undefined;
+        return /^paylater_merchant_long_polls_open\{merchant="test"\} 1$/m.test(metrics) ? true : undefined;
       });
 
       // The bank's webhooks, two at a time, each with an id of its own, until the listener refuses connections.

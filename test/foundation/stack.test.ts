@@ -14,7 +14,7 @@ describe('the in-process test stack', () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready' });
     const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
-    expect(metrics).toContain('http_request_duration_seconds');
+    expect(metrics).toContain('paylater_http_request_duration_seconds');
     // The bank's listener: readiness for its load balancer (draining only, never a Temporal call), no metrics.
     expect((await fetch(`${stack.publicUrl}/readyz`)).status).toBe(200);
     expect((await fetch(`${stack.publicUrl}/metrics`)).status).toBe(404);

@@ -159,7 +159,7 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     expect(viaHttp.body.payloads[0]!.metadata?.encoding).toBe(b64('json/plain'));
   });
 
-  /** operator_api_requests_total by outcome, as the internal listener's /metrics counts them. */
+  /** paylater_operator_api_requests_total by outcome, as the internal listener's /metrics counts them. */
   const operatorAuth = async (): Promise<Record<string, number>> =>
     Object.fromEntries((await stack.metrics.operatorAuth.get()).values.map((v) => [String(v.labels.outcome), v.value]));
   const delta = (before: Record<string, number>, after: Record<string, number>) =>

@@ -63,7 +63,7 @@ describe('worker metrics and health (WORKER_METRICS_PORT)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     return parseExposition(await res.text()).filter(
-      (s) => s.labels.taskQueue === undefined || s.labels.taskQueue === stack.t.taskQueue,
+      (s) => s.labels.task_queue === undefined || s.labels.task_queue === stack.t.taskQueue,
     );
   }
 
