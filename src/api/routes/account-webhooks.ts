@@ -27,8 +27,8 @@ import {
 } from '../../shared/ids';
 import { ConsentId, MerchantId, RefreshTaskId } from '../../shared/search-attributes';
 import { ConsentOwners } from '../../client/consent-claims';
-import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events';
-import type { transactionEventsWorkflow } from '../../workflows/transaction-events';
+import type { lateAccountEventsWorkflow } from '../../workflows/late-account-events/workflow';
+import type { transactionEventsWorkflow } from '../../workflows/transaction-events/workflow';
 import type { AppDeps } from '../app';
 import { errors, json, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from '../openapi/describe';
 import {

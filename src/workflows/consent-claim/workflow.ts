@@ -12,9 +12,9 @@ import {
   releaseConsentClaimUpdate,
   type ConsentClaimInput,
   type ConsentClaimState,
-} from '../shared/consent-claim';
-import { upgradeCheckSignal } from '../shared/versioning';
-import { CONTINUE_AS_NEW_VERSIONING } from './continue-as-new';
+} from '../../shared/consent-claim';
+import { upgradeCheckSignal } from '../../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING } from '../continue-as-new';
 
 /**
  * Which merchant owns a consent (src/shared/consent-claim.ts). It records nothing while it waits (no timer), so an

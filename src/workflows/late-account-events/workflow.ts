@@ -11,10 +11,10 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { upgradeCheckSignal } from '../shared/versioning';
-import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
-import { readLateReportsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
-import type { Activities } from '../activities/types';
+import { upgradeCheckSignal } from '../../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-new';
+import { readLateReportsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from '../snapshots';
+import type { Activities } from '../../activities/types';
 import {
   DEFAULT_LATE_REPORTS_DELIVERIES_PER_RUN,
   DEFAULT_LATE_REPORTS_IDLE_TIMEOUT,
@@ -26,10 +26,10 @@ import {
   type LateAccountEventsState,
   type LateBankReport,
   type LateBankReportEvent,
-} from '../shared/consent-refresh';
-import { lateReportKey, toLateReport, trimLateReports } from '../shared/late-reports';
-import { ConsentId } from '../shared/search-attributes';
-import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
+} from '../../shared/consent-refresh';
+import { lateReportKey, toLateReport, trimLateReports } from '../../shared/late-reports';
+import { ConsentId } from '../../shared/search-attributes';
+import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from '../activity-options';
 
 const merchant = (summary: string) => proxyActivities<Activities>({ ...MERCHANT_CALLBACK_ACTIVITY_OPTIONS, summary });
 

@@ -12,10 +12,10 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { upgradeCheckSignal } from '../shared/versioning';
-import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from './continue-as-new';
-import { readTransactionEventsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from './snapshots';
-import type { Activities } from '../activities/types';
+import { upgradeCheckSignal } from '../../shared/versioning';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-new';
+import { readTransactionEventsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from '../snapshots';
+import type { Activities } from '../../activities/types';
 import {
   DEFAULT_TRANSACTION_BATCHES_PER_RUN,
   DEFAULT_TRANSACTION_COALESCE_WINDOW,
@@ -26,9 +26,9 @@ import {
   type TransactionEventsInput,
   type TransactionEventsState,
   type TransactionsChangedEvent,
-} from '../shared/transaction-events';
-import { ConsentId } from '../shared/search-attributes';
-import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
+} from '../../shared/transaction-events';
+import { ConsentId } from '../../shared/search-attributes';
+import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from '../activity-options';
 
 const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVITY_OPTIONS);
 
