@@ -4,7 +4,6 @@ import {
   condition,
   log,
   makeContinueAsNewFunc,
-  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -12,33 +11,28 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { upgradeCheckSignal } from '../../shared/versioning';
-import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-new';
-import { readTransactionEventsSnapshot, SNAPSHOT_SCHEMA_VERSIONS } from '../snapshots';
 import type { Activities } from '../../activities/types';
+import { ConsentId } from '../../shared/search-attributes';
 import {
-  DEFAULT_TRANSACTION_BATCHES_PER_RUN,
-  DEFAULT_TRANSACTION_COALESCE_WINDOW,
-  DEFAULT_TRANSACTION_IDLE_TIMEOUT,
-  MAX_ACCOUNTS_PER_BATCH,
   transactionEventSignal,
   transactionEventsStateQuery,
   type TransactionEventsInput,
   type TransactionEventsState,
-  type TransactionsChangedEvent,
 } from '../../shared/transaction-events';
-import { ConsentId } from '../../shared/search-attributes';
+import { upgradeCheckSignal } from '../../shared/versioning';
 import { MERCHANT_CALLBACK_ACTIVITY_OPTIONS } from '../activity-options';
+import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-new';
+import { readTransactionEventsSnapshot } from '../snapshots';
+import {
+  TransactionBatches,
+  batchIdempotencyKey,
+  resolveTransactionEventsSettings,
+  transactionsChangedEvent,
+  type TransactionBatch,
+} from './batches';
+import { backlogInBatches } from './patches';
 
 const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVITY_OPTIONS);
-
-/**
- * Versioning: with more than MAX_ACCOUNTS_PER_BATCH accounts pending, new runs deliver them in consecutive batches of
- * at most that many (the first after the coalescing window, the rest at once), and continue as new only once at
- * most one batch is left, so callbacks and the carried snapshot stay bounded. Runs from before sent every pending
- * account in one callback. Asked only when it matters (more than one batch pending), so other histories are unchanged.
- */
-export const BOUNDED_BATCHES_PATCH = 'transaction-events-bounded-batches';
 
 /**
  * Per-consent hand-off of transactionEvents (operating-bank accounts), started or signalled by the receiver with
@@ -46,67 +40,99 @@ export const BOUNDED_BATCHES_PATCH = 'transaction-events-bounded-batches';
  * carries the union of the changed accounts (at most MAX_ACCOUNTS_PER_BATCH: a bigger backlog goes out as
  * consecutive batches); events that arrive meanwhile make the next batch. The run continues as new when its history
  * grows, carrying undelivered accounts (at most one batch), and closes after `idleTimeout` without events.
+ * The batching decisions are in batches.ts; the patch in patches.ts.
  */
 export async function transactionEventsWorkflow(input: TransactionEventsInput): Promise<TransactionEventsState> {
   const { consentId, callbackUrl } = input;
-  const coalesceWindow = input.coalesceWindow ?? DEFAULT_TRANSACTION_COALESCE_WINDOW;
-  const idleTimeout = input.idleTimeout ?? DEFAULT_TRANSACTION_IDLE_TIMEOUT;
-  const maxBatchesPerRun = Math.max(1, input.maxBatchesPerRun ?? DEFAULT_TRANSACTION_BATCHES_PER_RUN);
-  const { workflowId, firstExecutionRunId } = workflowInfo();
-
-  // --- State: the handler only records; the body delivers.
+  const { coalesceWindow, idleTimeout, maxBatchesPerRun } = resolveTransactionEventsSettings(input);
   // Read by this build's schema reader: any version it knows or a newer one (snapshots.ts).
   const carried = input.carried === undefined ? undefined : readTransactionEventsSnapshot(input.carried);
-  const pending = new Set<string>(carried?.pendingAccountIds ?? []);
-  let pendingEvents = 0;
-  let eventType = 'NEW';
-  let events = carried?.events ?? 0;
-  let batches = carried?.batches ?? 0;
-  let batchesThisRun = 0;
-  const state = (): TransactionEventsState => ({ consentId, pendingAccountIds: [...pending], events, batches });
+  const batches = new TransactionBatches(consentId, carried);
 
-  setHandler(transactionEventSignal, (event) => {
-    events++;
-    pendingEvents++;
-    if (event.eventType) eventType = event.eventType;
-    for (const account of event.accounts) pending.add(account.accountId);
-  });
-  setHandler(transactionEventsStateQuery, state);
+  // --- Handlers first: they only record; the body delivers.
+  setHandler(transactionEventSignal, (event) => batches.receive(event));
+  setHandler(transactionEventsStateQuery, () => batches.state());
   // The deploy procedure's nudge: its workflow task shows a sleeping run the new version (versioning.ts).
   setHandler(upgradeCheckSignal, () => undefined);
 
   if (!workflowInfo().typedSearchAttributes.get(ConsentId))
     upsertSearchAttributes([{ key: ConsentId, value: consentId }]);
 
-  const deliver = async (batch: {
-    consentId: string;
-    eventType: string;
-    accountIds: string[];
-    events: number;
-    batch: number;
-  }): Promise<void> => {
+  // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
+  const continueAsNew = async (): Promise<never> =>
+    makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
+      ...input,
+      carried: batches.snapshot(),
+    });
+
+  for (;;) {
+    setCurrentDetails(`Idle — ${batches.events} transactionEvent(s), ${batches.batches} batch(es) delivered so far`);
+    // --- 1. Wait for a burst, or close when idle.
+    if (batches.pendingCount === 0) {
+      const woke = await condition(() => batches.pendingCount > 0 || newVersion(), idleTimeout);
+      // Checked again: an event recorded in the same activation as the idle timer still gets delivered.
+      if (!woke && batches.pendingCount === 0) break;
+      if (batches.pendingCount === 0) {
+        // Woken by a new version with nothing to deliver: move to it now, carrying the counters.
+        await condition(allHandlersFinished);
+        if (batches.pendingCount === 0) {
+          log.info('Continuing as new', {
+            consentId,
+            events: batches.events,
+            batches: batches.batches,
+            pending: 0,
+            reason: 'new-version',
+          });
+          await continueAsNew();
+        }
+      }
+    }
+    // --- 2. Coalesce the burst; a backlog of more than one batch was coalesced already, and goes out back to back.
+    if (!backlogInBatches(batches)) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
+
+    // --- 3. One callback for the batch.
+    const batch = batches.takeBatch(backlogInBatches(batches));
+    setCurrentDetails(
+      `Delivering batch ${batch.batch}: ${batch.accountIds.length} account(s) from ${batch.events} event(s)`,
+    );
+    await deliver(batch);
+
+    // --- 4. Continue as new when the run has grown (or a new version waits), delivering down to one batch first.
+    const reason = continueAsNewReason(workflowInfo());
+    if (batches.batchesThisRun >= maxBatchesPerRun || reason !== undefined) {
+      // Deliver down to one batch first: the snapshot carries at most MAX_ACCOUNTS_PER_BATCH accounts.
+      if (backlogInBatches(batches)) continue;
+      await condition(allHandlersFinished);
+      log.info('Continuing as new', {
+        consentId,
+        events: batches.events,
+        batches: batches.batches,
+        pending: batches.pendingCount,
+        reason: reason ?? 'batches',
+      });
+      await continueAsNew();
+    }
+  }
+
+  await condition(allHandlersFinished);
+  log.info('Transaction events idle: closing', { consentId, events: batches.events, batches: batches.batches });
+  return batches.state();
+
+  async function deliver(batch: TransactionBatch): Promise<void> {
     if (!callbackUrl) {
       log.info('transactionEvents coalesced (no merchant callback configured)', { ...batch });
       return;
     }
-    const event: TransactionsChangedEvent = {
-      type: 'transactionsChanged',
-      consentId: batch.consentId,
-      eventType: batch.eventType,
-      accounts: batch.accountIds.map((accountId) => ({ accountId })),
-      events: batch.events,
-      batch: batch.batch,
-    };
+    const { workflowId, firstExecutionRunId } = workflowInfo();
     try {
       await notifyMerchant.executeWithOptions(
         { summary: `POST ${batch.accountIds.length} changed account(s) to the merchant (batch ${batch.batch})` },
-        // The chain's first run id makes the key unique per chain; the batch number per delivery within it.
         [
           {
             merchantId: input.merchantId,
             url: callbackUrl,
-            idempotencyKey: `${workflowId}:${firstExecutionRunId}:${batch.batch}`,
-            event: { ...event },
+            idempotencyKey: batchIdempotencyKey(workflowId, firstExecutionRunId, batch.batch),
+            event: { ...transactionsChangedEvent(batch) },
           },
         ],
       );
@@ -125,69 +151,7 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
         error: err.cause?.message ?? err.message,
       });
     }
-  };
-
-  /** More than one batch pending (new runs only: BOUNDED_BATCHES_PATCH; patched() is asked only then). */
-  const backlog = (): boolean => pending.size > MAX_ACCOUNTS_PER_BATCH && patched(BOUNDED_BATCHES_PATCH);
-
-  for (;;) {
-    setCurrentDetails(`Idle — ${events} transactionEvent(s), ${batches} batch(es) delivered so far`);
-    if (pending.size === 0) {
-      const woke = await condition(() => pending.size > 0 || newVersion(), idleTimeout);
-      // Checked again: an event recorded in the same activation as the idle timer still gets delivered.
-      if (!woke && pending.size === 0) break;
-      if (pending.size === 0) {
-        // Woken by a new version with nothing to deliver: move to it now, carrying the counters.
-        await condition(allHandlersFinished);
-        if (pending.size === 0) {
-          log.info('Continuing as new', { consentId, events, batches, pending: 0, reason: 'new-version' });
-          await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
-            ...input,
-            carried: {
-              schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.transactionEvents,
-              pendingAccountIds: [],
-              events,
-              batches,
-            },
-          });
-        }
-      }
-    }
-    // A backlog of more than one batch was coalesced already: its batches go out one after the other.
-    if (!backlog()) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
-
-    let accountIds = [...pending].sort();
-    if (backlog()) accountIds = accountIds.slice(0, MAX_ACCOUNTS_PER_BATCH);
-    const coalesced = pendingEvents;
-    for (const accountId of accountIds) pending.delete(accountId);
-    pendingEvents = 0;
-    batches++;
-    batchesThisRun++;
-    setCurrentDetails(`Delivering batch ${batches}: ${accountIds.length} account(s) from ${coalesced} event(s)`);
-    await deliver({ consentId, eventType, accountIds, events: coalesced, batch: batches });
-
-    const reason = continueAsNewReason(workflowInfo());
-    if (batchesThisRun >= maxBatchesPerRun || reason !== undefined) {
-      // Deliver down to one batch first: the snapshot carries at most MAX_ACCOUNTS_PER_BATCH accounts.
-      if (backlog()) continue;
-      await condition(allHandlersFinished);
-      log.info('Continuing as new', { consentId, events, batches, pending: pending.size, reason: reason ?? 'batches' });
-      // Onto the deployment's target version: a new build's run starts from this snapshot (continue-as-new.ts).
-      await makeContinueAsNewFunc<typeof transactionEventsWorkflow>(CONTINUE_AS_NEW_VERSIONING)({
-        ...input,
-        carried: {
-          schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.transactionEvents,
-          pendingAccountIds: [...pending],
-          events,
-          batches,
-        },
-      });
-    }
   }
-
-  await condition(allHandlersFinished);
-  log.info('Transaction events idle: closing', { consentId, events, batches });
-  return state();
 }
 
 /** A new Current Version of the deployment: the run continues as new onto it at its next safe point. */
