@@ -1,4 +1,4 @@
-// The worker's workflowsPath: every workflow type the task queue serves, re-exported (one file per workflow).
+// The worker's workflowsPath: every workflow type the task queue serves, re-exported (a folder per workflow: its workflow.ts).
 export {};
 export * from './consent-refresh/workflow';
 export * from './transaction-events/workflow';
