@@ -1,4 +1,4 @@
-// The worker's workflowsPath: every workflow type the task queue serves, re-exported (a folder per workflow: its workflow.ts).
+// The worker's workflowsPath: every workflow type the task queue serves, re-exported (each folder's workflow.ts).
 export {};
 export * from './consent-refresh/workflow';
 export * from './transaction-events/workflow';
