@@ -12,7 +12,7 @@ import {
 } from '../shared/consent-claim';
 import { consentClaimWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import { ConsentId, MerchantId } from '../shared/search-attributes';
-import type { consentClaimWorkflow } from '../workflows/consent-claim';
+import type { consentClaimWorkflow } from '../workflows/consent-claim/workflow';
 import { merchantScope, type MerchantScope } from './merchant-scope';
 import { isClosedRunError } from './status-waits';
 

@@ -19,8 +19,8 @@ import { learnedBankCodes, mergeLateReports } from '../shared/late-reports';
 import { ConsentId, MerchantId } from '../shared/search-attributes';
 import { claimConsent, ConsentNotFoundError, consentOwner } from './consent-claims';
 import { merchantScope, type MerchantScope } from './merchant-scope';
-import type { consentRefreshWorkflow } from '../workflows/consent-refresh';
-import type { lateAccountEventsWorkflow } from '../workflows/late-account-events';
+import type { consentRefreshWorkflow } from '../workflows/consent-refresh/workflow';
+import type { lateAccountEventsWorkflow } from '../workflows/late-account-events/workflow';
 
 export type {
   BankRefreshResult,

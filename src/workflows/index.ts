@@ -1,7 +1,7 @@
-// The worker's workflowsPath: every workflow type the task queue serves, re-exported (one file per workflow).
+// The worker's workflowsPath: every workflow type the task queue serves, re-exported (each folder's workflow.ts).
 export {};
-export * from './consent-refresh';
-export * from './transaction-events';
-export * from './late-account-events';
+export * from './consent-refresh/workflow';
+export * from './transaction-events/workflow';
+export * from './late-account-events/workflow';
 export * from './finance-application/workflow';
-export * from './consent-claim';
+export * from './consent-claim/workflow';

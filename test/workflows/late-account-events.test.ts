@@ -10,7 +10,7 @@ import {
   type LateBankReportEvent,
 } from '../../src/shared/consent-refresh';
 import { lateAccountEventsWorkflowId } from '../../src/shared/ids';
-import type { lateAccountEventsWorkflow } from '../../src/workflows/late-account-events';
+import type { lateAccountEventsWorkflow } from '../../src/workflows/late-account-events/workflow';
 import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
 
 /**
@@ -47,7 +47,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
   beforeAll(async () => {
     t = await connectTestTemporal();
     worker = await startTestWorker(t, {
-      workflowsPath: require.resolve('../../src/workflows/late-account-events'),
+      workflowsPath: require.resolve('../../src/workflows/late-account-events/workflow'),
       activities,
     });
   });

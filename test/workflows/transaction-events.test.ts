@@ -12,7 +12,7 @@ import {
 } from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
 import { recordConsentHistory } from '../helpers/histories';
-import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events';
+import type { transactionEventsWorkflow } from '../../src/workflows/transaction-events/workflow';
 import {
   connectTestTemporal,
   eventually,
@@ -46,7 +46,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
   beforeAll(async () => {
     t = await connectTestTemporal();
     worker = await startTestWorker(t, {
-      workflowsPath: require.resolve('../../src/workflows/transaction-events'),
+      workflowsPath: require.resolve('../../src/workflows/transaction-events/workflow'),
       activities,
     });
   });

@@ -4,7 +4,7 @@ import {
   nextFanInStep,
   onQuietPeriodTimer,
   type FanInView,
-} from '../../src/workflows/consent-refresh-state';
+} from '../../../src/workflows/consent-refresh/fan-in';
 
 /** The consent refresh's fan-in decisions (plain functions; the workflow passes workflow time in). */
 describe('consent refresh fan-in decisions', () => {

@@ -1,4 +1,4 @@
-import type { RefreshEndReason } from '../shared/consent-refresh';
+import type { RefreshEndReason } from '../../shared/consent-refresh';
 
 /**
  * The consent refresh's fan-in decisions (under LEARNED_BANKS_PATCH), as plain functions of what the workflow has
