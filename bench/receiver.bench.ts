@@ -10,7 +10,7 @@ import { TEST_MERCHANT } from '../test/helpers/merchants';
 import { startTestStack } from '../test/helpers/stack';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../test/helpers/temporal';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
-import { cpuSeconds, freePort } from './processes';
+import { cpuSeconds, freePort } from '../harness/processes';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
