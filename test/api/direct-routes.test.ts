@@ -14,7 +14,7 @@ import { HttpError } from '../../src/api/errors';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { webhookHash } from '../../src/security/webhook-hash';
-import { postRaw } from '../helpers/http';
+import { postRaw } from '../../harness/http';
 import { testMerchants } from '../helpers/merchants';
 
 const FINANCE = '/webhooks/finance-applications/:ref/:hash';

@@ -19,7 +19,7 @@ import { createOpenApiDocument } from '../../src/api/openapi/document';
 import { DOCS_ASSETS, DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/api-docs';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
-import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../helpers/openapi';
+import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../../harness/openapi';
 import { testMerchants } from '../helpers/merchants';
 
 const VALIDATOR_CLI = join(__dirname, '../../node_modules/@seriousme/openapi-schema-validator/bin/validate-api-cli.js');
