@@ -1,7 +1,7 @@
 /**
  * The OpenAPI document: valid OpenAPI 3.1 (a validator library), and in agreement with the Express routers of both
  * listeners (every route described, every operation routed, on the listener it names). Real answers are checked
- * against it in the stack tests (test/helpers/openapi.ts); here, the probes and the reference page on a real app.
+ * against it in the stack tests (harness/openapi.ts); here, the probes and the reference page on a real app.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
