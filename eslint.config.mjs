@@ -83,7 +83,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'cluster/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'cluster/**/*.ts', 'harness/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

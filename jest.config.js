@@ -3,8 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  // Load tests run after the suite, alone (jest.load.config.js): their thousands of workflows would slow the
-  // whole-stack tests running beside them.
+  // Load tests run under their own script, alone (`npm run test:load`, jest.load.config.js): their thousands of
+  // workflows would slow the whole-stack tests running beside them, and `npm test` stays within 10 minutes.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/load/'],
   transform: {
     // tsconfig's isolatedModules makes ts-jest transpile only (much faster); type-checking is `npm run lint`'s job.

@@ -19,7 +19,7 @@ import {
   versionSearchValue,
   type DeploymentVersion,
 } from '../src/temporal/worker-deployment';
-import { cpuSeconds, freePort, startChild, waitReady, type Child, startBenchSandbox } from './processes';
+import { cpuSeconds, freePort, startChild, waitReady, type Child, startSandboxProcess } from '../harness/processes';
 import { percentile, report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- deploy-under-load';
@@ -181,7 +181,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
     const internalUrl = `http://127.0.0.1:${internalPort}`;
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
-    const sandbox = await startBenchSandbox({
+    const sandbox = await startSandboxProcess({
       root: ROOT,
       port: sandboxPort,
       publicUrl,

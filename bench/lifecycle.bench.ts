@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitFinanceApplication, financeApplicationHandle, startFinanceApplication } from '../src/client';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { TEST_MERCHANT } from '../test/helpers/merchants';
-import { startTestStack } from '../test/helpers/stack';
+import { TEST_MERCHANT } from '../harness/merchants';
+import { startTestStack } from '../harness/in-process-stack';
 import { report, runPool, summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';

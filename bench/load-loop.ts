@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'undici';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
-import { testDataConverter } from '../test/helpers/temporal';
+import { testDataConverter } from '../harness/temporal';
 import { runPool } from './stats';
 
 /** What receiver.bench.ts hands this process (JSON in LOAD_LOOP). */

@@ -5,7 +5,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startSandbox } from '../src/sandbox';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../src/shared/poll-policy';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { cpuSeconds, freePort, rssMiB } from './processes';
+import { cpuSeconds, freePort, rssMiB } from '../harness/processes';
 import { report, runPool, summarize } from './stats';
 
 const MINUTE = 60_000;

@@ -5,8 +5,8 @@ import { createPublicApp } from '../src/api/app';
 import { boundPort, closeServer, listen } from '../src/api/http-server';
 import { createMetrics } from '../src/api/metrics';
 import { webhookHash } from '../src/security/webhook-hash';
-import { postRaw } from '../test/helpers/http';
-import { testMerchants } from '../test/helpers/merchants';
+import { postRaw } from '../harness/http';
+import { testMerchants } from '../harness/merchants';
 
 const COMMAND = 'npm run bench -- receiver-http';
 const SECRET = 'bench-webhook-hash-secret-0123456789abcdef';

@@ -6,11 +6,11 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startFinanceApplication } from '../src/client';
 import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { TEST_MERCHANT } from '../test/helpers/merchants';
-import { startTestStack } from '../test/helpers/stack';
-import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../test/helpers/temporal';
+import { TEST_MERCHANT } from '../harness/merchants';
+import { startTestStack } from '../harness/in-process-stack';
+import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../harness/temporal';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
-import { cpuSeconds, freePort } from './processes';
+import { cpuSeconds, freePort } from '../harness/processes';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';

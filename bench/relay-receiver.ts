@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
 import { financeApplicationWorkflowId, parseWebhookKey } from '../src/shared/ids';
-import { testDataConverter } from '../test/helpers/temporal';
+import { testDataConverter } from '../harness/temporal';
 
 /**
  * The floor of any webhook receiver, for receiver.bench.ts: a bare `node:http` server that turns each POST into the

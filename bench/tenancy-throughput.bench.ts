@@ -7,7 +7,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
 import type { ApplicationRecord } from '../src/sandbox/types';
 import * as currentDevServer from '../src/temporal/dev-server';
-import { cpuSeconds, freePort, startChild, waitReady, type Child, startBenchSandbox } from './processes';
+import { cpuSeconds, freePort, startChild, waitReady, type Child, startSandboxProcess } from '../harness/processes';
 import { report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
@@ -119,7 +119,7 @@ async function runRound(build: Build, round: number): Promise<RoundFigures> {
     const internalUrl = `http://127.0.0.1:${internalPort}`;
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
-    const sandbox = await startBenchSandbox({
+    const sandbox = await startSandboxProcess({
       root: ROOT,
       port: sandboxPort,
       publicUrl,

@@ -5,11 +5,11 @@ import { awaitFinanceApplication, getFinanceApplication, startFinanceApplication
 import { loadWorkflowBundle } from '../src/prebuilt-workflow-bundle';
 import { tenantWebhookHash } from '../src/security/webhook-hash';
 import { financeApplicationWorkflowId, webhookKey } from '../src/shared/ids';
-import { TEST_MERCHANT } from '../test/helpers/merchants';
+import { TEST_MERCHANT } from '../harness/merchants';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { OTHER_ID_LIMITS } from '../src/workflows/finance-application/webhook-ids';
-import { runInputs } from '../test/helpers/histories';
-import { startTestStack } from '../test/helpers/stack';
+import { runInputs } from '../harness/histories';
+import { startTestStack } from '../harness/in-process-stack';
 import { report, runPool } from './stats';
 
 const CMD = 'npm run bench -- webhook-flood';

@@ -6,8 +6,8 @@ import { financeApplicationHandle, startFinanceApplication } from '../src/client
 import { startSandbox } from '../src/sandbox';
 import { financeApplicationStatusChangedSignal } from '../src/shared/finance-application';
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
-import { TEST_PAYLOAD_ENCRYPTION_KEYS, testDataConverter } from '../test/helpers/temporal';
-import { rssMiB } from './processes';
+import { TEST_PAYLOAD_ENCRYPTION_KEYS, testDataConverter } from '../harness/temporal';
+import { rssMiB } from '../harness/processes';
 import { report, runPool } from './stats';
 
 const root = join(__dirname, '..', '..');

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TransactionBatch } from './truth';
-import { sleep } from './processes';
+import { sleep } from '../harness/processes';
 
 /**
  * The merchant's side of a chaos run: its callback endpoint (finance callbacks and transaction batches, recorded

@@ -4,7 +4,6 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../bench/processes';
 import { DEFAULT_START_DEADLINE_MS } from '../src/api/deadlines';
 import { SIGNAL_DEADLINE_MS } from '../src/api/webhook-receiver';
 import { getFinanceApplication } from '../src/client/finance-applications';
@@ -38,7 +37,8 @@ import {
   type FaultPlan,
   type TimedFault,
 } from './plan';
-import { ManagedProcess, sandboxCall, sleep, waitForHttp, waitForTemporal } from './processes';
+import { freePort, ManagedProcess, sandboxCall, sleep, waitForHttp, waitForTemporal } from '../harness/processes';
+import { apiProcess, baseEnv, sandboxProcess, serviceEnv, workerProcess } from '../harness/stack';
 import {
   compareApplications,
   compareRefreshes,
@@ -121,8 +121,7 @@ class Stack {
     this.sandboxUrl = `http://127.0.0.1:${ports.sandbox}`;
     this.publicUrls = ports.apis.map((p) => `http://127.0.0.1:${p.public}`);
     this.internalUrls = ports.apis.map((p) => `http://127.0.0.1:${p.internal}`);
-    const log = (name: string) => join(runDir, `${name}.log`);
-    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production' };
+    const place = { root, log: (name: string) => join(runDir, `${name}.log`) };
 
     this.temporal = new ManagedProcess(
       'temporal',
@@ -133,80 +132,36 @@ class Stack {
         namespace: 'default',
         dbFile: join(runDir, 'temporal.db'),
       }),
-      baseEnv,
-      log('temporal'),
+      baseEnv(),
+      place.log('temporal'),
       root,
     );
-    this.sandbox = new ManagedProcess(
-      'sandbox',
-      process.execPath,
-      ['dist/sandbox/server.js'],
-      {
-        ...baseEnv,
-        SANDBOX_PORT: String(ports.sandbox),
-        SANDBOX_HOST: '127.0.0.1',
-        // Account webhooks go to the last API process; finance webhooks to the API of the worker that created it.
-        SANDBOX_ACCOUNT_WEBHOOK_URL: `${this.publicUrls[this.publicUrls.length - 1]}/webhooks/accounts`,
-        SANDBOX_WEBHOOK_SECURITY_HEADER: secrets.header,
-        SANDBOX_ACTIVATION: 'immediate',
-        SANDBOX_LOG_LEVEL: 'info',
-      },
-      log('sandbox'),
-      root,
-    );
-    const appEnv = {
-      ...baseEnv,
-      TEMPORAL_ADDRESS: this.temporalAddress,
-      TEMPORAL_NAMESPACE: 'default',
-      TASK_QUEUE: 'paylater',
-      BANK_AUTH_URL: this.sandboxUrl,
-      BANK_BASE_URL: this.sandboxUrl,
-      BANK_CLIENT_ID: 'sandbox-client',
-      BANK_CLIENT_SECRET: 'sandbox-secret',
-      WEBHOOK_HASH_SECRET: secrets.hash,
-      WEBHOOK_SECURITY_HEADER: secrets.header,
-      MERCHANT_API_KEYS: `${MERCHANT}:${secrets.apiKey}`,
-      // Required with a real bank; the run decodes nothing through /codec.
-      OPERATOR_API_KEYS: `chaos-operator:${randomBytes(24).toString('base64url')}`,
-      CALLBACK_ALLOWED_ORIGINS: merchant.origin,
-      CALLBACK_SIGNING_SECRETS: secrets.signing,
-      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
-      TRANSACTIONS_CALLBACK_URL: merchant.transactionsUrl,
-      LOG_LEVEL: 'info',
-    };
-    this.apis = ports.apis.map(
-      (p, i) =>
-        new ManagedProcess(
-          `api-${i + 1}`,
-          process.execPath,
-          ['dist/api/server.js'],
-          {
-            ...appEnv,
-            PORT: String(p.public),
-            INTERNAL_PORT: String(p.internal),
-            PUBLIC_BASE_URL: this.publicUrls[i],
-          },
-          log(`api-${i + 1}`),
-          root,
-        ),
-    );
-    this.workers = Array.from(
-      { length: sizes.workers },
-      (_, i) =>
-        new ManagedProcess(
-          `worker-${i + 1}`,
-          process.execPath,
-          ['dist/worker.js'],
-          // Each worker's applications name its own API in their webhookUrl: both receivers get finance webhooks.
-          // A metrics port of its own (WORKER_METRICS_PORT, default 9464): two workers share this host.
-          {
-            ...appEnv,
-            PUBLIC_BASE_URL: this.publicUrls[i % this.publicUrls.length],
-            WORKER_METRICS_PORT: String(ports.workerMetrics[i]),
-          },
-          log(`worker-${i + 1}`),
-          root,
-        ),
+    this.sandbox = sandboxProcess(place, {
+      port: ports.sandbox,
+      // Account webhooks go to the last API process; finance webhooks to the API of the worker that created it.
+      accountWebhookUrl: `${this.publicUrls[this.publicUrls.length - 1]}/webhooks/accounts`,
+      securityHeader: secrets.header,
+      logLevel: 'info',
+    });
+    const appEnv = serviceEnv({
+      temporalAddress: this.temporalAddress,
+      namespace: 'default',
+      taskQueue: 'paylater',
+      sandboxUrl: this.sandboxUrl,
+      secrets,
+      merchant: MERCHANT,
+      operatorKey: `chaos-operator:${randomBytes(24).toString('base64url')}`,
+      callbacks: { origin: merchant.origin, transactionsUrl: merchant.transactionsUrl },
+    });
+    this.apis = ports.apis.map((p, i) => apiProcess(place, `api-${i + 1}`, appEnv, p, this.publicUrls[i]!));
+    this.workers = Array.from({ length: sizes.workers }, (_, i) =>
+      // Each worker's applications name its own API in their webhookUrl: both receivers get finance webhooks.
+      // A metrics port of its own (WORKER_METRICS_PORT, default 9464): two workers share this host.
+      workerProcess(place, `worker-${i + 1}`, {
+        ...appEnv,
+        PUBLIC_BASE_URL: this.publicUrls[i % this.publicUrls.length]!,
+        WORKER_METRICS_PORT: String(ports.workerMetrics[i]),
+      }),
     );
   }
 

@@ -1,7 +1,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Facade, MerchantEndpoint } from '../chaos/merchant';
-import { sandboxCall, sleep, type ManagedProcess } from '../chaos/processes';
+import { sandboxCall, sleep, type ManagedProcess } from '../harness/processes';
 import type { RefreshView } from '../chaos/truth';
 import type { ApplicationRecord, ApplicationScript, WebhookDelivery } from '../src/sandbox/types';
 import { FinanceApplicationId, FinanceApplicationStatus } from '../src/shared/search-attributes';

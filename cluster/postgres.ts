@@ -2,7 +2,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManagedProcess, sleep } from '../chaos/processes';
+import { ManagedProcess, sleep } from '../harness/processes';
 
 /**
  * A throwaway PostgreSQL cluster for one run: `initdb` in a temp folder, the postmaster on 127.0.0.1:`port` with

@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../bench/processes';
 import { Facade, startMerchantEndpoint, type MerchantEndpoint } from '../chaos/merchant';
-import { ManagedProcess, sandboxCall, sleep, waitForHttp } from '../chaos/processes';
+import { freePort, ManagedProcess, sandboxCall, sleep, waitForHttp } from '../harness/processes';
+import { apiProcess, sandboxProcess, serviceEnv, workerProcess } from '../harness/stack';
 import {
   compareApplications,
   compareRefreshes,
@@ -234,76 +234,34 @@ async function main(): Promise<number> {
     ];
     const publicUrls = apiPorts.map((p) => `http://127.0.0.1:${p.public}`);
     const internalUrls = apiPorts.map((p) => `http://127.0.0.1:${p.internal}`);
-    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production' };
-    stack.sandbox = new ManagedProcess(
-      'sandbox',
-      process.execPath,
-      ['dist/sandbox/server.js'],
-      {
-        ...baseEnv,
-        SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_HOST: '127.0.0.1',
-        SANDBOX_CLIENT_ID: 'sandbox-client',
-        SANDBOX_CLIENT_SECRET: 'sandbox-secret',
-        // Account webhooks reach the second API (the first is the one killed).
-        SANDBOX_ACCOUNT_WEBHOOK_URL: `${publicUrls[1]}/webhooks/accounts`,
-        SANDBOX_WEBHOOK_SECURITY_HEADER: secrets.header,
-        SANDBOX_ACTIVATION: 'immediate',
-      },
-      logOf('sandbox'),
-      root,
-    );
-    const appEnv = {
-      ...baseEnv,
-      TEMPORAL_ADDRESS: address,
-      TEMPORAL_NAMESPACE: NAMESPACE,
-      TASK_QUEUE,
-      BANK_AUTH_URL: sandboxUrl,
-      BANK_BASE_URL: sandboxUrl,
-      BANK_CLIENT_ID: 'sandbox-client',
-      BANK_CLIENT_SECRET: 'sandbox-secret',
-      WEBHOOK_HASH_SECRET: secrets.hash,
-      WEBHOOK_SECURITY_HEADER: secrets.header,
-      MERCHANT_API_KEYS: `${MERCHANT}:${secrets.apiKey}`,
-      // Required with a real bank; the run decodes nothing through /codec.
-      OPERATOR_API_KEYS: `cluster-operator:${randomBytes(24).toString('base64url')}`,
-      CALLBACK_ALLOWED_ORIGINS: merchant.origin,
-      CALLBACK_SIGNING_SECRETS: secrets.signing,
-      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadKeys,
-      TRANSACTIONS_CALLBACK_URL: merchant.transactionsUrl,
-      LOG_LEVEL: 'info',
-    };
-    stack.apis = apiPorts.map(
-      (p, i) =>
-        new ManagedProcess(
-          `api-${i + 1}`,
-          process.execPath,
-          ['dist/api/server.js'],
-          { ...appEnv, PORT: String(p.public), INTERNAL_PORT: String(p.internal), PUBLIC_BASE_URL: publicUrls[i] },
-          logOf(`api-${i + 1}`),
-          root,
-        ),
-    );
+    const place = { root, log: logOf };
+    stack.sandbox = sandboxProcess(place, {
+      port: sandboxPort,
+      client: { id: 'sandbox-client', secret: 'sandbox-secret' },
+      // Account webhooks reach the second API (the first is the one killed).
+      accountWebhookUrl: `${publicUrls[1]}/webhooks/accounts`,
+      securityHeader: secrets.header,
+    });
+    const appEnv = serviceEnv({
+      temporalAddress: address,
+      namespace: NAMESPACE,
+      taskQueue: TASK_QUEUE,
+      sandboxUrl,
+      secrets,
+      merchant: MERCHANT,
+      operatorKey: `cluster-operator:${randomBytes(24).toString('base64url')}`,
+      callbacks: { origin: merchant.origin, transactionsUrl: merchant.transactionsUrl },
+    });
+    stack.apis = apiPorts.map((p, i) => apiProcess(place, `api-${i + 1}`, appEnv, p, publicUrls[i]!));
     // Each worker's applications name its own API in their webhook URL: both receivers get finance webhooks. The
     // workers join the Worker Deployment as the build of their workflow bundle (A: dist's).
     const workerEnv = async (i: number) => ({
       ...appEnv,
       WORKER_DEPLOYMENT_NAME: A.deploymentName,
-      PUBLIC_BASE_URL: publicUrls[i % publicUrls.length],
+      PUBLIC_BASE_URL: publicUrls[i % publicUrls.length]!,
       WORKER_METRICS_PORT: String(await port()),
     });
-    for (let i = 0; i < 2; i++) {
-      stack.workers.push(
-        new ManagedProcess(
-          `worker-${i + 1}`,
-          process.execPath,
-          ['dist/worker.js'],
-          await workerEnv(i),
-          logOf(`worker-${i + 1}`),
-          root,
-        ),
-      );
-    }
+    for (let i = 0; i < 2; i++) stack.workers.push(workerProcess(place, `worker-${i + 1}`, await workerEnv(i)));
     stack.sandbox.start();
     await waitForHttp(`${sandboxUrl}/_sandbox/token-requests`, 30_000);
     for (const p of [...stack.apis, ...stack.workers]) p.start();

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ManagedProcess } from '../chaos/processes';
+import { ManagedProcess } from '../harness/processes';
 import type { Postgres } from './postgres';
 
 /**

@@ -5,7 +5,7 @@ import type { Client, Connection, WorkflowExecutionInfo } from '@temporalio/clie
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import type { Facade, FacadeResponse, MerchantEndpoint } from '../chaos/merchant';
-import { ManagedProcess, sandboxCall, sleep } from '../chaos/processes';
+import { ManagedProcess, sandboxCall, sleep } from '../harness/processes';
 import {
   compareApplications,
   compareRefreshes,

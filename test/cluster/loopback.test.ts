@@ -32,5 +32,7 @@ it('starts PostgreSQL and the sandbox on the loopback, with a password generated
   expect(readFileSync(join(root, 'cluster', 'postgres.ts'), 'utf8')).toContain("'listen_addresses=127.0.0.1'");
   const run = readFileSync(join(root, 'cluster', 'run.ts'), 'utf8');
   expect(run).toMatch(/password: randomBytes\(\d+\)\.toString\('base64url'\)/);
-  expect(run).toContain("SANDBOX_HOST: '127.0.0.1'");
+  // The sandbox process as every harness starts it (harness/stack.ts), on the loopback.
+  expect(run).toContain('sandboxProcess(');
+  expect(readFileSync(join(root, 'harness', 'stack.ts'), 'utf8')).toContain("SANDBOX_HOST: '127.0.0.1'");
 });

@@ -1,7 +1,8 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sharedBuild } from '../helpers/build';
 
 /**
  * The production entry points: `npm run worker|api|sandbox` run the build output and never compile (the image has
@@ -51,17 +52,12 @@ describe('production scripts', () => {
 });
 
 describe('.env in the working directory', () => {
-  // A build of its own (tsc only: the entry points stop at the configuration, before the workflow bundle), inside
-  // the project so that node_modules resolves.
-  const out = join(root, 'node_modules', '.cache', `paylater-entry-points-${process.pid}`);
+  // The run's shared build (test/helpers/build.ts); the entry points stop at the configuration, before the bundle.
+  let out: string;
   const cwd = mkdtempSync(join(tmpdir(), 'paylater-dotenv-'));
 
-  beforeAll(() => {
-    execFileSync(
-      process.execPath,
-      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', out],
-      { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
-    );
+  beforeAll(async () => {
+    out = await sharedBuild();
     // Invalid values, so each process stops at its configuration check and says which variable it read.
     writeFileSync(
       join(cwd, '.env'),
@@ -73,8 +69,7 @@ describe('.env in the working directory', () => {
         '',
       ].join('\n'),
     );
-  }, 240_000);
-  afterAll(() => rmSync(out, { recursive: true, force: true }));
+  }, 300_000);
 
   const start = (entry: string, env: Record<string, string> = {}) =>
     spawnSync(process.execPath, [join(out, entry)], {

@@ -1,16 +1,14 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import pino from 'pino';
 import type { temporal } from '@temporalio/proto';
 import { getFinanceApplication, startFinanceApplication, financeApplicationHandle } from '../../src/client';
 import { financeApplicationWebhookUrl } from '../../src/security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
-import { buildWorkflowBundle } from '../../src/prebuilt-workflow-bundle';
 import { startSandbox } from '../../src/sandbox';
 import { freeLoopbackPort as freePort } from '../../src/free-port';
+import { sharedBuild } from '../helpers/build';
 import { startTestStack, TEST_MERCHANT, type TestStack } from '../helpers/stack';
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 
@@ -21,18 +19,13 @@ import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '.
  * with an activity running gets SIGTERM.
  */
 const root = join(__dirname, '..', '..');
-const out = join(root, 'dist-test', `drain-${process.pid}`);
+let out: string;
 
+// The run's shared build (test/helpers/build.ts): tsc, then the worker's bundle without the tracing interceptors
+// (tracing is off here), as `npm run build` makes them.
 beforeAll(async () => {
-  execFileSync(
-    process.execPath,
-    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', out],
-    { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  // The worker's bundle (without the tracing interceptors: tracing is off here), as `npm run build` makes it.
-  await buildWorkflowBundle({ distDir: out, logger: pino({ level: 'silent' }), tracing: false });
-}, 240_000);
-afterAll(() => rmSync(out, { recursive: true, force: true }));
+  out = await sharedBuild();
+}, 300_000);
 
 interface Child {
   child: ChildProcess;

@@ -4,9 +4,20 @@ import { runPool } from '../../bench/stats';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
+import { phases, phasesTimeout } from '../helpers/phases';
 
 const CEILING = Number(process.env.CEILING_TEST_RATE ?? 50);
 const APPLICATIONS = Number(process.env.CEILING_TEST_APPS ?? 2_000);
+const OUTAGE_MS = 65_000;
+/**
+ * Each phase's budget: about 3× its duration measured alone on a loaded 2-core machine (docs/testing.md), so a slow
+ * machine still passes and a stuck phase fails naming itself. The starts and the reads scale with APPLICATIONS.
+ */
+const BUDGETS = {
+  starts: Math.max(60_000, APPLICATIONS * 150),
+  outage: OUTAGE_MS + 60_000,
+  reads: Math.max(120_000, APPLICATIONS * 210),
+};
 
 /**
  * The bank is a shared resource: after a worker outage, every poll that fell due while no worker ran is due
@@ -19,54 +30,62 @@ describe('bank read ceiling after a worker outage (whole stack)', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack({ worker: { bankMaxReadsPerSecond: CEILING } });
-  });
+  }, 120_000);
   afterAll(async () => stack?.close());
 
   it(
     `${APPLICATIONS} polls due at once never exceed ${CEILING} bank reads a second, and each application is read`,
     async () => {
+      const phase = phases('bank-reads-ceiling');
       // Customers who have not acted yet: IN_PROGRESS for days, no webhook.
       stack.sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10 * 86_400_000 }] });
       const run = randomUUID().slice(0, 8);
       const ids: string[] = [];
-      await runPool(APPLICATIONS, 32, async (i) => {
-        const started = await startFinanceApplication(
-          stack.t.client,
-          TEST_MERCHANT,
-          {
-            merchantReference: `ceiling-${run}-${i}`,
-            application: { redirectUrl: 'https://shop.example/back' },
-            // Every application polls every 60 s for its first hour: all are due again within one outage, and
-            // afterwards they ask 33 reads a second, under the ceiling, so the backlog drains.
-            settings: { fastPollIntervalMs: 60_000, responsiveWindowMs: 3_600_000 },
-          },
-          { taskQueue: stack.t.taskQueue },
-        );
-        ids.push(started.financeApplicationId);
-      });
+      await phase.run(`starts (${APPLICATIONS} applications)`, BUDGETS.starts, () =>
+        runPool(APPLICATIONS, 32, async (i) => {
+          const started = await startFinanceApplication(
+            stack.t.client,
+            TEST_MERCHANT,
+            {
+              merchantReference: `ceiling-${run}-${i}`,
+              application: { redirectUrl: 'https://shop.example/back' },
+              // Every application polls every 60 s for its first hour: all are due again within one outage, and
+              // afterwards they ask 33 reads a second, under the ceiling, so the backlog drains.
+              settings: { fastPollIntervalMs: 60_000, responsiveWindowMs: 3_600_000 },
+            },
+            { taskQueue: stack.t.taskQueue },
+          );
+          ids.push(started.financeApplicationId);
+        }),
+      );
 
       // The outage: no worker for longer than the poll interval, so every application's next poll is due.
-      await stack.stopWorker();
       const outageStart = Date.now();
-      await new Promise((r) => setTimeout(r, 65_000));
-      const restartedAt = new Date().toISOString();
-      await stack.startWorker();
+      const restartedAt = await phase.run('outage (worker stopped, restarted)', BUDGETS.outage, async () => {
+        await stack.stopWorker();
+        await new Promise((r) => setTimeout(r, OUTAGE_MS));
+        const at = new Date().toISOString();
+        await stack.startWorker();
+        return at;
+      });
 
       const readsSince = () =>
         stack.sandbox.control.apiCalls().filter((c) => c.route === 'getStatus' && c.at >= restartedAt);
       // Every application read again after the restart: at CEILING a second the 2,000 due reads take 40 s. (With
       // polls asking more than the ceiling, the backlog never drained and Temporal's matching, not FIFO across its
       // partitions, left the last application unread for minutes.)
-      const reads = await eventually(
-        () => {
-          const calls = readsSince();
-          const readIds = new Set(calls.map((c) => c.path.split('/')[2]));
-          return ids.every((id) => readIds.has(id)) ? calls : undefined;
-        },
-        7 * 60_000,
-        500,
+      const reads = await phase.run('reads (every application read again)', BUDGETS.reads, () =>
+        eventually(
+          () => {
+            const calls = readsSince();
+            const readIds = new Set(calls.map((c) => c.path.split('/')[2]));
+            return ids.every((id) => readIds.has(id)) ? calls : undefined;
+          },
+          BUDGETS.reads + 10_000, // the phase's budget is what fails first, naming the phase
+          500,
+        ),
       );
-      expect(Date.now() - outageStart).toBeGreaterThan(65_000);
+      expect(Date.now() - outageStart).toBeGreaterThan(OUTAGE_MS);
 
       // The bank's count per second, over every one-second window (sliding, in 100 ms steps).
       const times = reads.map((c) => Date.parse(c.at)).sort((a, b) => a - b);
@@ -85,6 +104,6 @@ describe('bank read ceiling after a worker outage (whole stack)', () => {
       expect(reads.length).toBeGreaterThanOrEqual(APPLICATIONS);
       expect(worst).toBeLessThanOrEqual(CEILING);
     },
-    11 * 60_000,
+    phasesTimeout(BUDGETS),
   );
 });

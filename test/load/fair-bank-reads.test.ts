@@ -4,12 +4,20 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { runPool } from '../../bench/stats';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { phases, phasesTimeout } from '../helpers/phases';
 
 const CEILING = 5; // bank reads a second (BANK_MAX_READS_PER_SECOND)
 const FLOOD = Number(process.env.FAIR_READS_TEST_FLOOD ?? 120); // shop-a's applications polling at the 1 s floor
 const FEW = 3; // shop-b's applications, and as many of shop-a's with the same settings (the control)
 const INTERVAL_MS = 5_000; // what shop-b's (and the control's) applications ask: a read every 5 s
 const WINDOW_MS = 60_000;
+const BACKLOG_MS = (2 * FLOOD * 1_000) / CEILING; // until the flood's backlog has built
+/** Each phase's budget: its fixed waits plus a generous allowance for a slow machine (docs/testing.md). */
+const BUDGETS = {
+  starts: Math.max(60_000, (FLOOD + 2 * FEW) * 1_000),
+  backlog: BACKLOG_MS + 60_000,
+  window: WINDOW_MS + 60_000,
+};
 
 /**
  * A fair share of the bank read ceiling (docs/merchant-api.md, "Budgets"). shop-a polls FLOOD applications at the 1 s
@@ -33,12 +41,13 @@ describe('fair share of the bank read ceiling between merchants (whole stack)', 
       ],
       worker: { bankMaxReadsPerSecond: CEILING },
     });
-  });
+  }, 120_000);
   afterAll(async () => stack?.close());
 
   it(
     `shop-b is read at about its own interval while shop-a's ${FLOOD} polls at the floor saturate the ceiling`,
     async () => {
+      const phase = phases('fair-bank-reads');
       // Customers who have not acted yet: IN_PROGRESS for days, so every read is a poll that finds no change.
       stack.sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10 * 86_400_000 }] });
       const run = randomUUID().slice(0, 8);
@@ -59,18 +68,20 @@ describe('fair share of the bank read ceiling between merchants (whole stack)', 
       const fair: string[] = [];
       const control: string[] = [];
       const flood: string[] = [];
-      for (let i = 0; i < FEW; i++) {
-        fair.push(await start('shop-b', `fair-${run}-b-${i}`, INTERVAL_MS));
-        control.push(await start('shop-a', `fair-${run}-control-${i}`, INTERVAL_MS));
-      }
-      await runPool(FLOOD, 16, async (i) => {
-        flood.push(await start('shop-a', `fair-${run}-flood-${i}`, 1_000));
+      await phase.run(`starts (${FLOOD + 2 * FEW} applications)`, BUDGETS.starts, async () => {
+        for (let i = 0; i < FEW; i++) {
+          fair.push(await start('shop-b', `fair-${run}-b-${i}`, INTERVAL_MS));
+          control.push(await start('shop-a', `fair-${run}-control-${i}`, INTERVAL_MS));
+        }
+        await runPool(FLOOD, 16, async (i) => {
+          flood.push(await start('shop-a', `fair-${run}-flood-${i}`, 1_000));
+        });
       });
 
       // Until the flood's backlog has built (each of its polls waits about FLOOD / CEILING seconds), then one window.
-      await new Promise((r) => setTimeout(r, (2 * FLOOD * 1_000) / CEILING));
+      await phase.run('backlog builds', BUDGETS.backlog, () => new Promise((r) => setTimeout(r, BACKLOG_MS)));
       const from = new Date().toISOString();
-      await new Promise((r) => setTimeout(r, WINDOW_MS));
+      await phase.run('window', BUDGETS.window, () => new Promise((r) => setTimeout(r, WINDOW_MS)));
       const to = new Date().toISOString();
 
       const readsOf = new Map<string, number>();
@@ -104,6 +115,6 @@ describe('fair share of the bank read ceiling between merchants (whole stack)', 
         'fair-bank-reads',
       );
     },
-    10 * 60_000,
+    phasesTimeout(BUDGETS),
   );
 });

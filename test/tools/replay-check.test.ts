@@ -9,13 +9,14 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { freeLoopbackPort } from '../../src/free-port';
-import { buildWorkflowBundle } from '../../src/prebuilt-workflow-bundle';
+import { bundleFiles, buildWorkflowBundle } from '../../src/prebuilt-workflow-bundle';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { NO_TRACING_SINKS } from '../../src/telemetry/tracing';
 import { findTemporalCli } from '../../src/temporal/binaries';
 import { buildIdOf } from '../../src/temporal/worker-deployment';
 import type { ReplayReport } from '../../src/tools/replay-selection';
 import { finishProbeSignal } from '../fixtures/replay-probe-workflows';
+import { sharedBuild } from '../helpers/build';
 import { TEST_MERCHANT } from '../helpers/merchants';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { bundleWorkflows, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
@@ -37,12 +38,13 @@ interface Run {
 }
 
 describe('npm run replay-check', () => {
-  // A build of its own (tsc, then the plain workflow bundle), inside the project so that node_modules resolves; by
-  // its real path, as webpack resolves the entry through a node_modules symlink to it.
+  // The run's shared build (tsc, then the plain workflow bundle: test/helpers/build.ts), and beside it, inside the
+  // project so that node_modules resolves (by its real path, as webpack resolves the entry through a node_modules
+  // symlink to it), a candidate build of this file's own.
   const cache = join(root, 'node_modules', '.cache', 'paylater-tests');
   mkdirSync(cache, { recursive: true });
   const real = realpathSync(cache);
-  const out = mkdtempSync(join(real, 'replay-check-build-'));
+  let out: string;
   const candidate = mkdtempSync(join(real, 'replay-check-candidate-'));
   const cwd = mkdtempSync(join(tmpdir(), 'paylater-replay-check-'));
   let stack: TestStack;
@@ -84,12 +86,8 @@ describe('npm run replay-check', () => {
   const consentId = `rc-${randomUUID()}`;
 
   beforeAll(async () => {
-    await execFileAsync(
-      process.execPath,
-      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', out],
-      { cwd: root },
-    );
-    const { codePath } = await buildWorkflowBundle({ distDir: out, logger: silent });
+    out = await sharedBuild();
+    const codePath = join(out, bundleFiles(false).code);
     // The stack runs this very build's bundle, as workers deployed from it would.
     stack = await startTestStack({ workflowBundle: { codePath } });
     address = stack.t.address;
@@ -142,7 +140,7 @@ describe('npm run replay-check', () => {
         .terminate('test done')
         .catch(() => undefined);
     await stack?.close();
-    for (const dir of [out, candidate, cwd]) rmSync(dir, { recursive: true, force: true });
+    for (const dir of [candidate, cwd]) rmSync(dir, { recursive: true, force: true });
   });
 
   it('replays the open and recently closed runs of the stack against this build, and passes (exit 0)', async () => {

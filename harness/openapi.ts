@@ -11,7 +11,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { createOpenApiDocument, type OpenApiDocument } from '../../src/api/openapi/document';
+import { createOpenApiDocument, type OpenApiDocument } from '../src/api/openapi/document';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 

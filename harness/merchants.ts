@@ -1,0 +1,52 @@
+import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  type MerchantDirectory,
+  type MerchantsFile,
+} from '../src/config/merchants';
+import type { CallbackAllowList } from '../src/security/callback-url';
+
+/** The in-process stack's merchant fixtures (harness/in-process-stack.ts), shared by the tests and the benches. */
+
+/** The merchant of the test stack's default key (TEST_API_KEY's name), also its legacy merchant. */
+export const TEST_MERCHANT = 'test';
+
+/** The test stack's callback signing secret (Standard Webhooks format) unless a test sets its own. */
+export const TEST_CALLBACK_SIGNING_SECRET = `whsec_${Buffer.from('test-stack merchant callback signing key').toString('base64')}`;
+
+export interface TestMerchantsOptions {
+  /** CALLBACK_ALLOWED_ORIGINS; default loopback origins allowed, as on the test stack. */
+  allowList?: CallbackAllowList;
+  /** CALLBACK_SIGNING_SECRETS; default TEST_CALLBACK_SIGNING_SECRET. */
+  signingSecrets?: readonly string[];
+  transactionsCallbackUrl?: string;
+  /** MERCHANTS_FILE's content. */
+  merchantsFile?: MerchantsFile;
+  /** LEGACY_MERCHANT; default the first key's merchant, or TEST_MERCHANT when there is no key. */
+  legacyMerchant?: string;
+}
+
+/**
+ * AppDeps.merchants for an app a test builds by hand: the merchants named by `keys` (the `test` merchant when
+ * absent) over the test stack's defaults. Throws on a problem, as startup would refuse it.
+ */
+export function testMerchants(
+  keys: readonly { name: string }[] = [{ name: TEST_MERCHANT }],
+  options: TestMerchantsOptions = {},
+): MerchantDirectory {
+  const built = buildMerchantDirectory({
+    keys: keys.map(({ name }) => ({ name, key: '' })),
+    // Keys of an app built for a test are not a deployment's: an app without any still gets a legacy merchant.
+    keysConfigured: keys.length > 0,
+    fileJson: options.merchantsFile,
+    legacyMerchant: options.legacyMerchant ?? keys[0]?.name ?? TEST_MERCHANT,
+    defaults: {
+      allowList: options.allowList ?? { origins: [], loopback: true },
+      signingSecrets: options.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET],
+      transactionsCallbackUrl: options.transactionsCallbackUrl,
+      limits: DEFAULT_MERCHANT_LIMITS,
+    },
+  });
+  if (!built.directory) throw new Error(`test merchants: ${built.problems.map((p) => p.message).join('; ')}`);
+  return built.directory;
+}
