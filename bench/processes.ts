@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export { freeLoopbackPort as freePort } from '../src/free-port';
+export { freeLoopbackPort as freePort } from '../src/temporal/free-port';
 
 /** How the benches start the service's processes, and what they read of them (Linux /proc). */
 

@@ -196,7 +196,7 @@ class Stack {
         new ManagedProcess(
           `worker-${i + 1}`,
           process.execPath,
-          ['dist/worker.js'],
+          ['dist/worker/main.js'],
           // Each worker's applications name its own API in their webhookUrl: both receivers get finance webhooks.
           // A metrics port of its own (WORKER_METRICS_PORT, default 9464): two workers share this host.
           {

@@ -1,8 +1,8 @@
-// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import './load-env-file';
+import './entry/load-env-file';
 import { processTracing } from './telemetry/preload';
-import { runEntry, StartupError } from './bootstrap';
+import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
 import { createPayloadCodec } from './security/payload-codec';
@@ -10,8 +10,8 @@ import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/bi
 import { connectClient, connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
-import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
-import { startWorker, type BankEndpoints } from './worker-factory';
+import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
+import { startWorker, type BankEndpoints } from './worker/factory';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';

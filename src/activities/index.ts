@@ -20,7 +20,7 @@ import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
-import type { WorkerMetrics } from '../worker-metrics';
+import type { WorkerMetrics } from '../worker/metrics';
 import type { MerchantDirectory, MerchantSettings } from '../config/merchants';
 
 export type { Activities } from './types';

@@ -1,8 +1,8 @@
-// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import '../load-env-file';
+import '../entry/load-env-file';
 import { processTracing } from '../telemetry/preload';
-import { runEntry, StartupError } from '../bootstrap';
+import { runEntry, StartupError } from '../entry/run-entry';
 import { createPayloadCodec } from '../security/payload-codec';
 import { openClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';

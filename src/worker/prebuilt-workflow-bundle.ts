@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { bundleWorkflowCode, type Logger as SdkLogger, type WorkflowBundlePath } from '@temporalio/worker';
 import type { Compiler } from 'webpack';
-import { StartupError } from './bootstrap';
-import { createLogger, type Logger } from './logging';
-import { buildIdOf } from './temporal/worker-deployment';
+import { StartupError } from '../entry/run-entry';
+import { createLogger, type Logger } from '../telemetry/logging';
+import { buildIdOf } from '../temporal/worker-deployment';
 
 /**
  * The prebuilt workflow bundle (samples-typescript `production`): `npm run build` compiles src into dist, then
@@ -39,6 +39,9 @@ export function bundleFiles(tracing: boolean): { code: string; manifest: string 
  * @temporalio/workflow (STYLE.md, 1; ESLint enforces it; the build refuses a bundle that reaches further).
  */
 export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
+/** The build output's root (dist/ when built, src/ under ts-jest): this file sits in its worker/ folder. */
+const DIST_DIR = join(__dirname, '..');
+
 /**
  * The failure converter bundled into the workflow code (src/shared/failure-converter.ts compiled), relative to dist:
  * failures raised in workflows get their message and stack encoded like the workers' and clients' (see
@@ -195,7 +198,7 @@ const REBUILD = 'Run `npm run build` (it compiles and bundles the workflow code)
  * other inputs, or altered since: a StartupError.
  */
 export function loadWorkflowBundle(
-  distDir: string = __dirname,
+  distDir: string = DIST_DIR,
   options: { tracing?: boolean } = {},
 ): PrebuiltWorkflowBundle {
   const files = bundleFiles(options.tracing ?? false);
@@ -256,7 +259,7 @@ export function prebuiltWorkflowBundle(
   return { workflowBundle, buildId };
 }
 
-/** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
+/** `node dist/worker/prebuilt-workflow-bundle.js`: the bundling step of `npm run build`. */
 if (require.main === module) {
   const format =
     process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
@@ -264,7 +267,7 @@ if (require.main === module) {
   // Both bundles, one after the other (webpack is not run twice at once on a small machine).
   (async () => {
     for (const tracing of [false, true]) {
-      const { codePath, manifest } = await buildWorkflowBundle({ distDir: __dirname, logger, tracing });
+      const { codePath, manifest } = await buildWorkflowBundle({ distDir: DIST_DIR, logger, tracing });
       logger.info(
         {
           codePath,

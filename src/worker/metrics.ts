@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Logger } from './logging';
-import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from './shared/metric-names';
-import type { PaylaterWorkers } from './worker-factory';
+import type { Logger } from '../telemetry/logging';
+import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from '../shared/metric-names';
+import type { PaylaterWorkers } from './factory';
 
 /**
  * The worker process's own listener on WORKER_METRICS_PORT (default 9464):

@@ -1,10 +1,10 @@
-import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
+import { ConfigError, loadConfig, type Config, type ConfigRole } from '../config';
 import { envFileResult } from './load-env-file';
-import { createLogger, installTemporalLogging, type Logger } from './logging';
-import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
-import { processTracing } from './telemetry/preload';
-import { freeLoopbackPort } from './free-port';
-import { temporalMetricsOptions } from './worker-metrics';
+import { createLogger, installTemporalLogging, type Logger } from '../telemetry/logging';
+import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../security/payload-codec';
+import { processTracing } from '../telemetry/preload';
+import { freeLoopbackPort } from '../temporal/free-port';
+import { temporalMetricsOptions } from '../worker/metrics';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
@@ -24,7 +24,7 @@ export interface EntryContext {
   shutdown: (exitCode: number) => Promise<void>;
   /**
    * The Temporal Runtime's Prometheus exporter (`http://127.0.0.1:<free port>/metrics`), in processes that run a
-   * worker; served through WORKER_METRICS_PORT by startWorker (src/worker-metrics.ts).
+   * worker; served through WORKER_METRICS_PORT by startWorker (src/worker/metrics.ts).
    */
   runtimeMetricsUrl?: string;
 }

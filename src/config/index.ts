@@ -3,7 +3,7 @@ import {
   DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS,
   parsePayloadEncryptionKeys,
   type PayloadEncryptionKey,
-} from './security/payload-codec';
+} from '../security/payload-codec';
 import {
   generateApiKey,
   parseMerchantApiKeys,
@@ -11,15 +11,15 @@ import {
   sharedApiKeys,
   type MerchantApiKey,
   type OperatorApiKey,
-} from './security/api-keys';
-import { WEBHOOK_SECURITY_HEADER_PATTERN } from './shared/bank-wire';
+} from '../security/api-keys';
+import { WEBHOOK_SECURITY_HEADER_PATTERN } from '../shared/bank-wire';
 import {
   CALLBACK_ALLOWED_ORIGINS,
   checkCallbackUrl,
   parseAllowedOrigins,
   type CallbackAllowList,
-} from './security/callback-url';
-import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from './security/callback-signature';
+} from '../security/callback-url';
+import { DEVELOPMENT_SIGNING_SECRET, signingSecretProblem } from '../security/callback-signature';
 import {
   DEFAULT_SERVICE_SETTINGS,
   DEFAULT_STATUS_ORDER,
@@ -31,15 +31,15 @@ import {
   statusVocabulary,
   type Bounds,
   type ServiceSettings,
-} from './shared/application-settings';
+} from '../shared/application-settings';
 import {
   buildMerchantDirectory,
   DEFAULT_MERCHANT_LIMITS,
   readMerchantsFile,
   type MerchantDirectory,
-} from './config/merchants';
-import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from './temporal/profile';
-import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from './temporal/worker-deployment';
+} from './merchants';
+import { resolveTemporalProfile, TEMPORAL_ADDRESS_PATTERN, type TemporalProfile } from '../temporal/profile';
+import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from '../temporal/worker-deployment';
 
 /**
  * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
@@ -222,7 +222,7 @@ export const MIN_SECURITY_HEADER_LENGTH = 16;
 export type ConfigRole = 'all' | 'api' | 'worker';
 
 /**
- * Tracing and log format (src/telemetry/tracing.ts, src/logging.ts): part of the one schema below, and parsed alone by
+ * Tracing and log format (src/telemetry/tracing.ts, src/telemetry/logging.ts): part of the one schema below, and parsed alone by
  * the tracing preload, which must start before express, http and undici are loaded (so before loadConfig runs).
  * Tracing is on when an OTLP endpoint is set; OTEL_SDK_DISABLED=true turns it off all the same.
  */
@@ -662,7 +662,7 @@ function callbackIssues(
     });
 }
 
-/** Sizing of one worker process (Worker options; src/worker.ts applies them). */
+/** Sizing of one worker process (Worker options; src/worker/main.ts applies them). */
 export interface WorkerTuning {
   /** maxCachedWorkflows (main worker: the only one with workflows). */
   maxCachedWorkflows: number;
@@ -687,7 +687,7 @@ export interface Config {
   port: number;
   /** The internal listener's port (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
   internalPort: number;
-  /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker-metrics.ts); 0: a free port. */
+  /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker/metrics.ts); 0: a free port. */
   workerMetricsPort: number;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
