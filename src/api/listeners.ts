@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import type { Client, Connection } from '@temporalio/client';
-import type { Config } from '../config';
+import type { ApiConfig as Config } from '../config/api';
 import type { Logger } from '../telemetry/logging';
 import { checkTemporal } from '../temporal/connection';
 import type { PayloadCodec } from '@temporalio/common';

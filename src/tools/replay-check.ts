@@ -16,7 +16,7 @@ import type { History } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { StartupError } from '../entry/run-entry';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadWorkerConfig } from '../config';
 import { createLogger, installTemporalLogging } from '../telemetry/logging';
 import {
   installedSdkVersion,
@@ -399,7 +399,7 @@ export async function main(
   }
   let connection: Connection | undefined;
   try {
-    const config = loadConfig(env, { role: 'worker' });
+    const config = loadWorkerConfig(env);
     const { bundlePath, checked } = checkedBuild(args, env);
     const embedded = !config.temporal.address;
     // No address configured: the embedded dev server of `npm start` (src/main.ts binds it to 127.0.0.1).

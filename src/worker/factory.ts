@@ -11,7 +11,8 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type Config, type WorkerTuning } from '../config';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type WorkerTuning } from '../config';
+import type { WorkerConfig } from '../config/worker';
 import {
   createActivities,
   createBankClient,
@@ -218,7 +219,7 @@ export interface RunningWorker {
  * logger handed over as such would take meta for a format argument and drop the status and the cause.
  */
 export function createWorkerBankClient(
-  config: Config,
+  config: WorkerConfig,
   bank: BankEndpoints,
   logger: Logger,
   onTokenRequest?: Parameters<typeof createBankClient>[0]['onTokenRequest'],
@@ -239,7 +240,7 @@ export function createWorkerBankClient(
  * activities, the two workers with the configured sizing; then runs them.
  */
 export async function startWorker(options: {
-  config: Config;
+  config: WorkerConfig;
   logger: Logger;
   connection: NativeConnection;
   bank: BankEndpoints;

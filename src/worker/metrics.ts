@@ -3,7 +3,6 @@ import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../telemetry/logging';
 import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from '../shared/metric-names';
-import type { PaylaterWorkers } from './factory';
 
 /**
  * The worker process's own listener on WORKER_METRICS_PORT (default 9464):
@@ -76,6 +75,13 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
+/** What the health report reads of a process's two Workers (createWorker's MonitoredWorkers). */
+export interface MonitoredWorkers {
+  workers: { main: Worker; bankReads: Worker };
+  /** Both workers' state when they agree; FAILED if either failed; otherwise the one further from RUNNING. */
+  getState(): State;
+}
+
 /** One Worker's health: its state, task slots in use of the configured ones, and when it last received a task. */
 export interface WorkerHealth {
   taskQueue: string;
@@ -99,7 +105,7 @@ export class WorkerHealthWatch {
   private readonly lastTask = new Map<Worker, number>();
 
   constructor(
-    readonly workers: PaylaterWorkers,
+    readonly workers: MonitoredWorkers,
     private readonly now: () => number = Date.now,
   ) {
     for (const worker of [workers.workers.main, workers.workers.bankReads]) {
@@ -160,7 +166,7 @@ export interface WorkerMetricsServer {
   /** The bound port (WORKER_METRICS_PORT, or the free one picked for 0). */
   port: number;
   /** Sets the workers /readyz reports on (until then it answers 503 "starting"). */
-  setWorkers(workers: PaylaterWorkers | undefined): void;
+  setWorkers(workers: MonitoredWorkers | undefined): void;
   /** From now on /readyz answers 503 `draining` (SIGTERM: the process is shutting down), with the workers' report. */
   setDraining(): void;
   close(): Promise<void>;

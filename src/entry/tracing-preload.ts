@@ -1,6 +1,6 @@
 import { join, relative } from 'node:path';
 import { loadTracingConfig } from '../config';
-import { startTracing, type Tracing } from './tracing';
+import { startTracing, type Tracing } from '../telemetry/tracing';
 
 /**
  * Imported first by every entry point (src/main.ts, src/worker/main.ts, src/api/server.ts): the instrumentations hook
