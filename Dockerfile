@@ -14,7 +14,7 @@ COPY src ./src
 # OTEL_* set): workers load one instead of running webpack at start.
 # The image refuses to build if either would be refused at start.
 RUN npm run build \
-  && node -e "const b = require('./dist/prebuilt-workflow-bundle.js'); b.loadWorkflowBundle(); b.loadWorkflowBundle(undefined, { tracing: true })" \
+  && node -e "const b = require('./dist/worker/prebuilt-workflow-bundle.js'); b.loadWorkflowBundle(); b.loadWorkflowBundle(undefined, { tracing: true })" \
   && npm prune --omit=dev --ignore-scripts
 
 FROM node:24.21.0-bookworm-slim
@@ -31,4 +31,4 @@ USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).
 EXPOSE 3000 3001 9464
-CMD ["node", "dist/worker.js"]
+CMD ["node", "dist/worker/main.js"]

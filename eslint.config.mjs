@@ -61,7 +61,10 @@ export default tseslint.config(
               message: 'Use `import type` from activities only.',
               allowTypeImports: true,
             },
-            { group: ['**/api/**', '**/sandbox/**', '**/config'], message: 'Outside the determinism boundary.' },
+            {
+              group: ['**/api/**', '**/sandbox/**', '**/config', '**/config/**'],
+              message: 'Outside the determinism boundary.',
+            },
           ],
         },
       ],

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './processes';
+import { freePort } from '../harness/processes';
 import { report } from './stats';
 
 /** The repository root (this file runs from dist-bench/bench/). */

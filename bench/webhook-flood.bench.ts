@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitFinanceApplication, getFinanceApplication, startFinanceApplication } from '../src/client';
-import { loadWorkflowBundle } from '../src/prebuilt-workflow-bundle';
+import { loadWorkflowBundle } from '../src/worker/prebuilt-workflow-bundle';
 import { tenantWebhookHash } from '../src/security/webhook-hash';
 import { financeApplicationWorkflowId, webhookKey } from '../src/shared/ids';
 import { TEST_MERCHANT } from '../harness/merchants';

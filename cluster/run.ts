@@ -15,7 +15,7 @@ import {
   type OurRefreshRun,
 } from '../chaos/truth';
 import type { ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../src/sandbox/types';
-import { loadWorkflowBundle } from '../src/prebuilt-workflow-bundle';
+import { loadWorkflowBundle } from '../src/worker/prebuilt-workflow-bundle';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../src/security/payload-codec';
 import {
   RefreshTaskId,

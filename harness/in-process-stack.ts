@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
-import type { Logger } from '../src/logging';
+import type { Logger } from '../src/telemetry/logging';
 import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps } from '../src/api/app';
 import { codecRoutes } from '../src/api/routes/codec';
 import { boundPort, closeServer, listen } from '../src/api/http-server';
@@ -24,10 +24,10 @@ import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } f
 import { createPayloadCodec, type AesGcmPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
 import { checkTemporal } from '../src/temporal/connection';
 import { createDataConverter } from '../src/temporal/data-converter';
-import { createWorker, type PaylaterWorkers } from '../src/worker-factory';
+import { createWorker, type PaylaterWorkers } from '../src/worker/factory';
 import type { Tracing } from '../src/telemetry/tracing';
 import type { ServiceSettings } from '../src/shared/application-settings';
-import { createWorkerMetrics, type WorkerMetrics } from '../src/worker-metrics';
+import { createWorkerMetrics, type WorkerMetrics } from '../src/worker/metrics';
 import { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
 import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
@@ -76,7 +76,7 @@ export interface TestStackOptions {
   logger?: Logger;
   /**
    * The worker's workflow code; src/workflows bundled with the tracing interceptors when absent (as every test
-   * worker). A bench passes the production bundle without them (loadWorkflowBundle in src/prebuilt-workflow-bundle.ts).
+   * worker). A bench passes the production bundle without them (loadWorkflowBundle in src/worker/prebuilt-workflow-bundle.ts).
    */
   workflowBundle?: WorkflowBundleOption;
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 
-export { freeLoopbackPort as freePort } from '../src/free-port';
+export { freeLoopbackPort as freePort } from '../src/temporal/free-port';
 
 /**
  * How the harnesses (bench, chaos, cluster) start the service's processes and wait for them: one module, so each

@@ -77,7 +77,7 @@ export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWi
   return bundleWorkflowCode({
     workflowsPath,
     failureConverterPath: FAILURE_CONVERTER_PATH,
-    // As the prebuilt tracing bundle (src/prebuilt-workflow-bundle.ts): the tests' workers always carry them.
+    // As the prebuilt tracing bundle (src/worker/prebuilt-workflow-bundle.ts): the tests' workers always carry them.
     workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
     logger: quietBundlerLogger,
   });

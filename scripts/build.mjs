@@ -2,7 +2,7 @@
 // `npm run build` (and so `npm start`'s prestart and the dev:* scripts): compile src into dist with the TypeScript
 // native compiler (TypeScript 7, the devDependency `typescript-native`; TypeScript 5.9 stays installed for the tools
 // that need its JavaScript API: ts-jest, typescript-eslint, `npm run typecheck`), then bundle the workflow code
-// (dist/prebuilt-workflow-bundle.js, which skips a bundle whose manifest still matches its inputs).
+// (dist/worker/prebuilt-workflow-bundle.js, which skips a bundle whose manifest still matches its inputs).
 // Nothing changed since the last build (the same sources, compiler settings and lockfile, and dist as that build left
 // it): nothing is done, so a start without changes does not compile. `--force` builds anyway.
 import { spawnSync } from 'node:child_process';
@@ -79,5 +79,5 @@ function run(args) {
   if (status !== 0) process.exit(status ?? (signal ? 1 : 1));
 }
 run([tsc.bin, '-p', 'tsconfig.build.json', ...tsc.flags]);
-run([join(dist, 'prebuilt-workflow-bundle.js')]);
+run([join(dist, 'worker', 'prebuilt-workflow-bundle.js')]);
 writeFileSync(STAMP, `${JSON.stringify({ inputs, compiler: tsc.version, dist: distHash() }, null, 2)}\n`);

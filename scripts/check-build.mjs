@@ -10,7 +10,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entries = process.argv.slice(2);
 if (entries.length === 0) {
   process.stderr.write(
-    'usage: node scripts/check-build.mjs <entry> (worker, api/server, sandbox/server, main, tools/replay-check)\n',
+    'usage: node scripts/check-build.mjs <entry> (worker/main, api/server, sandbox/server, main, tools/replay-check)\n',
   );
   process.exit(2);
 }
@@ -26,7 +26,7 @@ function newest(dir) {
   return latest;
 }
 
-const dev = (entry) => (entry === 'api/server' ? 'api' : entry.replace('/server', '').replace('tools/', ''));
+const dev = (entry) => (entry === 'api/server' ? 'api' : entry.replace(/\/(server|main)$/, '').replace('tools/', ''));
 for (const entry of entries) {
   const built = join(root, 'dist', `${entry}.js`);
   if (!existsSync(built)) {

@@ -1,8 +1,8 @@
-// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import './load-env-file';
-import { processTracing } from './telemetry/preload';
-import { runEntry, StartupError } from './bootstrap';
+import './entry/load-env-file';
+import { processTracing } from './entry/tracing-preload';
+import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
 import { createPayloadCodec } from './security/payload-codec';
@@ -10,8 +10,10 @@ import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/bi
 import { connectClient, connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { startDevServer } from './temporal/dev-server';
-import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
-import { startWorker, type BankEndpoints } from './worker-factory';
+import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
+import { startWorker, type BankEndpoints } from './worker/factory';
+import { temporalMetricsOptions } from './worker/metrics';
+import { loadMainConfig } from './config/main';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
@@ -21,152 +23,156 @@ import { sandboxStateFile } from './sandbox/persistence';
  * (Web UI, SQLite state under data/), the bank sandbox, the worker and the Express app. TEMPORAL_ADDRESS
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
-runEntry('paylater', async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
-  // First: a missing or stale bundle stops start-up before any server is started.
-  const { workflowBundle, buildId } = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
-  let address = config.temporal.address;
-  let uiUrl: string | undefined;
-  if (!address) {
-    const cliPath = findTemporalCli(config.env);
-    if (!cliPath) throw new StartupError(`No Temporal CLI found for the embedded dev server. ${MISSING_BINARY_HELP}`);
-    const dev = await startDevServer({
-      cliPath,
-      port: config.temporal.devServer.port,
-      uiPort: config.temporal.devServer.uiPort,
-      dataDir: config.temporal.devServer.dataDir,
-      cwd: projectRoot(),
-      namespace: config.temporal.namespace,
-      // The Web UI decodes payloads through the internal listener's codec endpoint.
-      uiCodecEndpoint: `http://localhost:${config.internalPort}/codec`,
+runEntry(
+  'paylater',
+  async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
+    // First: a missing or stale bundle stops start-up before any server is started.
+    const { workflowBundle, buildId } = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
+    let address = config.temporal.address;
+    let uiUrl: string | undefined;
+    if (!address) {
+      const cliPath = findTemporalCli(config.env);
+      if (!cliPath) throw new StartupError(`No Temporal CLI found for the embedded dev server. ${MISSING_BINARY_HELP}`);
+      const dev = await startDevServer({
+        cliPath,
+        port: config.temporal.devServer.port,
+        uiPort: config.temporal.devServer.uiPort,
+        dataDir: config.temporal.devServer.dataDir,
+        cwd: projectRoot(),
+        namespace: config.temporal.namespace,
+        // The Web UI decodes payloads through the internal listener's codec endpoint.
+        uiCodecEndpoint: `http://localhost:${config.internalPort}/codec`,
+        logger,
+      });
+      onShutdown(() => dev.stop());
+      address = dev.address;
+      uiUrl = dev.uiUrl;
+    }
+    const target = { address, namespace: config.temporal.namespace, env: config.env };
+    // One codec for the process: the client, the worker and the codec endpoint share it.
+    const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
+    const dataConverter = createDataConverter(payloadCodec);
+    // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
+    const { client, connection } = await connectClient(target, {
+      dataConverter,
+      tracing: processTracing(),
+      wait: { logger, signal: stopSignal },
+    });
+    onShutdown(() => connection.close());
+    const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
+    onShutdown(() => nativeConnection.close());
+
+    // The listeners first: the embedded sandbox needs the public one's address for the account Webhook Endpoint.
+    const listeners = await startListeners({
+      config,
+      client,
+      connection,
       logger,
+      onShutdown,
+      stopSignal,
+      payloadCodec,
     });
-    onShutdown(() => dev.stop());
-    address = dev.address;
-    uiUrl = dev.uiUrl;
-  }
-  const target = { address, namespace: config.temporal.namespace, env: config.env };
-  // One codec for the process: the client, the worker and the codec endpoint share it.
-  const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
-  const dataConverter = createDataConverter(payloadCodec);
-  // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
-  const { client, connection } = await connectClient(target, {
-    dataConverter,
-    tracing: processTracing(),
-    wait: { logger, signal: stopSignal },
-  });
-  onShutdown(() => connection.close());
-  const nativeConnection = await connectWorker(target, { logger, signal: stopSignal });
-  onShutdown(() => nativeConnection.close());
+    const { publicUrl, internalUrl } = listeners;
 
-  // The listeners first: the embedded sandbox needs the public one's address for the account Webhook Endpoint.
-  const listeners = await startListeners({
-    config,
-    client,
-    connection,
-    logger,
-    onShutdown,
-    stopSignal,
-    payloadCodec,
-  });
-  const { publicUrl, internalUrl } = listeners;
-
-  let bank: BankEndpoints;
-  let sandboxUrl: string | undefined;
-  if (config.bank.embedded) {
-    const sandbox = await startSandbox(
-      {
-        clientId: config.bank.clientId,
-        clientSecret: config.bank.clientSecret,
-        accountWebhook: {
-          endpoint: `${config.webhooks.publicBaseUrl}/webhooks/accounts`,
-          securityHeader: config.webhooks.securityHeader,
-          // The real bank activates webhooks from the next full hour; the demo shows them at once.
-          activation: 'immediate',
+    let bank: BankEndpoints;
+    let sandboxUrl: string | undefined;
+    if (config.bank.embedded) {
+      const sandbox = await startSandbox(
+        {
+          clientId: config.bank.clientId,
+          clientSecret: config.bank.clientSecret,
+          accountWebhook: {
+            endpoint: `${config.webhooks.publicBaseUrl}/webhooks/accounts`,
+            securityHeader: config.webhooks.securityHeader,
+            // The real bank activates webhooks from the next full hour; the demo shows them at once.
+            activation: 'immediate',
+          },
+          // The configured vocabulary (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES), so the demo bank speaks it too.
+          lifecycle: { stepMs: 10_000, statuses: happyPath(config.settings.applications) },
+          // Its memory in the data folder beside Temporal's (src/sandbox/persistence.ts): a restart goes on.
+          persistence: { file: sandboxStateFile(config.temporal.devServer.dataDir, projectRoot()) },
+          logger: logger.child({ component: 'bank-sandbox' }),
         },
-        // The configured vocabulary (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES), so the demo bank speaks it too.
-        lifecycle: { stepMs: 10_000, statuses: happyPath(config.settings.applications) },
-        // Its memory in the data folder beside Temporal's (src/sandbox/persistence.ts): a restart goes on.
-        persistence: { file: sandboxStateFile(config.temporal.devServer.dataDir, projectRoot()) },
-        logger: logger.child({ component: 'bank-sandbox' }),
-      },
-      { port: config.bank.sandboxPort, host: '127.0.0.1' },
-    );
-    onShutdown(() => sandbox.close());
-    bank = { authUrl: sandbox.url, baseUrl: sandbox.url };
-    sandboxUrl = sandbox.url;
-  } else {
-    bank = { authUrl: config.bank.authUrl!, baseUrl: config.bank.baseUrl! };
-  }
+        { port: config.bank.sandboxPort, host: '127.0.0.1' },
+      );
+      onShutdown(() => sandbox.close());
+      bank = { authUrl: sandbox.url, baseUrl: sandbox.url };
+      sandboxUrl = sandbox.url;
+    } else {
+      bank = { authUrl: config.bank.authUrl!, baseUrl: config.bank.baseUrl! };
+    }
 
-  const worker = await startWorker({
-    config,
-    logger,
-    connection: nativeConnection,
-    bank,
-    dataConverter,
-    workflowBundle,
-    buildId,
-    tracing: processTracing(),
-    runtimeMetricsUrl,
-    stopSignal,
-  });
-  // Shutdown order: the listeners drain first (their long-polls and start calls need the worker), then the worker
-  // drains, then the sandbox, the connections and the dev server (registered before: steps run in reverse).
-  onShutdown(async () => {
-    await listeners.stop();
-    await worker.stop();
-  });
-  worker.done.catch(async (err: unknown) => {
-    logger.fatal({ err }, 'worker failed');
-    await shutdown(1);
-  });
-  // npm start makes its own build current (in production the deploy procedure does: docs/deploying.md).
-  if (worker.deployment) {
-    await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
-      signal: stopSignal,
+    const worker = await startWorker({
+      config,
+      logger,
+      connection: nativeConnection,
+      bank,
+      dataConverter,
+      workflowBundle,
+      buildId,
+      tracing: processTracing(),
+      runtimeMetricsUrl,
+      stopSignal,
     });
-    await warnAboutOtherBuilds(client, config.temporal.namespace, worker.deployment, logger);
-  }
+    // Shutdown order: the listeners drain first (their long-polls and start calls need the worker), then the worker
+    // drains, then the sandbox, the connections and the dev server (registered before: steps run in reverse).
+    onShutdown(async () => {
+      await listeners.stop();
+      await worker.stop();
+    });
+    worker.done.catch(async (err: unknown) => {
+      logger.fatal({ err }, 'worker failed');
+      await shutdown(1);
+    });
+    // npm start makes its own build current (in production the deploy procedure does: docs/deploying.md).
+    if (worker.deployment) {
+      await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
+        signal: stopSignal,
+      });
+      await warnAboutOtherBuilds(client, config.temporal.namespace, worker.deployment, logger);
+    }
 
-  const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
-  const notice = generatedKeyNotice(config, internalUrl);
-  const lines = [
-    '',
-    'Pay-later integration is running:',
-    `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
-    `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
-    uiUrl
-      ? `  Temporal Web UI           ${uiUrl}`
-      : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
-    sandboxUrl
-      ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
-      : `  Bank                      ${bank.baseUrl}`,
-    `  Worker metrics, health    http://localhost:${worker.metricsServer.port}/metrics   (/healthz, /readyz)`,
-    `  Task queue                ${config.temporal.taskQueue}`,
-    ...(worker.deployment
-      ? [`  Worker build              ${versionString(worker.deployment)}   (current version)`]
-      : []),
-    // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
-    ...(config.callbacks.developmentSecret
-      ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
-      : []),
-    // The keys chosen in the environment by name; a key generated for this run in full (generatedKeyNotice).
-    ...(config.merchantApiKeys.generated
-      ? []
-      : [`  Merchant API keys         ${config.merchantApiKeys.keys.map((k) => k.name).join(', ')}`]),
-    ...(config.operatorApiKeys.generated
-      ? []
-      : [`  Operator API keys         ${config.operatorApiKeys.keys.map((k) => k.name).join(', ')}   (/codec)`]),
-    ...(notice ? [notice] : []),
-    'Try:',
-    `  curl -s -X POST ${internalUrl}/applications -H 'content-type: application/json' \\`,
-    `       -H 'authorization: Bearer ${key}' \\`,
-    `       -d '{"merchantReference":"order-1001","redirectUrl":"https://shop.example/return"}'`,
-    `  curl -s ${internalUrl}/applications/order-1001 -H 'authorization: Bearer ${key}'`,
-    'Ctrl-C stops everything.',
-    '',
-  ];
-  if (!(await Promise.race([stopping.then(() => true), Promise.resolve(false)]))) {
-    process.stdout.write(`${lines.join('\n')}\n`);
-  }
-});
+    const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
+    const notice = generatedKeyNotice(config, internalUrl);
+    const lines = [
+      '',
+      'Pay-later integration is running:',
+      `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
+      `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
+      uiUrl
+        ? `  Temporal Web UI           ${uiUrl}`
+        : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
+      sandboxUrl
+        ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
+        : `  Bank                      ${bank.baseUrl}`,
+      `  Worker metrics, health    http://localhost:${worker.metricsServer.port}/metrics   (/healthz, /readyz)`,
+      `  Task queue                ${config.temporal.taskQueue}`,
+      ...(worker.deployment
+        ? [`  Worker build              ${versionString(worker.deployment)}   (current version)`]
+        : []),
+      // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
+      ...(config.callbacks.developmentSecret
+        ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
+        : []),
+      // The keys chosen in the environment by name; a key generated for this run in full (generatedKeyNotice).
+      ...(config.merchantApiKeys.generated
+        ? []
+        : [`  Merchant API keys         ${config.merchantApiKeys.keys.map((k) => k.name).join(', ')}`]),
+      ...(config.operatorApiKeys.generated
+        ? []
+        : [`  Operator API keys         ${config.operatorApiKeys.keys.map((k) => k.name).join(', ')}   (/codec)`]),
+      ...(notice ? [notice] : []),
+      'Try:',
+      `  curl -s -X POST ${internalUrl}/applications -H 'content-type: application/json' \\`,
+      `       -H 'authorization: Bearer ${key}' \\`,
+      `       -d '{"merchantReference":"order-1001","redirectUrl":"https://shop.example/return"}'`,
+      `  curl -s ${internalUrl}/applications/order-1001 -H 'authorization: Bearer ${key}'`,
+      'Ctrl-C stops everything.',
+      '',
+    ];
+    if (!(await Promise.race([stopping.then(() => true), Promise.resolve(false)]))) {
+      process.stdout.write(`${lines.join('\n')}\n`);
+    }
+  },
+  { load: loadMainConfig, runtimeMetrics: temporalMetricsOptions },
+);

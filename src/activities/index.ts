@@ -21,8 +21,6 @@ import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
-import type { WorkerMetrics } from '../worker-metrics';
-import type { MerchantDirectory, MerchantSettings } from '../config/merchants';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -57,20 +55,31 @@ export interface ActivityDeps {
    * Each merchant's callback allow-list and signing secrets (MERCHANTS_FILE over the globals): a callback is checked
    * against, and signed with, its merchant's. Absent: `callbacks` for every merchant.
    */
-  merchants?: Pick<MerchantDirectory, 'resolve'>;
+  merchants?: { resolve(merchantId: string | undefined): CallbackMerchant };
   /**
    * Dispatcher for merchant callbacks (createCallbackDispatcher({ allowList }): with the DNS rebinding guard), or
    * one per merchant (its allow-list's guard); undici's global one when absent.
    */
-  callbackDispatcher?: Dispatcher | ((merchant: MerchantSettings) => Dispatcher);
+  callbackDispatcher?: Dispatcher | ((merchant: CallbackMerchant) => Dispatcher);
   /** Deadline of one merchant callback request (default 10 s). */
   callbackTimeoutMs?: number;
   /** Worker-wide knowledge that webhooks reach us (one per worker process; a fresh one when absent). */
   webhookEvidence?: WebhookEvidence;
   /** Spaces this process's status reads (BANK_MAX_READS_PER_SECOND); unpaced when absent. */
   readPacer?: ReadPacer;
-  /** The worker process's prom-client metrics (createWorkerMetrics); nothing is counted when absent. */
-  metrics?: Pick<WorkerMetrics, 'merchantCallbacks'>;
+  /** What the activities count (the worker's createWorkerMetrics, src/worker/metrics.ts); nothing when absent. */
+  metrics?: ActivityMetrics;
+}
+
+/** One merchant as its callbacks need it (a MerchantDirectory entry, src/config/merchants.ts, is one). */
+export interface CallbackMerchant {
+  id: string;
+  callbacks: { allowList: CallbackAllowList; signingSecrets: readonly string[] };
+}
+
+/** The counters the activities increment, passed in (STYLE.md 7) rather than imported from the worker. */
+export interface ActivityMetrics {
+  merchantCallbacks: { inc(labels: { event: string; outcome: string }): void };
 }
 
 /**

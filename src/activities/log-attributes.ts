@@ -22,7 +22,7 @@ export function activityIds(input: unknown): Record<string, string> {
 }
 
 /**
- * Every `log` line of an activity (its own and the bank client's, src/logging.ts bankClientLogger) carries the
+ * Every `log` line of an activity (its own and the bank client's, src/telemetry/logging.ts bankClientLogger) carries the
  * application's or refresh's ids from the activity's input, beside the workflow and activity ids the SDK adds.
  */
 export const activityLogIds: ActivityInterceptorsFactory = () => {

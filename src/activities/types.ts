@@ -1,6 +1,7 @@
 import type { ApplicationStatusResponse, CreateApplicationResponse } from '../shared/bank-wire';
 import type { PollPolicy } from '../shared/poll-policy';
 import type { CallbackUrlVerdict } from '../security/callback-url';
+import type { BANK_READ_ACTIVITIES } from '../shared/task-queues';
 
 /** A status read, with what the worker knows of webhook delivery (any application's, not only this one's). */
 export type StatusRead = ApplicationStatusResponse & {
@@ -90,3 +91,7 @@ export interface Activities {
     event: Record<string, unknown>;
   }): Promise<{ delivered: boolean; status?: number }>;
 }
+
+/** Fails to compile when the bank-reads queue's list (src/shared/task-queues.ts) names something not an activity. */
+type AssertBankReads<T extends keyof Activities> = T;
+export type BankReadActivities = AssertBankReads<(typeof BANK_READ_ACTIVITIES)[number]>;

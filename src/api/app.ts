@@ -1,7 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
 import type { WebhookSecrets } from '../config';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import type { MerchantDirectory } from '../config/merchants';
 import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';

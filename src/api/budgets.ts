@@ -1,7 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import type { MerchantDirectory } from '../config/merchants';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import { merchantOf } from './authenticate';
 import { ProblemError } from './problem-details';
 import type { Metrics } from './metrics';

@@ -1,5 +1,5 @@
 import type { RequestListener, Server, ServerResponse } from 'node:http';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 
 /**
  * The API process's shutdown (docs/operations.md "Shutdown and draining"), one phase after the other, never back:

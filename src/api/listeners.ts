@@ -5,8 +5,8 @@
  */
 import type { Server } from 'node:http';
 import type { Client, Connection } from '@temporalio/client';
-import type { Config } from '../config';
-import type { Logger } from '../logging';
+import type { ApiConfig as Config } from '../config/api';
+import type { Logger } from '../telemetry/logging';
 import { checkTemporal } from '../temporal/connection';
 import type { PayloadCodec } from '@temporalio/common';
 import type { RequestHandler } from 'express';

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { isGrpcServiceError } from '@temporalio/client';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import { pathOf } from './request-log';
 import { sendJson } from './send-json';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Level } from 'pino';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import { loggableTarget } from '../security/redaction';
 import { withRequestId } from '../telemetry/request-context';
 import type { NextFunction } from 'express';

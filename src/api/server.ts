@@ -1,12 +1,13 @@
-// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import '../load-env-file';
-import { processTracing } from '../telemetry/preload';
-import { runEntry, StartupError } from '../bootstrap';
+import '../entry/load-env-file';
+import { processTracing } from '../entry/tracing-preload';
+import { runEntry, StartupError } from '../entry/run-entry';
 import { createPayloadCodec } from '../security/payload-codec';
 import { openClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
 import { generatedKeyNotice, startListeners } from './listeners';
+import { loadApiConfig } from '../config/api';
 
 /**
  * `npm run api`: the two listeners alone (receiver on PORT, merchant facade on INTERNAL_PORT), for production
@@ -58,6 +59,6 @@ if (require.main === module) {
       const notice = generatedKeyNotice(config, internalUrl);
       if (notice) process.stdout.write(`${notice}\n`);
     },
-    { role: 'api' },
+    { load: loadApiConfig },
   );
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import type { DrainSignals } from './drain';
 import type { Metrics } from './metrics';
 import { answerBefore, hardBound } from './deadlines';

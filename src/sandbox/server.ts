@@ -2,8 +2,8 @@
  * `npm run sandbox`: the bank sandbox alone (dist/sandbox/server.js). Configured by SANDBOX_* variables
  * (config.ts); a bad value stops start-up with a message naming the variable. SIGINT/SIGTERM close gracefully.
  */
-// First: .env in the working directory (src/load-env-file.ts).
-import '../load-env-file';
+// First: .env in the working directory (src/entry/load-env-file.ts).
+import '../entry/load-env-file';
 import pino from 'pino';
 import { loadSandboxConfig, SandboxConfigError } from './config';
 import { startSandbox, type RunningSandbox } from './index';

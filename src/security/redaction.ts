@@ -1,7 +1,7 @@
 /**
  * What never reaches a log line or an exported span: credentials in request paths (a finance webhook's hash), query
  * strings (`?hash=`, a merchant's token), the path of a merchant's callback URL, and secrets passed by mistake under a
- * known name (pino's redact paths below, applied by src/logging.ts to every logger).
+ * known name (pino's redact paths below, applied by src/telemetry/logging.ts to every logger).
  */
 
 /** A finance webhook's path, loosely (any letter case, repeated slashes): everything after the reference. */

@@ -1,5 +1,5 @@
 /**
- * Where the settings of new workflows come from, in one place: the operator's environment (src/config.ts parses it
+ * Where the settings of new workflows come from, in one place: the operator's environment (src/config/schema.ts parses it
  * into ServiceSettings with the bounds below), then the merchant's per-request overrides (the facade's zod schemas
  * use the same bounds). Plain code, shared by the config, the facade and the tests (test/shared/application-settings.test.ts).
  */
@@ -116,7 +116,7 @@ export type ApplicationOverrides = Partial<
   >
 >;
 
-/** The settings of workflows the service starts: from the environment (src/config.ts). */
+/** The settings of workflows the service starts: from the environment (src/config/settings.ts). */
 export interface ServiceSettings {
   applications: ApplicationDefaults;
   refresh: { timeoutMs: number; quietPeriodMs: number };

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
  * The request id of the HTTP request being handled, for every log line written while handling it (pino's mixin,
- * src/logging.ts): the route's lines, the receiver pipeline's, the error middleware's, whatever logger they were
+ * src/telemetry/logging.ts): the route's lines, the receiver pipeline's, the error middleware's, whatever logger they were
  * given. Set by the request log (src/api/request-log.ts) around the rest of the request's middleware.
  */
 const requests = new AsyncLocalStorage<{ reqId: string }>();

@@ -23,7 +23,6 @@ import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { TracingConfig } from '../config';
 import { loggableTarget } from '../security/redaction';
 import { RedactingSpanProcessor } from './span-redaction';
 import { NoThirdPartyPropagation } from './third-party-calls';
@@ -57,12 +56,21 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** OTLP trace export; undefined when tracing is off. */
+export interface TracingConfig {
+  /** Where spans are posted (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces). */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  /** OTEL_SERVICE_NAME; undefined: the entry point's name. */
+  serviceName?: string;
+}
+
 /** Paths no operator needs a span for: probes and scrapes. */
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Registers the global tracer provider and the http and undici instrumentations. Call before express and http are
- * loaded (src/telemetry/preload.ts). `spanProcessor` replaces the OTLP export (tests: an in-memory exporter).
+ * loaded (src/entry/tracing-preload.ts). `spanProcessor` replaces the OTLP export (tests: an in-memory exporter).
  */
 export function startTracing(options: {
   config?: TracingConfig;

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 import * as sa from '../shared/search-attributes';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../shared/search-attributes';
 import { findTemporalCli } from './binaries';

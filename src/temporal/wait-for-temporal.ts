@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '../logging';
+import type { Logger } from '../telemetry/logging';
 
 /**
  * Start in any order: a process started while Temporal is unreachable keeps trying with backoff and logs what

@@ -1,8 +1,8 @@
 // `npm run deploy -- <command>`: the deploy procedure's steps against the Temporal the worker uses (same variables;
 // no configuration: the embedded stack of `npm start`). docs/deploying.md "Deploying a new version".
-import '../load-env-file';
+import '../entry/load-env-file';
 import { loadConfig } from '../config';
-import { loadWorkflowBundle } from '../prebuilt-workflow-bundle';
+import { loadWorkflowBundle } from '../worker/prebuilt-workflow-bundle';
 import { createPayloadCodec } from '../security/payload-codec';
 import { connectClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';

@@ -1,5 +1,5 @@
-// First: .env (src/load-env-file.ts), as for the worker whose configuration this check shares.
-import '../load-env-file';
+// First: .env (src/entry/load-env-file.ts), as for the worker whose configuration this check shares.
+import '../entry/load-env-file';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -15,15 +15,15 @@ import {
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
-import { StartupError } from '../bootstrap';
-import { ConfigError, loadConfig } from '../config';
-import { createLogger, installTemporalLogging } from '../logging';
+import { StartupError } from '../entry/run-entry';
+import { ConfigError, loadWorkerConfig } from '../config';
+import { createLogger, installTemporalLogging } from '../telemetry/logging';
 import {
   installedSdkVersion,
   loadWorkflowBundle,
   WORKFLOW_BUNDLE_FILE,
   type WorkflowBundleManifest,
-} from '../prebuilt-workflow-bundle';
+} from '../worker/prebuilt-workflow-bundle';
 import { createPayloadCodec } from '../security/payload-codec';
 import { NO_TRACING_SINKS } from '../telemetry/tracing';
 import { connectClient, TemporalNamespaceError, TemporalUnreachableError } from '../temporal/connection';
@@ -399,7 +399,7 @@ export async function main(
   }
   let connection: Connection | undefined;
   try {
-    const config = loadConfig(env, { role: 'worker' });
+    const config = loadWorkerConfig(env);
     const { bundlePath, checked } = checkedBuild(args, env);
     const embedded = !config.temporal.address;
     // No address configured: the embedded dev server of `npm start` (src/main.ts binds it to 127.0.0.1).

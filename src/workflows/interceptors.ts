@@ -11,7 +11,7 @@ import { interceptors as openTelemetryInterceptors } from '@temporalio/intercept
 import { financeApplicationStatusChangedSignal } from '../shared/finance-application';
 
 /**
- * The workflow interceptor module of every worker (bundled: src/prebuilt-workflow-bundle.ts, the tests' workers and
+ * The workflow interceptor module of every worker (bundled: src/worker/prebuilt-workflow-bundle.ts, the tests' workers and
  * the replay tests), named by WORKFLOW_TRACING_INTERCEPTOR_MODULE. It is @temporalio/interceptors-opentelemetry's
  * (spans for the run, its signals, updates and activities) with one addition, WebhookReadTraceInterceptor.
  * Imports beyond @temporalio/workflow: the OpenTelemetry API and the SDK's tracing helpers, both bundled by the

@@ -10,7 +10,7 @@ import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/
 import { loggablePath } from '../../src/security/redaction';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { createLogger } from '../../src/logging';
+import { createLogger } from '../../src/telemetry/logging';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { testMerchants } from '../helpers/merchants';
 

@@ -7,13 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { awaitFinanceApplication, startFinanceApplication } from '../../src/client/finance-applications';
-import { freeLoopbackPort } from '../../src/free-port';
+import { freeLoopbackPort } from '../../src/temporal/free-port';
 import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStateQuery } from '../../src/shared/finance-application';
 import { financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
 import { TEST_MERCHANT } from '../helpers/merchants';
 import { WorkflowMetric } from '../../src/shared/metric-names';
-import { temporalMetricsOptions } from '../../src/worker-metrics';
+import { temporalMetricsOptions } from '../../src/worker/metrics';
 import { OTHER_ID_LIMITS } from '../../src/workflows/finance-application/webhook-ids';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { recordFinanceHistory, runInputs } from '../helpers/histories';

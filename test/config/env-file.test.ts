@@ -1,9 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyEnvFile } from '../../src/env-file';
+import { applyEnvFile } from '../../src/config/env-file';
 
-/** `.env` as every entry point reads it (src/load-env-file.ts): the file fills gaps, the environment wins. */
+/** `.env` as every entry point reads it (src/entry/load-env-file.ts): the file fills gaps, the environment wins. */
 describe('applyEnvFile', () => {
   const dir = mkdtempSync(join(tmpdir(), 'paylater-envfile-'));
 

@@ -12,7 +12,7 @@ import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { appDepsFromConfig, codecAuthentication } from '../../src/api/listeners';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { loadConfig } from '../../src/config';
-import { freeLoopbackPort } from '../../src/free-port';
+import { freeLoopbackPort } from '../../src/temporal/free-port';
 import { createPayloadCodec } from '../../src/security/payload-codec';
 import { executable } from '../../src/temporal/binaries';
 import { renderCompose } from '../helpers/compose';

@@ -164,7 +164,7 @@ describe('docker-compose.yml', () => {
       ].sort(),
     );
     // Production commands: the build output, never a compile at start.
-    expect(services.worker?.command).toEqual(['node', 'dist/worker.js']);
+    expect(services.worker?.command).toEqual(['node', 'dist/worker/main.js']);
     expect(services.api?.command).toEqual(['node', 'dist/api/server.js']);
     expect(services['bank-sandbox']?.command).toEqual(['node', 'dist/sandbox/server.js']);
   });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createMetrics } from '../../src/api/metrics';
 import { WorkflowMetric } from '../../src/shared/metric-names';
-import { TEMPORAL_SDK_METRICS, createWorkerMetrics } from '../../src/worker-metrics';
+import { TEMPORAL_SDK_METRICS, createWorkerMetrics } from '../../src/worker/metrics';
 import { findPromtool } from '../helpers/prometheus';
 
 /**

@@ -10,13 +10,13 @@ import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
 import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
-import { freeLoopbackPort as freePort } from '../../src/free-port';
+import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
  * (node dist/main.js), the embedded default: the real dev server with its Web UI, the sandbox, the worker and
- * the app; then SIGTERM leaves no process behind. `npm run worker` (node dist/worker.js), the production
+ * the app; then SIGTERM leaves no process behind. `npm run worker` (node dist/worker/main.js), the production
  * worker against the suite's dev server and a sandbox. Both run the workflows from the prebuilt bundle.
  */
 const root = join(__dirname, '..', '..');
@@ -406,7 +406,7 @@ describe('npm run worker (the production worker)', () => {
   it('runs the workflows from the prebuilt bundle, serves an application, and exits 0 on SIGTERM', async () => {
     const sandbox = await startSandbox({ clientId: 'e2e-client', clientSecret: 'e2e-secret' });
     const t = await connectTestTemporal();
-    const worker = run(workerEnv(sandbox.url, t.taskQueue), 'dist/worker.js');
+    const worker = run(workerEnv(sandbox.url, t.taskQueue), 'dist/worker/main.js');
     const merchantReference = `e2e-worker-${randomUUID()}`;
     try {
       await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 60_000);
@@ -439,7 +439,7 @@ describe('npm run worker (the production worker)', () => {
     const original = readFileSync(file);
     appendFileSync(file, '\n// edited after the build\n');
     try {
-      const worker = run(workerEnv('http://127.0.0.1:9', `never-${randomUUID()}`), 'dist/worker.js');
+      const worker = run(workerEnv('http://127.0.0.1:9', `never-${randomUUID()}`), 'dist/worker/main.js');
       expect(await worker.exit).toBe(1);
       expect(worker.output()).toMatch(
         /worker: The workflow bundle .*workflow-bundle\.js is stale: .*Run `npm run build`/,
@@ -486,7 +486,7 @@ describe('start in any order', () => {
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       LOG_LEVEL: 'info',
     };
-    const worker = run(env, 'dist/worker.js');
+    const worker = run(env, 'dist/worker/main.js');
     const api = run(env, 'dist/api/server.js');
     let temporal: DevServer | undefined;
     const apiUrl = `http://127.0.0.1:${internalPort}`;

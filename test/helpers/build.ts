@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pino from 'pino';
-import { buildWorkflowBundle } from '../../src/prebuilt-workflow-bundle';
+import { buildWorkflowBundle } from '../../src/worker/prebuilt-workflow-bundle';
 
 const root = join(__dirname, '..', '..');
 

@@ -45,7 +45,7 @@ describe('replay of committed consent-refresh and transaction-events histories',
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.
-  // With and without the tracing interceptors, as production runs either bundle (src/prebuilt-workflow-bundle.ts).
+  // With and without the tracing interceptors, as production runs either bundle (src/worker/prebuilt-workflow-bundle.ts).
   it.each([
     ['with', [WORKFLOW_TRACING_INTERCEPTOR_MODULE]],
     ['without', []],

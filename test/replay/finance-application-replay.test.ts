@@ -51,7 +51,7 @@ describe('financeApplicationWorkflow replay', () => {
   // With the production data converter: these histories were recorded before payload encryption, and their plain
   // payloads pass through the codec unchanged (a deploy of encryption keeps every open application running).
   // Production runs the bundle with the tracing interceptors when tracing is on and without them otherwise
-  // (src/prebuilt-workflow-bundle.ts bundleFiles): every history replays with either.
+  // (src/worker/prebuilt-workflow-bundle.ts bundleFiles): every history replays with either.
   it.each([
     ['with', [WORKFLOW_TRACING_INTERCEPTOR_MODULE]],
     ['without', []],

@@ -13,11 +13,11 @@ import { createMetrics } from '../../src/api/metrics';
 import { requestIdFrom, requestLineLevel } from '../../src/api/request-log';
 import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
-import { createLogger, resolveLogFormat } from '../../src/logging';
+import { createLogger, resolveLogFormat } from '../../src/telemetry/logging';
 import { financeApplicationWebhookUrl, webhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
-import { createWorkerBankClient } from '../../src/worker-factory';
+import { createWorkerBankClient } from '../../src/worker/factory';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { claimTestConsent, TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 

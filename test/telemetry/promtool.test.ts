@@ -5,7 +5,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { awaitFinanceApplication, startFinanceApplication } from '../../src/client';
-import { freeLoopbackPort } from '../../src/free-port';
+import { freeLoopbackPort } from '../../src/temporal/free-port';
 import {
   callbackEventLabel,
   HTTP_METHODS,
@@ -19,7 +19,7 @@ import {
   startWorkerMetricsServer,
   temporalMetricsOptions,
   type WorkerMetricsServer,
-} from '../../src/worker-metrics';
+} from '../../src/worker/metrics';
 import { TEST_MERCHANT } from '../helpers/merchants';
 import { findPromtool, parseExposition, sumOf, type Sample } from '../helpers/prometheus';
 import { startTestStack, type TestStack } from '../helpers/stack';

@@ -29,7 +29,7 @@ let stack: TestStack;
 
 /**
  * jest's module loader bypasses the `require` hook through which the http instrumentation patches node's http in a
- * real process (src/telemetry/preload.ts): patched here by hand, and unpatched after, as the worker process is reused.
+ * real process (src/entry/tracing-preload.ts): patched here by hand, and unpatched after, as the worker process is reused.
  */
 type Definition = { name: string; patch?: (m: unknown) => unknown; unpatch?: (m: unknown) => void };
 let httpPatches: Definition[] = [];

@@ -8,7 +8,7 @@ import { Connection } from '@temporalio/client';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 import { devServerArgs, startDevServer } from '../../src/temporal/dev-server';
 import { eventually } from '../helpers/temporal';
-import { freeLoopbackPort as freePort } from '../../src/free-port';
+import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 
 /** The embedded dev server's Web UI is pointed at the codec endpoint when one is given. */
 describe('the embedded dev server and the codec endpoint', () => {

@@ -9,7 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import ts from 'typescript';
-import { StartupError } from '../../src/bootstrap';
+import { StartupError } from '../../src/entry/run-entry';
 import {
   buildWorkflowBundle,
   installedSdkVersion,
@@ -18,7 +18,7 @@ import {
   WORKFLOW_BUNDLE_FILE,
   WORKFLOW_BUNDLE_MANIFEST,
   workflowInputsHash,
-} from '../../src/prebuilt-workflow-bundle';
+} from '../../src/worker/prebuilt-workflow-bundle';
 import { connectTestTemporal } from '../helpers/temporal';
 
 /**

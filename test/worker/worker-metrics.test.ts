@@ -9,8 +9,8 @@ import {
   startWorkerMetricsServer,
   temporalMetricsOptions,
   type WorkerMetricsServer,
-} from '../../src/worker-metrics';
-import { freeLoopbackPort } from '../../src/free-port';
+} from '../../src/worker/metrics';
+import { freeLoopbackPort } from '../../src/temporal/free-port';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { parseExposition, sumOf, type Sample } from '../helpers/prometheus';

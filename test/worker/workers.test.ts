@@ -3,7 +3,7 @@ import { temporal } from '@temporalio/proto';
 import type { Activities } from '../../src/activities';
 import { loadConfig } from '../../src/config';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
-import { createWorker, type PaylaterWorkers } from '../../src/worker-factory';
+import { createWorker, type PaylaterWorkers } from '../../src/worker/factory';
 import { bankReadsProbeWorkflow } from '../fixtures/bank-reads-workflows';
 import {
   bundleWorkflows,

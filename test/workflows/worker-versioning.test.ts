@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import type { Client } from '@temporalio/client';
-import { createWorker, type PaylaterWorkers } from '../../src/worker-factory';
+import { createWorker, type PaylaterWorkers } from '../../src/worker/factory';
 import { financeApplicationHandle, startFinanceApplication } from '../../src/client/finance-applications';
 import { consentClaimWorkflowId } from '../../src/shared/ids';
 import type { FinanceApplicationSettings } from '../../src/shared/finance-application';

@@ -9,7 +9,7 @@ import {
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { MerchantDirectory } from '../../config/merchants';
-import type { Logger } from '../../logging';
+import type { Logger } from '../../telemetry/logging';
 import { merchantOf, scopeOf } from '../authenticate';
 import { ConsentNotFoundError } from '../../client/consent-claims';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';

@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
 import type { Client } from '@temporalio/client';
 import type { MerchantDirectory } from '../../config/merchants';
-import type { Logger } from '../../logging';
+import type { Logger } from '../../telemetry/logging';
 import { scopeOf } from '../authenticate';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError } from '../problem-details';

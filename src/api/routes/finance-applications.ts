@@ -23,7 +23,7 @@ import {
 } from '../../shared/application-settings';
 import { applicationOverrides, requestFieldOf, type ApplicationSettingsBody } from '../settings-schemas';
 import type { MerchantDirectory } from '../../config/merchants';
-import type { Logger } from '../../logging';
+import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import { merchantOf, scopeOf } from '../authenticate';
 import { LongPollSlots, ProblemType, type BudgetDeps } from '../budgets';

@@ -1,5 +1,5 @@
 import type { Response, Router } from 'express';
-import type { Logger } from '../../logging';
+import type { Logger } from '../../telemetry/logging';
 import type { Metrics } from '../metrics';
 import type { DrainSignals } from '../drain';
 import { hardBound } from '../deadlines';

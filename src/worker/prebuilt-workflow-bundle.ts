@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { bundleWorkflowCode, type Logger as SdkLogger, type WorkflowBundlePath } from '@temporalio/worker';
 import type { Compiler } from 'webpack';
-import { StartupError } from './bootstrap';
-import { createLogger, type Logger } from './logging';
-import { buildIdOf } from './temporal/worker-deployment';
+import { StartupError } from '../entry/run-entry';
+import { createLogger, type Logger } from '../telemetry/logging';
+import { buildIdOf } from '../temporal/worker-deployment';
 
 /**
  * The prebuilt workflow bundle (samples-typescript `production`): `npm run build` compiles src into dist, then
@@ -38,6 +38,9 @@ export function bundleFiles(tracing: boolean): { code: string; manifest: string 
  * @temporalio/workflow (STYLE.md, 1; ESLint enforces it; the build refuses a bundle that reaches further).
  */
 export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
+/** The build output's root (dist/ when built, src/ under ts-jest): this file sits in its worker/ folder. */
+const DIST_DIR = join(__dirname, '..');
+
 /**
  * The failure converter bundled into the workflow code (src/shared/failure-converter.ts compiled), relative to dist:
  * failures raised in workflows get their message and stack encoded like the workers' and clients' (see
@@ -194,7 +197,7 @@ const REBUILD = 'Run `npm run build` (it compiles and bundles the workflow code)
  * other inputs, or altered since: a StartupError.
  */
 export function loadWorkflowBundle(
-  distDir: string = __dirname,
+  distDir: string = DIST_DIR,
   options: { tracing?: boolean } = {},
 ): PrebuiltWorkflowBundle {
   const files = bundleFiles(options.tracing ?? false);
@@ -261,14 +264,14 @@ export function prebuiltWorkflowBundle(
  */
 function bundleIsCurrent(tracing: boolean): boolean {
   try {
-    loadWorkflowBundle(__dirname, { tracing });
+    loadWorkflowBundle(DIST_DIR, { tracing });
     return true;
   } catch {
     return false;
   }
 }
 
-/** `node dist/prebuilt-workflow-bundle.js`: the bundling step of `npm run build` (scripts/build.mjs). */
+/** `node dist/worker/prebuilt-workflow-bundle.js`: the bundling step of `npm run build` (scripts/build.mjs). */
 if (require.main === module) {
   const format =
     process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty' ? process.env.LOG_FORMAT : undefined;
@@ -280,7 +283,7 @@ if (require.main === module) {
         logger.info({ tracingInterceptors: tracing }, 'workflow bundle up to date');
         continue;
       }
-      const { codePath, manifest } = await buildWorkflowBundle({ distDir: __dirname, logger, tracing });
+      const { codePath, manifest } = await buildWorkflowBundle({ distDir: DIST_DIR, logger, tracing });
       logger.info(
         {
           codePath,

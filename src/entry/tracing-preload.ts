@@ -1,8 +1,9 @@
+import { join, relative } from 'node:path';
 import { loadTracingConfig } from '../config';
-import { startTracing, type Tracing } from './tracing';
+import { startTracing, type Tracing } from '../telemetry/tracing';
 
 /**
- * Imported first by every entry point (src/main.ts, src/worker.ts, src/api/server.ts): the instrumentations hook
+ * Imported first by every entry point (src/main.ts, src/worker/main.ts, src/api/server.ts): the instrumentations hook
  * `require`, so they must be registered before express and http are loaded by the entry's other imports. The one
  * process-wide state of this project, because OpenTelemetry's provider is process-wide itself.
  * With tracing off no provider or instrumentation is registered. Invalid OTEL_* variables leave tracing off here; loadConfig then
@@ -17,8 +18,14 @@ export function processTracing(): Tracing | undefined {
     started = true;
     const config = loadTracingConfig(process.env);
     if (config) {
-      const entry = require.main?.filename.match(/([^/\\]+)\.[jt]s$/)?.[1];
-      const serviceName = entry === 'worker' ? 'paylater-worker' : entry === 'server' ? 'paylater-api' : 'paylater';
+      // The entry's path under dist/ (or src/): worker/main, api/server, main…
+      const entry = require.main
+        ? relative(join(__dirname, '..'), require.main.filename)
+            .replace(/\\/g, '/')
+            .replace(/\.[jt]s$/, '')
+        : '';
+      const serviceName =
+        entry === 'worker/main' ? 'paylater-worker' : entry === 'api/server' ? 'paylater-api' : 'paylater';
       tracing = startTracing({ config, serviceName });
     }
   }

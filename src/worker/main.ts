@@ -1,14 +1,16 @@
-// First: .env (src/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
+// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import './load-env-file';
-import { processTracing } from './telemetry/preload';
-import { runEntry, StartupError } from './bootstrap';
+import '../entry/load-env-file';
+import { processTracing } from '../entry/tracing-preload';
+import { runEntry, StartupError } from '../entry/run-entry';
 import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
-import { createPayloadCodec } from './security/payload-codec';
-import { connectWorker } from './temporal/connection';
-import { createDataConverter } from './temporal/data-converter';
-import { startWorker } from './worker-factory';
-import { bootstrapCurrentVersion, versionString } from './temporal/worker-deployment';
+import { createPayloadCodec } from '../security/payload-codec';
+import { connectWorker } from '../temporal/connection';
+import { createDataConverter } from '../temporal/data-converter';
+import { startWorker } from './factory';
+import { temporalMetricsOptions } from './metrics';
+import { loadWorkerConfig } from '../config/worker';
+import { bootstrapCurrentVersion, versionString } from '../temporal/worker-deployment';
 
 /** `npm run worker`: a worker process alone, for production (stateless; scale out). */
 if (require.main === module) {
@@ -82,6 +84,6 @@ if (require.main === module) {
         );
       }
     },
-    { role: 'worker' },
+    { load: loadWorkerConfig, runtimeMetrics: temporalMetricsOptions },
   );
 }

@@ -7,9 +7,9 @@ import {
   type MetricsExporterConfig,
 } from '@temporalio/worker';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
-import { loggableCallbackUrl, loggablePath, loggableUrl, REDACT_PATHS } from './security/redaction';
-import { requestLogIds } from './telemetry/request-context';
-import { activeTraceIds } from './telemetry/trace-ids';
+import { loggableCallbackUrl, loggablePath, loggableUrl, REDACT_PATHS } from '../security/redaction';
+import { requestLogIds } from './request-context';
+import { activeTraceIds } from './trace-ids';
 
 export type Logger = PinoLogger;
 
@@ -120,7 +120,7 @@ export function installTemporalLogging(logger: Logger, options: { metrics?: Metr
     logger: new PinoTemporalLogger(logger.child({ component: 'temporal' })),
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
-      // The worker's Prometheus exporter (src/worker-metrics.ts); installed here since the Runtime is installed once.
+      // The worker's Prometheus exporter (src/worker/metrics.ts); installed here since the Runtime is installed once.
       ...(options.metrics ? { metrics: options.metrics } : {}),
     },
   });

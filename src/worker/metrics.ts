@@ -1,10 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { MetricsExporterConfig, State, Worker } from '@temporalio/worker';
 import { Counter, Registry } from 'prom-client';
-import type { Logger } from './logging';
-import { collectProcessMetrics } from './telemetry/process-metrics';
-import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from './shared/metric-names';
-import type { PaylaterWorkers } from './worker-factory';
+import type { Logger } from '../telemetry/logging';
+import { collectProcessMetrics } from '../telemetry/process-metrics';
+import { WEBHOOK_DELAY_BUCKETS_SECONDS, WorkflowMetric } from '../shared/metric-names';
 
 /**
  * The worker process's own listener on WORKER_METRICS_PORT (default 9464):
@@ -79,6 +78,13 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
+/** What the health report reads of a process's two Workers (createWorker's MonitoredWorkers). */
+export interface MonitoredWorkers {
+  workers: { main: Worker; bankReads: Worker };
+  /** Both workers' state when they agree; FAILED if either failed; otherwise the one further from RUNNING. */
+  getState(): State;
+}
+
 /** One Worker's health: its state, task slots in use of the configured ones, and when it last received a task. */
 export interface WorkerHealth {
   taskQueue: string;
@@ -102,7 +108,7 @@ export class WorkerHealthWatch {
   private readonly lastTask = new Map<Worker, number>();
 
   constructor(
-    readonly workers: PaylaterWorkers,
+    readonly workers: MonitoredWorkers,
     private readonly now: () => number = Date.now,
   ) {
     for (const worker of [workers.workers.main, workers.workers.bankReads]) {
@@ -163,7 +169,7 @@ export interface WorkerMetricsServer {
   /** The bound port (WORKER_METRICS_PORT, or the free one picked for 0). */
   port: number;
   /** Sets the workers /readyz reports on (until then it answers 503 "starting"). */
-  setWorkers(workers: PaylaterWorkers | undefined): void;
+  setWorkers(workers: MonitoredWorkers | undefined): void;
   /** From now on /readyz answers 503 `draining` (SIGTERM: the process is shutting down), with the workers' report. */
   setDraining(): void;
   close(): Promise<void>;

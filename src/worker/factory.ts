@@ -1,7 +1,7 @@
 /**
  * The worker's factories: `createWorker` (the two Temporal Workers of one process: the main task queue and the
  * rate-limited bank-reads queue) and `startWorker` (everything a worker process runs, wired from configuration).
- * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
+ * Used by the entry points (src/worker/main.ts, src/main.ts), the tests, the benches and chaos.
  */
 import type { DataConverter } from '@temporalio/common';
 import {
@@ -11,7 +11,8 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type Config, type WorkerTuning } from './config';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type WorkerTuning } from '../config';
+import type { WorkerConfig } from '../config/worker';
 import {
   createActivities,
   createBankClient,
@@ -20,13 +21,13 @@ import {
   WebhookEvidence,
   type Activities,
   type BankClientHandle,
-} from './activities';
-import { bankClientLogger, type Logger } from './logging';
-import { activityLogIds } from './activities/log-attributes';
-import { workerTracingOptions, type Tracing } from './telemetry/tracing';
-import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from './shared/task-queues';
-import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './worker-metrics';
-import { versionString, type DeploymentVersion } from './temporal/worker-deployment';
+} from '../activities';
+import { bankClientLogger, type Logger } from '../telemetry/logging';
+import { activityLogIds } from '../activities/log-attributes';
+import { workerTracingOptions, type Tracing } from '../telemetry/tracing';
+import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../shared/task-queues';
+import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './metrics';
+import { versionString, type DeploymentVersion } from '../temporal/worker-deployment';
 
 /**
  * Past the grace time, what cancelled activities and the last workflow tasks may take before the SDK gives up on a
@@ -144,7 +145,7 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
       taskQueue: deps.taskQueue,
       ...(deps.workflowBundle
         ? { workflowBundle: deps.workflowBundle }
-        : { workflowsPath: require.resolve('./workflows') }),
+        : { workflowsPath: require.resolve('../workflows') }),
       activities: deps.activities,
       ...(tuning
         ? ({
@@ -202,7 +203,7 @@ export interface RunningWorker {
   workers: PaylaterWorkers;
   /** The Worker Deployment Version the workers joined; undefined: unversioned. */
   deployment?: DeploymentVersion;
-  /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker-metrics.ts). */
+  /** The listener on WORKER_METRICS_PORT: /metrics, /healthz, /readyz (src/worker/metrics.ts). */
   metricsServer: WorkerMetricsServer;
   /** Settles when both workers have stopped (after stop(), or on a fatal error). */
   done: Promise<void>;
@@ -218,7 +219,7 @@ export interface RunningWorker {
  * logger handed over as such would take meta for a format argument and drop the status and the cause.
  */
 export function createWorkerBankClient(
-  config: Config,
+  config: WorkerConfig,
   bank: BankEndpoints,
   logger: Logger,
   onTokenRequest?: Parameters<typeof createBankClient>[0]['onTokenRequest'],
@@ -239,7 +240,7 @@ export function createWorkerBankClient(
  * activities, the two workers with the configured sizing; then runs them.
  */
 export async function startWorker(options: {
-  config: Config;
+  config: WorkerConfig;
   logger: Logger;
   connection: NativeConnection;
   bank: BankEndpoints;

@@ -1,18 +1,21 @@
-import { ConfigError, loadConfig, type Config, type ConfigRole } from './config';
+import type { MetricsExporterConfig } from '@temporalio/worker';
+import { ConfigError, type Config } from '../config';
 import { envFileResult } from './load-env-file';
-import { createLogger, installTemporalLogging, type Logger } from './logging';
-import { DEVELOPMENT_PAYLOAD_KEY_ID } from './security/payload-codec';
-import { processTracing } from './telemetry/preload';
-import { freeLoopbackPort } from './free-port';
-import { temporalMetricsOptions } from './worker-metrics';
+import { createLogger, installTemporalLogging, type Logger } from '../telemetry/logging';
+import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../security/payload-codec';
+import { processTracing } from './tracing-preload';
+import { freeLoopbackPort } from '../temporal/free-port';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
   override name = 'StartupError';
 }
 
-export interface EntryContext {
-  config: Config;
+/** What the frame itself reads of a process's configuration (every process's has it). */
+export type EntryConfig = Pick<Config, 'logLevel' | 'logFormat' | 'tracing' | 'temporal' | 'payloadEncryption'>;
+
+export interface EntryContext<C extends EntryConfig = Config> {
+  config: C;
   logger: Logger;
   /** Registers a step of the graceful shutdown; steps run in reverse order of registration. */
   onShutdown: (step: () => Promise<void> | void) => void;
@@ -24,7 +27,7 @@ export interface EntryContext {
   shutdown: (exitCode: number) => Promise<void>;
   /**
    * The Temporal Runtime's Prometheus exporter (`http://127.0.0.1:<free port>/metrics`), in processes that run a
-   * worker; served through WORKER_METRICS_PORT by startWorker (src/worker-metrics.ts).
+   * worker; served through WORKER_METRICS_PORT by startWorker (src/worker/metrics.ts).
    */
   runtimeMetricsUrl?: string;
 }
@@ -36,14 +39,22 @@ const EXPECTED = new Set(['ConfigError', 'StartupError', 'TemporalUnreachableErr
  * naming each variable, logging through pino with the Temporal runtime routed into it, and a graceful
  * shutdown on SIGINT/SIGTERM (a second signal forces the exit).
  */
-export function runEntry(
+export function runEntry<C extends EntryConfig>(
   name: string,
-  start: (ctx: EntryContext) => Promise<void>,
-  options: { role?: ConfigRole } = {},
+  start: (ctx: EntryContext<C>) => Promise<void>,
+  options: {
+    /** The process's configuration module (src/config/main.ts, api.ts, worker.ts). */
+    load: (env: Record<string, string | undefined>) => C;
+    /**
+     * A process that runs a worker exports the SDK's metrics (src/worker/metrics.ts temporalMetricsOptions): the
+     * Runtime is installed once, before any connection, with its exporter on a free loopback port.
+     */
+    runtimeMetrics?: (bindAddress: string) => MetricsExporterConfig;
+  },
 ): void {
-  let config: Config;
+  let config: C;
   try {
-    config = loadConfig(process.env, { role: options.role });
+    config = options.load(process.env);
   } catch (err) {
     process.stderr.write(`${name}: ${(err as Error).message}\n`);
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
@@ -118,12 +129,11 @@ export function runEntry(
     });
   }
 
-  // A process that runs a worker exports the SDK's metrics: the Runtime is installed once, before any connection,
-  // with its exporter on a free loopback port (the worker's own listener serves it on WORKER_METRICS_PORT).
-  const runsWorker = (options.role ?? 'all') !== 'api';
-  const runtimeReady: Promise<string | undefined> = runsWorker
+  // The worker's own listener serves the Runtime's exporter on WORKER_METRICS_PORT.
+  const { runtimeMetrics } = options;
+  const runtimeReady: Promise<string | undefined> = runtimeMetrics
     ? freeLoopbackPort().then((port) => {
-        installTemporalLogging(logger, { metrics: temporalMetricsOptions(`127.0.0.1:${port}`) });
+        installTemporalLogging(logger, { metrics: runtimeMetrics(`127.0.0.1:${port}`) });
         return `http://127.0.0.1:${port}/metrics`;
       })
     : Promise.resolve(installTemporalLogging(logger)).then(() => undefined);

@@ -1,0 +1,293 @@
+import {
+  generateApiKey,
+  parseMerchantApiKeys,
+  parseOperatorApiKeys,
+  type MerchantApiKey,
+  type OperatorApiKey,
+} from '../security/api-keys';
+import {
+  DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS,
+  parsePayloadEncryptionKeys,
+  type PayloadEncryptionKey,
+} from '../security/payload-codec';
+import { DEVELOPMENT_SIGNING_SECRET } from '../security/callback-signature';
+import type { CallbackAllowList } from '../security/callback-url';
+import type { ServiceSettings } from '../shared/application-settings';
+import { resolveTemporalProfile, type TemporalProfile } from '../temporal/profile';
+import type { TracingConfig } from '../telemetry/tracing';
+import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  readMerchantsFile,
+  type MerchantDirectory,
+} from './merchants';
+import {
+  ConfigError,
+  DEFAULT_API_DRAIN_DELAY_MS,
+  DEFAULT_MAX_POLLERS,
+  DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
+  DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
+  DEV_DEFAULTS,
+  envSchema,
+  tracingFromEnv,
+  type ConfigRole,
+  type Env,
+} from './schema';
+import { callbackAllowList, resolveServiceSettings } from './settings';
+
+/**
+ * The environment resolved into what the processes run with, in one place: every default that depends on another
+ * variable (embedded or real bank, the role, the Temporal profile) and every setting over its built-in default.
+ * loadConfig(env) is called only by entry points (through src/config/main.ts, api.ts or worker.ts).
+ */
+
+/** Sizing of one worker process (Worker options; src/worker/main.ts applies them). */
+export interface WorkerTuning {
+  /** maxCachedWorkflows (main worker: the only one with workflows). */
+  maxCachedWorkflows: number;
+  /** maxConcurrentWorkflowTaskExecutions (main worker). */
+  maxConcurrentWorkflowTaskExecutions: number;
+  /** maxConcurrentActivityTaskExecutions, for each of the process's workers. */
+  maxConcurrentActivityTaskExecutions: number;
+  /** workflowTaskPollerBehavior's simple maximum (main worker). */
+  maxWorkflowTaskPollers: number;
+  /** activityTaskPollerBehavior's simple maximum, for each of the process's workers. */
+  maxActivityTaskPollers: number;
+}
+
+export interface Config {
+  nodeEnv: string;
+  logLevel: Env['LOG_LEVEL'];
+  /** LOG_FORMAT; undefined: pretty on a terminal, JSON otherwise. */
+  logFormat?: 'json' | 'pretty';
+  /** OTLP tracing (OTEL_*); undefined: off. */
+  tracing?: TracingConfig;
+  /** The public listener's port (PORT): the bank's webhooks and /healthz. */
+  port: number;
+  /** The internal listener's port (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
+  internalPort: number;
+  /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker/metrics.ts); 0: a free port. */
+  workerMetricsPort: number;
+  /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
+  merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
+  /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
+  merchants: MerchantDirectory;
+  /** Keys of the operator routes, /codec (OPERATOR_API_KEYS); `generated`: a development key made for this run. */
+  operatorApiKeys: { keys: OperatorApiKey[]; generated: boolean };
+  temporal: {
+    /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
+    address?: string;
+    /** From TEMPORAL_NAMESPACE or the profile; "default" when neither sets it. */
+    namespace: string;
+    /** What the address came from, whether an API key and TLS are on (for the start-up log; no secret). */
+    connection: Pick<TemporalProfile, 'addressFrom' | 'apiKey' | 'tls'>;
+    taskQueue: string;
+    /** WORKER_DEPLOYMENT_NAME, and WORKER_BUILD_ID (undefined: buildIdOf the workflow bundle's inputs). */
+    deployment: { name: string; buildId?: string };
+    devServer: { port: number; uiPort: number; dataDir: string };
+  };
+  bank: {
+    /** True when the bank sandbox is started in-process (BANK_BASE_URL unset). */
+    embedded: boolean;
+    authUrl?: string;
+    baseUrl?: string;
+    clientId: string;
+    clientSecret: string;
+    sandboxPort: number;
+    /** Ceiling on status reads per second across all workers (maxTaskQueueActivitiesPerSecond of the bank-reads queue). */
+    maxReadsPerSecond: number;
+  };
+  worker: WorkerTuning;
+  /** Shutdown (DEFAULT_API_DRAIN_DELAY_MS): the API's drain, and the worker's grace for running activities. */
+  shutdown: {
+    /** SHUTDOWN_DRAIN_DELAY: /readyz 503, still serving; default 5 s for `npm run api`, 0 for `npm start`. */
+    drainDelayMs: number;
+    /** SHUTDOWN_GRACE_PERIOD: requests in flight after the listeners closed; then 503 and connections closed. */
+    gracePeriodMs: number;
+    /** WORKER_SHUTDOWN_GRACE_TIME: running activities after the worker stopped polling; then cancelled, retried. */
+    workerGraceMs: number;
+  };
+  /**
+   * Settings of the workflows this process starts (BANK_STATUS_ORDER, BANK_TERMINAL_STATUSES, POLL_*,
+   * APPLICATION_DEADLINE, REFRESH_*, TRANSACTION_EVENTS_WINDOW); merchants override some per request.
+   */
+  settings: ServiceSettings;
+  webhooks: WebhookSettings;
+  transactionsCallbackUrl?: string;
+  /** Payload encryption (src/security/payload-codec.ts, src/temporal/data-converter.ts). */
+  payloadEncryption: {
+    /** The first encrypts, every one decrypts. */
+    keys: PayloadEncryptionKey[];
+    /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the embedded default's public development key is used. */
+    developmentKey: boolean;
+  };
+  /** The codec endpoint (src/api/routes/codec.ts). */
+  codec: {
+    /** Origins of the Temporal Web UI allowed by CORS (CODEC_CORS_ORIGINS). */
+    corsOrigins: string[];
+  };
+  /** Merchant callbacks (src/security/callback-url.ts, src/security/callback-signature.ts). */
+  callbacks: {
+    /** CALLBACK_ALLOWED_ORIGINS; unset: loopback origins on the embedded stack, nothing with a real bank. */
+    allowList: CallbackAllowList;
+    /** CALLBACK_SIGNING_SECRETS, every one signs; never logged. Empty only when no callback can be sent. */
+    signingSecrets: string[];
+    /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
+    developmentSecret: boolean;
+  };
+  /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
+  env: Record<string, string | undefined>;
+}
+
+/** What the receiver checks webhooks with. */
+export interface WebhookSettings {
+  publicBaseUrl: string;
+  /** Keys the hash of new applications' webhookUrl, and verifies it. */
+  hashSecret: string;
+  /** WEBHOOK_HASH_SECRET_PREVIOUS: still verifies hashes after a rotation; undefined when none. */
+  previousHashSecret?: string;
+  /** Expected Authorization of account webhooks; empty: none expected (embedded, or waived with a real bank). */
+  securityHeader: string;
+}
+
+/** What the webhook receivers check (the API needs no PUBLIC_BASE_URL: only the workers build webhook URLs). */
+export type WebhookSecrets = Pick<WebhookSettings, 'hashSecret' | 'previousHashSecret' | 'securityHeader'>;
+
+/** The development key's name when MERCHANT_API_KEYS is unset on the embedded stack. */
+export const DEV_API_KEY_NAME = 'dev';
+/** The development operator key's name when OPERATOR_API_KEYS is unset on the embedded stack. */
+export const DEV_OPERATOR_KEY_NAME = 'operator';
+
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  options: { role?: ConfigRole } = {},
+): Config {
+  const parsed = envSchema(options.role ?? 'all').safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? '(environment)'),
+        message: issue.message,
+      })),
+    );
+  }
+  const e = parsed.data;
+  const temporal = resolveTemporalProfile(env);
+  if (!temporal.profile) throw new ConfigError(temporal.issues);
+  const embeddedBank = !e.BANK_BASE_URL;
+  // Unset keys only on the embedded stack (the schema requires them with a real bank): one made for this run.
+  const merchantApiKeys =
+    e.MERCHANT_API_KEYS === undefined
+      ? { keys: [{ name: DEV_API_KEY_NAME, key: generateApiKey() }], generated: true }
+      : { keys: parseMerchantApiKeys(e.MERCHANT_API_KEYS).keys, generated: false };
+  const callbacks = {
+    allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
+    signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
+    developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
+  };
+  const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
+  const operatorApiKeys =
+    e.OPERATOR_API_KEYS === undefined
+      ? { keys: [{ name: DEV_OPERATOR_KEY_NAME, key: generateApiKey() }], generated: true }
+      : { keys: parseOperatorApiKeys(e.OPERATOR_API_KEYS).keys, generated: false };
+  return {
+    nodeEnv: e.NODE_ENV ?? 'development',
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    tracing: tracingFromEnv(e),
+    port: e.PORT,
+    internalPort: e.INTERNAL_PORT,
+    workerMetricsPort: e.WORKER_METRICS_PORT,
+    merchantApiKeys,
+    merchants,
+    operatorApiKeys,
+    temporal: {
+      address: temporal.profile.address,
+      namespace: temporal.profile.namespace,
+      connection: {
+        addressFrom: temporal.profile.addressFrom,
+        apiKey: temporal.profile.apiKey,
+        tls: temporal.profile.tls,
+      },
+      taskQueue: e.TASK_QUEUE,
+      deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
+      devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
+    },
+    bank: {
+      embedded: embeddedBank,
+      authUrl: e.BANK_AUTH_URL,
+      baseUrl: e.BANK_BASE_URL,
+      clientId: e.BANK_CLIENT_ID ?? DEV_DEFAULTS.BANK_CLIENT_ID,
+      clientSecret: e.BANK_CLIENT_SECRET ?? DEV_DEFAULTS.BANK_CLIENT_SECRET,
+      sandboxPort: e.SANDBOX_PORT,
+      maxReadsPerSecond: e.BANK_MAX_READS_PER_SECOND,
+    },
+    worker: {
+      maxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
+      maxConcurrentWorkflowTaskExecutions: e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+      maxConcurrentActivityTaskExecutions: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
+      maxWorkflowTaskPollers:
+        e.WORKER_MAX_WORKFLOW_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
+      maxActivityTaskPollers:
+        e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
+    },
+    shutdown: {
+      drainDelayMs: e.SHUTDOWN_DRAIN_DELAY ?? (options.role === 'api' ? DEFAULT_API_DRAIN_DELAY_MS : 0),
+      gracePeriodMs: e.SHUTDOWN_GRACE_PERIOD ?? DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
+      workerGraceMs: e.WORKER_SHUTDOWN_GRACE_TIME ?? DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
+    },
+    settings: resolveServiceSettings(e).settings,
+    webhooks: {
+      publicBaseUrl: e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`,
+      hashSecret: e.WEBHOOK_HASH_SECRET ?? DEV_DEFAULTS.WEBHOOK_HASH_SECRET,
+      previousHashSecret: e.WEBHOOK_HASH_SECRET_PREVIOUS,
+      securityHeader: e.WEBHOOK_SECURITY_HEADER,
+    },
+    transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+    payloadEncryption: {
+      keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
+      developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
+    },
+    codec: {
+      // The embedded dev server's Web UI, under either name a browser may use for it.
+      corsOrigins: e.CODEC_CORS_ORIGINS ?? [
+        `http://localhost:${e.TEMPORAL_UI_PORT}`,
+        `http://127.0.0.1:${e.TEMPORAL_UI_PORT}`,
+      ],
+    },
+    callbacks,
+    env,
+  };
+}
+
+/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
+function loadMerchants(
+  e: Env,
+  keys: MerchantApiKey[],
+  callbacks: { allowList: CallbackAllowList; signingSecrets: string[] },
+): MerchantDirectory {
+  let fileJson: unknown;
+  if (e.MERCHANTS_FILE !== undefined) {
+    const read = readMerchantsFile(e.MERCHANTS_FILE);
+    if (read.problem) throw new ConfigError([read.problem]);
+    fileJson = read.json;
+  }
+  const { directory, problems } = buildMerchantDirectory({
+    keys,
+    keysConfigured: e.MERCHANT_API_KEYS !== undefined,
+    fileJson,
+    legacyMerchant: e.LEGACY_MERCHANT,
+    defaults: {
+      allowList: callbacks.allowList,
+      signingSecrets: callbacks.signingSecrets,
+      transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
+      limits: {
+        requestsPerMinute: e.MERCHANT_REQUESTS_PER_MINUTE,
+        maxLongPolls: e.MERCHANT_MAX_LONG_POLLS,
+        minPollIntervalMs: e.MERCHANT_MIN_POLL_INTERVAL ?? DEFAULT_MERCHANT_LIMITS.minPollIntervalMs,
+      },
+    },
+  });
+  if (!directory) throw new ConfigError(problems);
+  return directory;
+}

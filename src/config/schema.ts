@@ -1,0 +1,831 @@
+import { z } from 'zod';
+import { parsePayloadEncryptionKeys, type PayloadEncryptionKey } from '../security/payload-codec';
+import { parseMerchantApiKeys, parseOperatorApiKeys, sharedApiKeys } from '../security/api-keys';
+import { WEBHOOK_SECURITY_HEADER_PATTERN } from '../shared/bank-wire';
+import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, parseAllowedOrigins } from '../security/callback-url';
+import { signingSecretProblem } from '../security/callback-signature';
+import {
+  DEFAULT_SERVICE_SETTINGS,
+  DEFAULT_STATUS_ORDER,
+  DEFAULT_TERMINAL_STATUSES,
+  formatDuration,
+  parseDurationMs,
+  SETTING_BOUNDS,
+  type Bounds,
+} from '../shared/application-settings';
+import { DEFAULT_MERCHANT_LIMITS } from './merchants';
+import { TEMPORAL_ADDRESS_PATTERN } from '../temporal/profile';
+import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from '../temporal/worker-deployment';
+import type { TracingConfig } from '../telemetry/tracing';
+import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
+
+/**
+ * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
+ * entry points; a bad or missing value stops start-up with a ConfigError naming each variable.
+ *
+ * Two shapes:
+ * - embedded (BANK_BASE_URL unset): the bank sandbox is started in-process and every secret has a
+ *   development default, so `npm start` works with nothing configured;
+ * - real bank (BANK_BASE_URL set): BANK_AUTH_URL, BANK_CLIENT_ID, BANK_CLIENT_SECRET, PUBLIC_BASE_URL,
+ *   WEBHOOK_HASH_SECRET, PAYLOAD_ENCRYPTION_KEYS, MERCHANT_API_KEYS, OPERATOR_API_KEYS and WEBHOOK_SECURITY_HEADER
+ *   (unless WEBHOOK_SECURITY_HEADER_WAIVED=true) are required, and no development default is used.
+ * No message ever echoes the value of a secret (MERCHANT_API_KEYS, OPERATOR_API_KEYS, WEBHOOK_HASH_SECRET*,
+ * BANK_CLIENT_SECRET).
+ *
+ * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
+ * with a real bank; CALLBACK_SIGNING_SECRETS unset signs with a development secret on the embedded stack and is
+ * required with a real bank once callbacks can go anywhere (an allow-list or TRANSACTIONS_CALLBACK_URL).
+ */
+
+export const DEV_DEFAULTS = {
+  BANK_CLIENT_ID: 'sandbox-client',
+  BANK_CLIENT_SECRET: 'sandbox-secret',
+  WEBHOOK_HASH_SECRET: 'dev-only-webhook-hash-secret-change-me-0123456789',
+};
+
+const emptyToUndefined = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const optionalString = z.preprocess(emptyToUndefined, z.string().optional());
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
+  .transform((u) => u.replace(/\/+$/, ''));
+const optionalUrl = z.preprocess(emptyToUndefined, httpUrl.optional());
+/** A comma-separated list (blank entries ignored); undefined when unset. */
+const optionalList = z.preprocess(emptyToUndefined, z.string().optional()).transform((v) =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean),
+);
+/** CALLBACK_ALLOWED_ORIGINS → normalised origins (src/security/callback-url.ts). */
+const allowedOrigins = z.preprocess(emptyToUndefined, z.string().optional()).transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const { origins, problems } = parseAllowedOrigins(value);
+  for (const message of problems) ctx.addIssue({ code: 'custom', message });
+  return origins;
+});
+/** CALLBACK_SIGNING_SECRETS: the messages name a secret by position, never by value. */
+const signingSecrets = optionalList.superRefine((secrets, ctx) => {
+  if (secrets === undefined) return;
+  if (secrets.length === 0) ctx.addIssue({ code: 'custom', message: 'must list at least one whsec_ secret' });
+  secrets.forEach((secret, i) => {
+    const problem = signingSecretProblem(secret);
+    if (problem) ctx.addIssue({ code: 'custom', message: `secret ${i + 1} of ${secrets.length}: ${problem}` });
+  });
+});
+const port = (fallback: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: 'must be a port number' })
+      .int('must be an integer')
+      .min(0, 'must be 0-65535')
+      .max(65535, 'must be 0-65535')
+      .default(fallback),
+  );
+/** A whole number from the environment; `min` is what the SDK or the server would refuse below. */
+const wholeNumber = (min: number) =>
+  z.coerce
+    .number({ error: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(1_000_000, 'must be at most 1000000');
+const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
+const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** A duration (`30s`, `5m`, `1h`, `30d`, or whole milliseconds) within `bounds`; undefined when unset. */
+const duration = (bounds: Bounds) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .optional()
+      .transform((value, ctx): number | undefined => {
+        if (value === undefined) return undefined;
+        const ms = parseDurationMs(value);
+        if (ms === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'must be a duration such as 500ms, 30s, 5m, 1h or 30d' });
+          return z.NEVER;
+        }
+        if (ms < bounds.min || ms > bounds.max) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+          });
+          return z.NEVER;
+        }
+        return ms;
+      }),
+  );
+/** `keyId:<base64 of 32 bytes>,…` (src/security/payload-codec.ts); the message never echoes a key. */
+const payloadKeys = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): PayloadEncryptionKey[] | undefined => {
+      if (value === undefined) return undefined;
+      try {
+        return parsePayloadEncryptionKeys(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+);
+/** Comma-separated origins (scheme://host[:port], nothing after it), as a browser sends them in `Origin`. */
+const origins = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .transform((value, ctx): string[] | undefined => {
+      if (value === undefined) return undefined;
+      const list = value
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== '');
+      for (const origin of list) {
+        let parsed: URL | undefined;
+        try {
+          parsed = new URL(origin);
+        } catch {
+          parsed = undefined;
+        }
+        if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+          ctx.addIssue({ code: 'custom', message: `"${origin}" is not an origin: http(s)://host[:port], no path` });
+          return z.NEVER;
+        }
+      }
+      return list;
+    }),
+);
+
+/**
+ * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB over 200 MiB:
+ * 2,310 with a 4 GiB heap), and RSS grows with the cache: a worker holding 10,000 open applications,
+ * all woken once, peaked at 1,261 MiB with 2,310, 995 MiB with 1,000 and 689 MiB with 500
+ * (`npm run bench -- worker-memory`). 500 keeps a worker under 1 GiB with room to spare, whatever the heap;
+ * an evicted application costs one replay of its short history (continue-as-new bounds it) when it next wakes.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
+/** The SDK's own defaults, written out so the configuration shows what a worker runs with. */
+export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 40;
+export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 100;
+/** The SDK's poller default: min(10, slots); more pollers than slots only wait for a slot. */
+export const DEFAULT_MAX_POLLERS = 10;
+/** Bank status reads per second across every worker (Temporal's task-queue rate limit on the bank-reads queue). */
+export const DEFAULT_BANK_MAX_READS_PER_SECOND = 50;
+
+/**
+ * Shutdown (docs/operations.md "Shutdown and draining"). SHUTDOWN_DRAIN_DELAY: how long an API process keeps serving
+ * with /readyz at 503 before its listeners stop accepting: long enough for a load balancer's health checks to take it
+ * out (`npm run api`; `npm start` has no load balancer in front, so none). SHUTDOWN_GRACE_PERIOD: how long requests
+ * in flight may then take. WORKER_SHUTDOWN_GRACE_TIME: how long a stopping worker lets running activities finish
+ * before they are cancelled and handed back to Temporal (retried on another worker).
+ */
+export const DEFAULT_API_DRAIN_DELAY_MS = 5_000;
+export const DEFAULT_SHUTDOWN_GRACE_PERIOD_MS = 10_000;
+export const DEFAULT_WORKER_SHUTDOWN_GRACE_MS = 10_000;
+const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
+
+/** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
+export const MIN_SECURITY_HEADER_LENGTH = 16;
+
+/**
+ * Which process reads the configuration: `all` (npm start: listeners and worker), `api` (npm run api: the two
+ * listeners) or `worker` (npm run worker). A worker serves no HTTP: with a real bank it is not required to hold the
+ * merchant API keys nor the account webhooks' security header (least privilege), everything else is the same.
+ */
+export type ConfigRole = 'all' | 'api' | 'worker';
+
+/**
+ * Tracing and log format (src/telemetry/tracing.ts, src/telemetry/logging.ts): part of the one schema below, and parsed alone by
+ * the tracing preload, which must start before express, http and undici are loaded (so before loadConfig runs).
+ * Tracing is on when an OTLP endpoint is set; OTEL_SDK_DISABLED=true turns it off all the same.
+ */
+export type { TracingConfig };
+
+export const OBSERVABILITY_ENV = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['http/protobuf', 'http/json'], {
+        error: 'must be http/protobuf or http/json (grpc is not supported by this service)',
+      })
+      .default('http/protobuf'),
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['http/protobuf', 'http/json'], {
+        error: 'must be http/protobuf or http/json (grpc is not supported by this service)',
+      })
+      .optional(),
+  ),
+  OTEL_SERVICE_NAME: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .max(255, 'must be at most 255 characters')
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .optional(),
+  ),
+  OTEL_SDK_DISABLED: z.preprocess(emptyToUndefined, z.enum(['true', 'false']).default('false')),
+  /** Unset: pretty when stdout is a terminal, JSON otherwise. */
+  LOG_FORMAT: z.preprocess(
+    emptyToUndefined,
+    z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).optional(),
+  ),
+};
+
+type ObservabilityEnv = z.infer<z.ZodObject<typeof OBSERVABILITY_ENV>>;
+
+export function tracingFromEnv(e: ObservabilityEnv): TracingConfig | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const url =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces` : undefined);
+  if (!url) return undefined;
+  return {
+    url,
+    protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL,
+    serviceName: e.OTEL_SERVICE_NAME,
+  };
+}
+
+/**
+ * The tracing settings alone, for the preload that runs before loadConfig: undefined when tracing is off or the
+ * variables are invalid (loadConfig then stops start-up naming them).
+ */
+export function loadTracingConfig(env: Record<string, string | undefined>): TracingConfig | undefined {
+  const parsed = z.object(OBSERVABILITY_ENV).safeParse(env);
+  return parsed.success ? tracingFromEnv(parsed.data) : undefined;
+}
+
+/** Every variable the service reads (the sandbox has its own: src/sandbox/config.ts), with its type and default. */
+export const ENV_SHAPE = {
+  NODE_ENV: optionalString,
+  ...OBSERVABILITY_ENV,
+  LOG_LEVEL: z.preprocess(
+    emptyToUndefined,
+    z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  ),
+  /** The public listener (the bank's webhooks, /healthz). */
+  PORT: port(3000),
+  /** The internal listener (merchant facade, /readyz, /metrics, codec). */
+  INTERNAL_PORT: port(3001),
+  /** The worker process's own listener: the SDK's and the worker's metrics, worker health (0: any free port). */
+  WORKER_METRICS_PORT: port(9464),
+  /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
+  MERCHANT_API_KEYS: optionalString,
+  /** Per-merchant settings (JSON, src/config/merchants.ts); read and checked by loadConfig. */
+  MERCHANTS_FILE: optionalString,
+  /** The merchant that owns the workflows started before tenancy; default: MERCHANT_API_KEYS' first. */
+  LEGACY_MERCHANT: optionalString,
+  // Every merchant's defaults; MERCHANTS_FILE overrides them per merchant.
+  MERCHANT_REQUESTS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.requestsPerMinute),
+  MERCHANT_MAX_LONG_POLLS: count(1, DEFAULT_MERCHANT_LIMITS.maxLongPolls),
+  MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+  /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
+  OPERATOR_API_KEYS: optionalString,
+
+  // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
+  // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
+  // the embedded dev server; no namespace from either → "default".
+  TEMPORAL_ADDRESS: z.preprocess(
+    emptyToUndefined,
+    z.string().regex(TEMPORAL_ADDRESS_PATTERN, 'must be host:port, for example localhost:7233').optional(),
+  ),
+  TEMPORAL_NAMESPACE: optionalString,
+  TEMPORAL_PROFILE: optionalString,
+  TEMPORAL_CONFIG_FILE: optionalString,
+  TASK_QUEUE: z.preprocess(emptyToUndefined, z.string().min(1).default('paylater')),
+  // Worker Versioning (src/temporal/worker-deployment.ts): the deployment every worker joins, and the build id
+  // (derived from the workflow bundle unless set). Letters, digits, '-' and '_': the CLI writes a version
+  // as `{deployment}.{build}`.
+  WORKER_DEPLOYMENT_NAME: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"')
+      .default(DEFAULT_WORKER_DEPLOYMENT_NAME),
+  ),
+  WORKER_BUILD_ID: z.preprocess(
+    emptyToUndefined,
+    z.string().regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"').optional(),
+  ),
+  TEMPORAL_UI_PORT: port(8233),
+  TEMPORAL_DEV_SERVER_PORT: port(7233),
+  TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
+
+  // The bank: unset base URL → the embedded bank sandbox.
+  BANK_AUTH_URL: optionalUrl,
+  BANK_BASE_URL: optionalUrl,
+  BANK_CLIENT_ID: optionalString,
+  BANK_CLIENT_SECRET: optionalString,
+  SANDBOX_PORT: port(4010),
+  /** Ceiling on bank status reads per second across ALL workers (server-side, per task queue). */
+  BANK_MAX_READS_PER_SECOND: z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: 'must be a number of reads per second' })
+      .positive('must be greater than 0')
+      .max(100_000, 'must be at most 100000')
+      .default(DEFAULT_BANK_MAX_READS_PER_SECOND),
+  ),
+
+  // The bank's vocabulary and the lifecycle of new applications (src/shared/application-settings.ts).
+  BANK_STATUS_ORDER: optionalList,
+  BANK_TERMINAL_STATUSES: optionalList,
+  POLL_FAST_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+  POLL_RESPONSIVE_WINDOW: duration(SETTING_BOUNDS.responsiveWindowMs),
+  POLL_BACKOFF_FACTOR: z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: 'must be a number' })
+      .min(SETTING_BOUNDS.pollBackoffFactor.min, `must be at least ${SETTING_BOUNDS.pollBackoffFactor.min}`)
+      .max(SETTING_BOUNDS.pollBackoffFactor.max, `must be at most ${SETTING_BOUNDS.pollBackoffFactor.max}`)
+      .optional(),
+  ),
+  POLL_SLOW_INTERVAL: duration(SETTING_BOUNDS.slowPollIntervalMs),
+  POLL_NO_WEBHOOK_INTERVAL: duration(SETTING_BOUNDS.noWebhookPollIntervalMs),
+  APPLICATION_DEADLINE: duration(SETTING_BOUNDS.deadlineMs),
+  // Consent refreshes and transactionEvents.
+  REFRESH_TIMEOUT: duration(SETTING_BOUNDS.refreshTimeoutMs),
+  REFRESH_QUIET_PERIOD: duration(SETTING_BOUNDS.refreshQuietPeriodMs),
+  TRANSACTION_EVENTS_WINDOW: duration(SETTING_BOUNDS.transactionEventsWindowMs),
+
+  // Shutdown: the API's drain and the worker's grace (DEFAULT_API_DRAIN_DELAY_MS and below).
+  SHUTDOWN_DRAIN_DELAY: duration(SHUTDOWN_BOUNDS),
+  SHUTDOWN_GRACE_PERIOD: duration(SHUTDOWN_BOUNDS),
+  WORKER_SHUTDOWN_GRACE_TIME: duration(SHUTDOWN_BOUNDS),
+
+  // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
+  // (every workflow task replays its history): for debugging only.
+  WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: count(2, DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS),
+  WORKER_MAX_CONCURRENT_ACTIVITIES: count(1, DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+  // Unset: min(10, the matching slots), as the SDK does. Core refuses fewer than 2 workflow pollers with a cache.
+  WORKER_MAX_WORKFLOW_POLLERS: optionalCount(2),
+  WORKER_MAX_ACTIVITY_POLLERS: optionalCount(1),
+
+  // Webhooks.
+  PUBLIC_BASE_URL: optionalUrl,
+  WEBHOOK_HASH_SECRET: z.preprocess(
+    emptyToUndefined,
+    z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
+  ),
+  /** The secret before the last rotation: its hashes still verify (applications created before it). */
+  WEBHOOK_HASH_SECRET_PREVIOUS: z.preprocess(
+    emptyToUndefined,
+    z.string().min(32, 'must be at least 32 characters (it keys an HMAC)').optional(),
+  ),
+  WEBHOOK_SECURITY_HEADER: z
+    .string()
+    .regex(WEBHOOK_SECURITY_HEADER_PATTERN, 'must match [ a-zA-Z0-9=+/]* (the bank accepts nothing else)')
+    .default(''),
+  /** `true`: run with a real bank whose account webhooks carry no security header (a decision, written down). */
+  WEBHOOK_SECURITY_HEADER_WAIVED: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['true', 'false'], { error: 'must be true or false' })
+      .default('false')
+      .transform((v) => v === 'true'),
+  ),
+  /** Optional merchant endpoint that receives changed accounts of transactionEvents. */
+  TRANSACTIONS_CALLBACK_URL: optionalUrl,
+
+  // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
+  CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
+  CALLBACK_SIGNING_SECRETS: signingSecrets,
+
+  // Customer data in Temporal: the first key encrypts, every key decrypts. Unset: the embedded default's
+  // development key (a real bank requires keys).
+  PAYLOAD_ENCRYPTION_KEYS: payloadKeys,
+  /** Browser origins allowed to call the codec endpoint (the Temporal Web UI); default: the embedded UI's. */
+  CODEC_CORS_ORIGINS: origins,
+};
+
+/** The schema of one process's environment: `role` decides what a real bank requires (see ConfigRole). */
+export const envSchema = (role: ConfigRole) =>
+  z.object(ENV_SHAPE).superRefine((env, ctx) => {
+    callbackIssues(env, ctx);
+    for (const p of resolveServiceSettings(env).problems)
+      ctx.addIssue({ code: 'custom', path: [p.variable], message: p.message });
+    // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
+    if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_CACHED_WORKFLOWS'],
+        message: 'must be 0 (no cache) or at least 2',
+      });
+    if (
+      env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
+      env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
+        message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
+      });
+    if (
+      env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
+      env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_WORKFLOW_POLLERS'],
+        message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
+      });
+    if (
+      env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
+      env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_MAX_ACTIVITY_POLLERS'],
+        message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
+      });
+
+    if (env.PORT !== 0 && env.PORT === env.INTERNAL_PORT)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['INTERNAL_PORT'],
+        message: `must differ from PORT (${env.PORT}): the bank reaches only the public listener`,
+      });
+    // npm start serves all three listeners from one process (npm run worker alone never binds PORT).
+    if (
+      role === 'all' &&
+      env.WORKER_METRICS_PORT !== 0 &&
+      [env.PORT, env.INTERNAL_PORT].includes(env.WORKER_METRICS_PORT)
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WORKER_METRICS_PORT'],
+        message: `must differ from PORT and INTERNAL_PORT (${env.PORT}, ${env.INTERNAL_PORT})`,
+      });
+    if (env.MERCHANT_API_KEYS !== undefined) {
+      for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
+        ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
+    }
+    if (env.OPERATOR_API_KEYS !== undefined) {
+      const operators = parseOperatorApiKeys(env.OPERATOR_API_KEYS);
+      for (const problem of operators.problems)
+        ctx.addIssue({ code: 'custom', path: ['OPERATOR_API_KEYS'], message: problem });
+      const merchants = env.MERCHANT_API_KEYS === undefined ? [] : parseMerchantApiKeys(env.MERCHANT_API_KEYS).keys;
+      // One key in both lists would let a merchant decode every merchant's payloads.
+      for (const { merchant, operator } of sharedApiKeys(merchants, operators.keys))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['OPERATOR_API_KEYS'],
+          message: `"${operator}" has the same key as MERCHANT_API_KEYS's "${merchant}": an operator key must not be a merchant's`,
+        });
+    }
+    if (env.WEBHOOK_HASH_SECRET_PREVIOUS !== undefined && env.WEBHOOK_HASH_SECRET_PREVIOUS === env.WEBHOOK_HASH_SECRET)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_HASH_SECRET_PREVIOUS'],
+        message: 'must differ from WEBHOOK_HASH_SECRET (it is the secret before the rotation)',
+      });
+    if (env.WEBHOOK_SECURITY_HEADER_WAIVED && env.WEBHOOK_SECURITY_HEADER.trim() !== '')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_SECURITY_HEADER_WAIVED'],
+        message: 'must not be true while WEBHOOK_SECURITY_HEADER is set (the header is checked): remove one',
+      });
+
+    if (!env.BANK_BASE_URL) {
+      if (env.BANK_AUTH_URL)
+        ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
+      return;
+    }
+    // Talking to a real bank: no development defaults.
+    for (const key of [
+      'BANK_AUTH_URL',
+      'BANK_CLIENT_ID',
+      'BANK_CLIENT_SECRET',
+      'PUBLIC_BASE_URL',
+      'WEBHOOK_HASH_SECRET',
+      'PAYLOAD_ENCRYPTION_KEYS',
+      ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS', 'OPERATOR_API_KEYS'] as const)),
+    ] as const) {
+      if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
+    }
+    if (role !== 'worker' && env.WEBHOOK_SECURITY_HEADER.trim() === '' && !env.WEBHOOK_SECURITY_HEADER_WAIVED)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_SECURITY_HEADER'],
+        message:
+          "is required when BANK_BASE_URL is set (set the same value as the bank's Webhook Security Header), " +
+          'or set WEBHOOK_SECURITY_HEADER_WAIVED=true to accept account webhooks without one',
+      });
+    // The header is the only thing authenticating account webhooks: a short one is guessable (the value is never echoed).
+    const headerLength = env.WEBHOOK_SECURITY_HEADER.trim().length;
+    if (role !== 'worker' && headerLength > 0 && headerLength < MIN_SECURITY_HEADER_LENGTH)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_SECURITY_HEADER'],
+        message: `must be at least ${MIN_SECURITY_HEADER_LENGTH} characters when BANK_BASE_URL is set (it has ${headerLength})`,
+      });
+  });
+
+export type Env = z.infer<ReturnType<typeof envSchema>>;
+
+function callbackIssues(
+  env: {
+    BANK_BASE_URL?: string;
+    TRANSACTIONS_CALLBACK_URL?: string;
+    CALLBACK_ALLOWED_ORIGINS?: string[];
+    CALLBACK_SIGNING_SECRETS?: string[];
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const embedded = !env.BANK_BASE_URL;
+  if (env.TRANSACTIONS_CALLBACK_URL) {
+    const verdict = checkCallbackUrl(
+      env.TRANSACTIONS_CALLBACK_URL,
+      callbackAllowList(env.CALLBACK_ALLOWED_ORIGINS, embedded),
+    );
+    if (!verdict.allowed)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TRANSACTIONS_CALLBACK_URL'],
+        message: `${verdict.reason} (add ${verdict.origin ?? 'its origin'} to ${CALLBACK_ALLOWED_ORIGINS})`,
+      });
+  }
+  const callbacksConfigured = (env.CALLBACK_ALLOWED_ORIGINS?.length ?? 0) > 0 || !!env.TRANSACTIONS_CALLBACK_URL;
+  if (!embedded && callbacksConfigured && !env.CALLBACK_SIGNING_SECRETS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['CALLBACK_SIGNING_SECRETS'],
+      message: `is required when BANK_BASE_URL is set and callbacks are configured (${CALLBACK_ALLOWED_ORIGINS} or TRANSACTIONS_CALLBACK_URL)`,
+    });
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: ConfigIssue[]) {
+    super(
+      `Invalid configuration:\n${issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n')}\n` +
+        'See .env.example and the README\'s "Configuration" table.',
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/** A process that reads the configuration: `npm start` (main), `npm run api`, `npm run worker`. */
+export type ConfigProcess = 'start' | 'api' | 'worker';
+
+/** What docs/configuration.md says of a variable (`npm run docs:config` writes the table from this and ENV_SHAPE). */
+export interface VariableDoc {
+  /** The processes that use it. */
+  processes: readonly ConfigProcess[];
+  description: string;
+  /** The default in words, where the schema's alone (unset, or a fixed value) does not say it. */
+  default?: string;
+}
+
+const ALL: readonly ConfigProcess[] = ['start', 'api', 'worker'];
+const START_API: readonly ConfigProcess[] = ['start', 'api'];
+const START_WORKER: readonly ConfigProcess[] = ['start', 'worker'];
+const WITH_REAL_BANK = 'required with a real bank';
+const code = (v: string | number): string => `\`${v}\``;
+const ms = (v: number): string => code(formatDuration(v));
+const APP = DEFAULT_SERVICE_SETTINGS.applications;
+
+/** Every variable of ENV_SHAPE, documented (the type makes a missing one a compile error). */
+export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
+  NODE_ENV: { processes: ALL, description: 'Node environment name', default: '`development`' },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    processes: ALL,
+    description: 'base URL of an OTLP collector; spans go to `<endpoint>/v1/traces` (tracing is off when unset)',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { processes: ALL, description: 'full URL for traces (wins over the above)' },
+  OTEL_EXPORTER_OTLP_PROTOCOL: { processes: ALL, description: '`http/protobuf` or `http/json`; `grpc` is refused' },
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: {
+    processes: ALL,
+    description: 'the same, for traces only (wins over the above)',
+  },
+  OTEL_SERVICE_NAME: {
+    processes: ALL,
+    description: 'service name of the spans',
+    default: '`paylater`, `paylater-api` or `paylater-worker` by entry point',
+  },
+  OTEL_SDK_DISABLED: { processes: ALL, description: '`true`: tracing off even with an endpoint' },
+  LOG_FORMAT: { processes: ALL, description: '`json` or `pretty`', default: 'pretty on a terminal, JSON otherwise' },
+  LOG_LEVEL: { processes: ALL, description: 'pino level' },
+  PORT: { processes: START_API, description: "the public listener: the bank's webhooks, `/healthz`" },
+  INTERNAL_PORT: {
+    processes: START_API,
+    description: 'the internal listener: merchant facade, `/readyz`, `/metrics`, `/codec`; must differ from `PORT`',
+  },
+  WORKER_METRICS_PORT: {
+    processes: START_WORKER,
+    description: "the worker's Prometheus `/metrics`, `/healthz` and `/readyz`; `0`: a free port",
+  },
+  MERCHANT_API_KEYS: {
+    processes: ALL,
+    description: "`name:key,name:key`: each merchant's key of the facade (the names are the merchant ids)",
+    default: `embedded: a key generated and printed at start-up; ${WITH_REAL_BANK} (API processes)`,
+  },
+  MERCHANTS_FILE: { processes: ALL, description: 'per-merchant settings (JSON) over the globals below' },
+  LEGACY_MERCHANT: {
+    processes: ALL,
+    description: 'the merchant that owns the workflows started before tenancy',
+    default: "`MERCHANT_API_KEYS`' first",
+  },
+  MERCHANT_REQUESTS_PER_MINUTE: { processes: START_API, description: "every merchant's request budget per minute" },
+  MERCHANT_MAX_LONG_POLLS: { processes: START_API, description: "every merchant's long polls open at once" },
+  MERCHANT_MIN_POLL_INTERVAL: {
+    processes: START_API,
+    description: 'the shortest poll interval a merchant may ask for (a duration)',
+    default: ms(DEFAULT_MERCHANT_LIMITS.minPollIntervalMs),
+  },
+  OPERATOR_API_KEYS: {
+    processes: START_API,
+    description: "`name:key,…` for `/codec` and the operator routes; never a merchant's key",
+    default: `embedded: a key generated and printed at start-up; ${WITH_REAL_BANK}`,
+  },
+  TEMPORAL_ADDRESS: {
+    processes: ALL,
+    description: '`host:port` of a Temporal cluster; `npm run worker` and `npm run api` require one',
+    default: "the profile's; neither: the embedded dev server",
+  },
+  TEMPORAL_NAMESPACE: { processes: ALL, description: 'namespace', default: "the profile's, else `default`" },
+  TEMPORAL_PROFILE: {
+    processes: ALL,
+    description: 'the Temporal CLI profile giving address, namespace, API key, TLS (the variables win over it)',
+    default: '`default`',
+  },
+  TEMPORAL_CONFIG_FILE: {
+    processes: ALL,
+    description: "the profiles' TOML file",
+    default: '`~/.config/temporalio/temporal.toml`',
+  },
+  TASK_QUEUE: { processes: ALL, description: "the workers' task queue (bank reads: `<TASK_QUEUE>-bank-reads`)" },
+  WORKER_DEPLOYMENT_NAME: { processes: START_WORKER, description: 'the Worker Deployment every worker joins' },
+  WORKER_BUILD_ID: {
+    processes: START_WORKER,
+    description: "the worker's build id",
+    default: "the workflow bundle's (`wf-…`)",
+  },
+  TEMPORAL_UI_PORT: { processes: START_API, description: "the embedded dev server's Web UI (and the codec's CORS)" },
+  TEMPORAL_DEV_SERVER_PORT: { processes: ['start'], description: 'the embedded dev server' },
+  TEMPORAL_DATA_DIR: { processes: ['start'], description: "the embedded dev server's and sandbox's data" },
+  BANK_AUTH_URL: { processes: START_WORKER, description: "`{auth_url}` of the bank's document" },
+  BANK_BASE_URL: {
+    processes: ALL,
+    description: "`{base_url}` of the bank's document: set, a real bank (secrets required)",
+    default: 'unset: the embedded bank sandbox',
+  },
+  BANK_CLIENT_ID: {
+    processes: START_WORKER,
+    description: 'OAuth2 client id',
+    default: `the sandbox's when embedded; ${WITH_REAL_BANK}`,
+  },
+  BANK_CLIENT_SECRET: {
+    processes: START_WORKER,
+    description: 'OAuth2 client secret',
+    default: `the sandbox's when embedded; ${WITH_REAL_BANK}`,
+  },
+  SANDBOX_PORT: { processes: ['start'], description: 'the embedded bank sandbox' },
+  BANK_MAX_READS_PER_SECOND: {
+    processes: START_WORKER,
+    description: "bank status reads per second across all workers (the bank-reads queue's rate limit)",
+  },
+  BANK_STATUS_ORDER: {
+    processes: START_API,
+    description: "the bank's application statuses in order (terminal ones last)",
+    default: code(DEFAULT_STATUS_ORDER.join(',')),
+  },
+  BANK_TERMINAL_STATUSES: {
+    processes: START_API,
+    description: 'the statuses that end an application',
+    default: code(DEFAULT_TERMINAL_STATUSES.join(',')),
+  },
+  POLL_FAST_INTERVAL: {
+    processes: START_API,
+    description: 'poll interval of a new application (1s–1h)',
+    default: ms(APP.fastPollIntervalMs),
+  },
+  POLL_RESPONSIVE_WINDOW: {
+    processes: START_API,
+    description: 'how long polls stay fast after a change (0–1d)',
+    default: ms(APP.responsiveWindowMs),
+  },
+  POLL_BACKOFF_FACTOR: {
+    processes: START_API,
+    description: 'growth of the interval after it (1–10)',
+    default: code(APP.pollBackoffFactor),
+  },
+  POLL_SLOW_INTERVAL: {
+    processes: START_API,
+    description: 'the longest interval (1s–1d)',
+    default: ms(APP.slowPollIntervalMs),
+  },
+  POLL_NO_WEBHOOK_INTERVAL: {
+    processes: START_API,
+    description: 'the interval while no webhook reaches the service (1s–1d)',
+    default: ms(APP.noWebhookPollIntervalMs),
+  },
+  APPLICATION_DEADLINE: {
+    processes: START_API,
+    description: 'stop following an application this long after it started (1m–365d)',
+    default: ms(APP.deadlineMs),
+  },
+  REFRESH_TIMEOUT: {
+    processes: START_API,
+    description: 'a consent refresh gives up after this (1s–1d)',
+    default: ms(DEFAULT_SERVICE_SETTINGS.refresh.timeoutMs),
+  },
+  REFRESH_QUIET_PERIOD: {
+    processes: START_API,
+    description: 'a consent refresh ends after this long without a report (100ms–1d)',
+    default: ms(DEFAULT_SERVICE_SETTINGS.refresh.quietPeriodMs),
+  },
+  TRANSACTION_EVENTS_WINDOW: {
+    processes: START_API,
+    description: 'how long transactionEvents coalesces a burst before its one callback (100ms–1h)',
+    default: ms(DEFAULT_SERVICE_SETTINGS.transactionEvents.coalesceWindowMs),
+  },
+  SHUTDOWN_DRAIN_DELAY: {
+    processes: START_API,
+    description: 'on SIGTERM, `/readyz` 503 while still serving, for this long',
+    default: `${ms(DEFAULT_API_DRAIN_DELAY_MS)} (\`npm run api\`), \`0\` (\`npm start\`)`,
+  },
+  SHUTDOWN_GRACE_PERIOD: {
+    processes: START_API,
+    description: 'then, requests in flight get this long',
+    default: ms(DEFAULT_SHUTDOWN_GRACE_PERIOD_MS),
+  },
+  WORKER_SHUTDOWN_GRACE_TIME: {
+    processes: START_WORKER,
+    description: 'on SIGTERM, running activities get this long, then are cancelled and retried elsewhere',
+    default: ms(DEFAULT_WORKER_SHUTDOWN_GRACE_MS),
+  },
+  WORKER_MAX_CACHED_WORKFLOWS: {
+    processes: START_WORKER,
+    description: 'workflows a worker keeps in memory; `0` disables the cache (debugging only)',
+  },
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: { processes: START_WORKER, description: 'workflow task slots of a worker' },
+  WORKER_MAX_CONCURRENT_ACTIVITIES: { processes: START_WORKER, description: 'activity slots, per task queue' },
+  WORKER_MAX_WORKFLOW_POLLERS: {
+    processes: START_WORKER,
+    description: 'workflow task long polls',
+    default: 'min(10, the slots)',
+  },
+  WORKER_MAX_ACTIVITY_POLLERS: {
+    processes: START_WORKER,
+    description: 'activity task long polls, per task queue',
+    default: 'min(10, the slots)',
+  },
+  PUBLIC_BASE_URL: {
+    processes: START_WORKER,
+    description: "where the bank reaches the receiver; prefix of each application's `webhookUrl`",
+    default: `\`http://localhost:$PORT\`; ${WITH_REAL_BANK}`,
+  },
+  WEBHOOK_HASH_SECRET: {
+    processes: ALL,
+    description: 'keys the HMAC in each `webhookUrl` (at least 32 characters)',
+    default: `a development value; ${WITH_REAL_BANK}`,
+  },
+  WEBHOOK_HASH_SECRET_PREVIOUS: {
+    processes: START_API,
+    description: 'during a rotation, the previous secret: its hashes still verify',
+  },
+  WEBHOOK_SECURITY_HEADER: {
+    processes: START_API,
+    description: "the bank's Webhook Security Header, checked on every account webhook",
+    default: `empty; ${WITH_REAL_BANK} (API processes) unless waived`,
+  },
+  WEBHOOK_SECURITY_HEADER_WAIVED: {
+    processes: START_API,
+    description: '`true`: accept account webhooks without a security header from a real bank',
+  },
+  TRANSACTIONS_CALLBACK_URL: {
+    processes: ALL,
+    description: "merchants' default endpoint for changed accounts and late bank reports",
+  },
+  CALLBACK_ALLOWED_ORIGINS: {
+    processes: ALL,
+    description: 'origins merchant callbacks may go to',
+    default: 'loopback when embedded; none with a real bank',
+  },
+  CALLBACK_SIGNING_SECRETS: {
+    processes: ALL,
+    description: 'Standard Webhooks `whsec_` secrets that sign merchant callbacks (every one signs)',
+    default: 'a development secret when embedded; required with a real bank once callbacks are configured',
+  },
+  PAYLOAD_ENCRYPTION_KEYS: {
+    processes: ALL,
+    description: '`keyId:<base64 of 32 bytes>,…`: the first encrypts Temporal payloads, every one decrypts',
+    default: `embedded: a public development key (warned); ${WITH_REAL_BANK}`,
+  },
+  CODEC_CORS_ORIGINS: {
+    processes: START_API,
+    description: 'browser origins of a Temporal Web UI allowed to call `/codec`',
+    default: 'the embedded Web UI',
+  },
+};
