@@ -75,10 +75,13 @@ module.exports = {
       name: 'workflows-deterministic',
       severity: 'error',
       comment:
-        'Workflow code runs in the deterministic sandbox: it imports only @temporalio/workflow, src/shared and ' +
-        'other workflow modules (and activities, type-only: the next rule). No Node built-ins, no other package.',
+        'Workflow code runs in the deterministic sandbox: it imports only @temporalio/workflow (and ' +
+        '@temporalio/common, the deterministic part it re-exports), src/shared and other workflow modules (and ' +
+        'activities, type-only: the next rule). No Node built-ins, no other package.',
       from: { path: '^src/workflows/', pathNot: '^src/workflows/interceptors\\.ts$' },
-      to: { pathNot: ['^src/(workflows|shared)/', '(^|/)node_modules/@temporalio/workflow/', '^src/activities/'] },
+      to: {
+        pathNot: ['^src/(workflows|shared)/', '(^|/)node_modules/@temporalio/(workflow|common)/', '^src/activities/'],
+      },
     },
     {
       name: 'workflow-interceptors-deterministic',
@@ -90,7 +93,7 @@ module.exports = {
       to: {
         pathNot: [
           '^src/(workflows|shared)/',
-          '(^|/)node_modules/@temporalio/(workflow|interceptors-opentelemetry)/',
+          '(^|/)node_modules/@temporalio/(workflow|common|interceptors-opentelemetry)/',
           '(^|/)node_modules/@opentelemetry/api/',
         ],
       },
