@@ -7,7 +7,7 @@ import { ProblemError } from './problem-details';
 import type { Metrics } from './metrics';
 
 /**
- * Merchant budgets on the facade (README "Merchants", Budgets): each merchant's requests per minute and its
+ * Merchant budgets on the facade (docs/merchant-api.md, "Budgets"): each merchant's requests per minute and its
  * long-polls held at once, from its MerchantSettings.limits. Both are per API process (in memory): N processes
  * behind a balancer give a merchant up to N times its budget. Beyond a budget: 429 with Retry-After and a problem
  * body, counted in paylater_merchant_budget_refusals_total{merchant, budget}.

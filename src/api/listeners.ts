@@ -112,7 +112,7 @@ export async function startListeners(
  * the public development payload key and the development operator key generated for the run, and only there, a
  * browser on an allowed UI origin without Authorization is let through: that payload key protects nothing anyway,
  * and no operator chose keys. With OPERATOR_API_KEYS or PAYLOAD_ENCRYPTION_KEYS set, a UI reaches /codec through
- * a proxy that authenticates its users and adds the operator's bearer key (README "Security").
+ * a proxy that authenticates its users and adds the operator's bearer key (docs/security.md).
  */
 export function codecAuthentication(config: Config, deps: AppDeps): RequestHandler {
   const keyed = authenticateOperator(deps);

@@ -42,8 +42,7 @@ export function requestLineLevel(url: string | undefined, statusCode: number, fa
  *
  * Written here rather than with pino-http, on purpose: pino-http makes two child loggers per request (one bound to
  * the request, serialized and redacted at creation), whether or not the line is written at its level. On the
- * bank's webhook path that was ≈ 5 % of the API's CPU for a debug line production does not write (README
- * "Where the receiver's cost is"). Here a request costs an id, a header, one listener and a level check; the line is
+ * bank's webhook path that cost CPU for a debug line production does not write (figures: docs/benchmarks.md). Here a request costs an id, a header, one listener and a level check; the line is
  * built only when its level is on.
  */
 export function requestLog(logger: Logger, listener: 'public' | 'internal'): Middleware {

@@ -2,7 +2,7 @@ import { legacyFinanceApplicationWorkflowId, MERCHANT_ID_PATTERN } from '../shar
 
 /**
  * Whose applications and refreshes a call acts on. The typed client runs with the Temporal namespace's
- * credentials, so it is trusted with every merchant (README "Merchants": third parties go through the facade);
+ * credentials, so it is trusted with every merchant (docs/merchant-api.md, "Merchants": third parties go through the facade);
  * the scope is what keeps one merchant's calls to its own, and builds the same ids as the facade.
  */
 export interface MerchantScope {

@@ -6,7 +6,7 @@ import { signingSecretProblem } from '../security/callback-signature';
 import { formatDuration, parseDurationMs, SETTING_BOUNDS } from '../shared/application-settings';
 
 /**
- * Merchants as tenants (README "Merchants"): one validated place for what differs per merchant. A merchant is
+ * Merchants as tenants (docs/merchant-api.md, "Merchants"): one validated place for what differs per merchant. A merchant is
  * the name of its key in MERCHANT_API_KEYS; MERCHANTS_FILE (JSON, optional) gives any of them its own callback
  * signing secrets, callback allow-list, transactionEvents callback, request budget and poll floor. Whatever a
  * merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS, CALLBACK_ALLOWED_ORIGINS,

@@ -20,7 +20,7 @@ import type { TracingConfig } from '../telemetry/tracing';
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
 
 /**
- * The whole environment in one zod schema (DESIGN.md "Environment"). loadConfig(env) is called only by
+ * The whole environment in one zod schema. loadConfig(env) is called only by
  * entry points; a bad or missing value stops start-up with a ConfigError naming each variable.
  *
  * Two shapes:

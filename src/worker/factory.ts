@@ -56,7 +56,7 @@ export interface WorkerDeps {
   /** The process's tracing (src/telemetry): activity spans and the workflow spans' sink; undefined: off. */
   tracing?: Tracing;
   /**
-   * The Worker Deployment Version both workers join (Worker Versioning: README "Deploying a new version"); new
+   * The Worker Deployment Version both workers join (Worker Versioning: docs/deploying.md); new
    * workflows default to PINNED on it. Undefined: unversioned workers (tests that are not about versioning).
    */
   deployment?: DeploymentVersion;
@@ -84,7 +84,7 @@ export interface PaylaterWorkers {
 }
 
 /**
- * The worker process's two Workers (DESIGN.md; src/shared/task-queues.ts):
+ * The worker process's two Workers (src/shared/task-queues.ts):
  * - main, on TASK_QUEUE: every workflow and ALL activities, the bank reads included, since runs started before
  *   the bank-reads queue existed still schedule their reads here (those are not under the ceiling);
  * - bank-reads, on bankReadsTaskQueue(TASK_QUEUE): only BANK_READ_ACTIVITIES, with the server-side

@@ -9,7 +9,7 @@ import { errors, json, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './des
 import { WebhookAcceptedSchema, WebhookIgnoredSchema } from '../webhook-receiver';
 
 /**
- * Bounds of what the bank sends (README "Bounds"): ids are 1-128 visible ASCII characters (after trimming), the
+ * Bounds of what the bank sends (docs/security.md, "Bounds"): ids are 1-128 visible ASCII characters (after trimming), the
  * consentId a reference ([A-Za-z0-9._~-]{1,128}: it becomes part of workflow ids), free text has no control
  * characters. Anything else is a 400 naming the field, and nothing is signalled or started.
  */

@@ -9,7 +9,7 @@ import { WebhookAcceptedSchema, WebhookIgnoredSchema } from '../webhook-receiver
 
 /**
  * bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible ASCII
- * characters after trimming (README "Bounds"): anything else is a 400 and nothing is signalled.
+ * characters after trimming (docs/security.md, "Bounds"): anything else is a 400 and nothing is signalled.
  */
 export const FinanceApplicationWebhookSchema = z
   .object({

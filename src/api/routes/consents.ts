@@ -19,7 +19,7 @@ export interface ConsentRouteDeps extends StartDeadlineDeps {
 }
 
 /**
- * A merchant's consents (README "Merchants"): the bank's account webhooks carry only the consent id, so a consent
+ * A merchant's consents (docs/merchant-api.md, "Merchants"): the bank's account webhooks carry only the consent id, so a consent
  * belongs to the merchant that claimed it first, and only its owner receives its transactionEvents and late bank
  * reports. A refresh claims the consent too; registering it claims it before any refresh.
  * - `PUT /consents/:consentId` → 201 (claimed now) or 200 (already the caller's) `{ consentId, merchantId, claimed }`;

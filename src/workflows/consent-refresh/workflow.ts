@@ -41,7 +41,7 @@ const { readClock } = proxyLocalActivities<Activities>(CLOCK_READ_OPTIONS);
 const now = (): number => new Date().getTime();
 
 /**
- * One refresh of a consent's accounts at banks other than the operating bank (README "Consent refresh and account webhooks").
+ * One refresh of a consent's accounts at banks other than the operating bank (docs/architecture.md, "Consent refresh and account webhooks").
  * PUT /refresh (activity) → taskId; then fan-in of accountEvent signals, one per bank, keyed by taskId.
  * Ends when every expected bank reported, or after the quiet period following the last report, and never
  * later than the timeout. A bank's failure taskStatus is recorded as that bank's result, not thrown.
