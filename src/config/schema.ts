@@ -162,11 +162,9 @@ const origins = z.preprocess(
 );
 
 /**
- * Workflow cache of one worker process. The SDK's default grows with the heap (≈600 per GiB over 200 MiB:
- * 2,310 with a 4 GiB heap), and RSS grows with the cache: a worker holding 10,000 open applications,
- * all woken once, peaked at 1,261 MiB with 2,310, 995 MiB with 1,000 and 689 MiB with 500
- * (`npm run bench -- worker-memory`). 500 keeps a worker under 1 GiB with room to spare, whatever the heap;
- * an evicted application costs one replay of its short history (continue-as-new bounds it) when it next wakes.
+ * Workflow cache of one worker process. The SDK's default grows with the heap, and RSS grows with the cache: 500 keeps
+ * a worker holding 10,000 open applications under 1 GiB, whatever the heap (docs/benchmarks.md, `npm run bench --
+ * worker-memory`); an evicted application costs one replay of its short history when it next wakes.
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
 /** The SDK's own defaults, written out so the configuration shows what a worker runs with. */
