@@ -1,6 +1,15 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -172,8 +181,10 @@ describe('npm run replay-check', () => {
   it('fails (exit 1) against a candidate bundle whose finance application starts with another command, naming each run', async () => {
     // The candidate build: this build's workflow code with a timer before the finance application's first command.
     for (const dir of ['workflows', 'shared']) cpSync(join(out, dir), join(candidate, dir), { recursive: true });
+    const workflowFile = join(candidate, 'workflows', 'finance-application', 'workflow.js');
+    expect(existsSync(workflowFile)).toBe(true); // appending to a moved file would create a new one, changing nothing
     appendFileSync(
-      join(candidate, 'workflows', 'finance-application.js'),
+      workflowFile,
       [
         '',
         'const replayCheckOriginal = exports.financeApplicationWorkflow;',
