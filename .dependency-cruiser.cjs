@@ -4,8 +4,7 @@
  * (bench, chaos, cluster) import no test code. Run by `npm run lint` (dependency-cruiser needs Node 22 or 24);
  * test/lint/layers.test.ts proves each rule fires.
  *
- * A folder is given with its loose-file form too (`src/config.ts` and `src/config/`), so a move between the two
- * keeps its layer. Loose files of src/ that the worker's composition (src/worker/) takes over are in its layer.
+ * A folder is given with its loose-file form too (`src/client.ts` and `src/client/`).
  */
 
 /** A path pattern for modules under src/: a folder (with its files) or a file, by name without extension. */
@@ -15,14 +14,14 @@ const src = (...names) => `^src/(${names.join('|')})(/|\\.ts$)`;
 const LAYERS = [
   {
     name: 'base',
-    // Plain, pure code every other layer uses: ids, messages, rules; keys, signatures, guards; the logger.
-    path: src('shared', 'security', 'logging'),
+    // Plain, pure code every other layer uses: ids, messages, rules; keys, signatures, guards.
+    path: src('shared', 'security'),
   },
   {
     name: 'infrastructure',
-    // The bank client and activities, the Temporal connection and data converter, tracing, the HTTP client, and
-    // the configuration (its schema and each process's settings: the api and the worker read their types).
-    path: src('activities', 'temporal', 'telemetry', 'http-client', 'config', 'env-file', 'load-env-file', 'free-port'),
+    // The bank client and activities, the Temporal connection and data converter, tracing and logging, the HTTP
+    // client, and the configuration (its schema and each process's settings: the api and the worker read their types).
+    path: src('activities', 'temporal', 'telemetry', 'http-client', 'config'),
   },
   {
     name: 'workflows',
@@ -31,17 +30,8 @@ const LAYERS = [
   {
     name: 'processes',
     // Each process's composition: the worker, the API (its listeners, routes and entry), the merchant's typed
-    // client (and its package entry src/client.ts), the bank sandbox.
-    path: src(
-      'worker',
-      'api',
-      'client',
-      'sandbox',
-      'bootstrap',
-      'worker-factory',
-      'worker-metrics',
-      'prebuilt-workflow-bundle',
-    ),
+    // client (and its package entry src/client.ts), the bank sandbox, and what every entry point runs first (entry/).
+    path: src('worker', 'api', 'client', 'sandbox', 'entry'),
   },
   {
     name: 'entry points',
@@ -117,8 +107,8 @@ module.exports = {
     {
       name: 'harnesses-import-no-tests',
       severity: 'error',
-      comment: 'bench, chaos and cluster share src/ and their own helpers, never test code (test/).',
-      from: { path: '^(bench|chaos|cluster)/' },
+      comment: 'bench, chaos, cluster and harness share src/ and harness/, never test code (test/).',
+      from: { path: '^(bench|chaos|cluster|harness)/' },
       to: { path: '^test/' },
     },
   ],
