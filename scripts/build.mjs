@@ -7,7 +7,7 @@
 // it): nothing is done, so a start without changes does not compile. `--force` builds anyway.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,10 +74,27 @@ if (!force && stamp?.inputs === inputs && stamp.compiler === tsc.version && stam
   process.exit(0);
 }
 
+/**
+ * tsc never deletes: the output of a source file that moved or went away would stay in dist and, for a file that
+ * became a folder (src/config.ts → src/config/), shadow the new folder's index for `require('./config')`. So every
+ * compiled file without its source goes; the workflow bundles (dist/workflow-bundle*, not compiled from one source)
+ * stay.
+ */
+function removeStaleOutput() {
+  for (const path of files(dist)) {
+    const rel = relative(dist, path).split(sep).join('/');
+    if (rel.startsWith('workflow-bundle') || rel === '.build-stamp.json') continue;
+    const source = rel.replace(/\.js(\.map)?$|\.d\.ts(\.map)?$/, '');
+    if (source === rel) continue;
+    if (!existsSync(join(root, 'src', `${source}.ts`))) rmSync(path);
+  }
+}
+
 function run(args) {
   const { status, signal } = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
   if (status !== 0) process.exit(status ?? (signal ? 1 : 1));
 }
 run([tsc.bin, '-p', 'tsconfig.build.json', ...tsc.flags]);
+removeStaleOutput();
 run([join(dist, 'worker', 'prebuilt-workflow-bundle.js')]);
 writeFileSync(STAMP, `${JSON.stringify({ inputs, compiler: tsc.version, dist: distHash() }, null, 2)}\n`);
