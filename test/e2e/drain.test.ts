@@ -208,9 +208,13 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       lifecycle: { stepMs: 3_600_000 },
     });
     const t = await connectTestTemporal();
+    // A Worker Deployment of this test's own: on the suite's shared server, another test's build may be current in
+    // the default one, and new runs would then wait for that build's workers.
+    const deploymentName = `drain-${randomUUID()}`;
     const env = async (): Promise<Record<string, string>> => ({
       TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS!,
       TASK_QUEUE: t.taskQueue,
+      WORKER_DEPLOYMENT_NAME: deploymentName,
       BANK_BASE_URL: sandbox.url,
       BANK_AUTH_URL: sandbox.url,
       BANK_CLIENT_ID: 'drain-client',

@@ -392,6 +392,8 @@ describe('npm run worker (the production worker)', () => {
   const workerEnv = (sandboxUrl: string, taskQueue: string): Record<string, string> => ({
     TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS!,
     TASK_QUEUE: taskQueue,
+    // A Worker Deployment of its own: on the suite's shared server another test's build may be current in the default.
+    WORKER_DEPLOYMENT_NAME: `e2e-${taskQueue}`,
     BANK_BASE_URL: sandboxUrl,
     BANK_AUTH_URL: sandboxUrl,
     BANK_CLIENT_ID: 'e2e-client',

@@ -36,7 +36,14 @@ export async function sharedBuild(): Promise<string> {
   try {
     await promisify(execFile)(
       process.execPath,
-      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', dir],
+      [
+        join(root, 'node_modules', 'typescript-native', 'bin', 'tsc'),
+        '-p',
+        'tsconfig.build.json',
+        '--outDir',
+        dir,
+        '--singleThreaded',
+      ],
       { cwd: root },
     );
     await buildWorkflowBundle({ distDir: dir, logger: pino({ level: 'silent' }), tracing: false });
