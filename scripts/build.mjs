@@ -16,6 +16,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const STAMP = join(dist, '.build-stamp.json');
 const force = process.argv.includes('--force');
+// `npm install`'s postinstall builds too, so the first `npm start` after it has nothing to compile. There a build
+// that cannot run (no sources, no dev dependencies) or fails only warns: `npm start` builds again and says why.
+const postinstall = process.argv.includes('--postinstall');
+if (postinstall && !existsSync(join(root, 'src'))) process.exit(0);
 
 function files(dir) {
   if (!existsSync(dir)) return [];
@@ -51,7 +55,7 @@ function compiler() {
   process.stderr.write(
     'No TypeScript compiler in node_modules: run `npm install` (the build needs the dev dependencies).\n',
   );
-  process.exit(1);
+  process.exit(postinstall ? 0 : 1);
 }
 
 const tsc = compiler();
@@ -91,8 +95,13 @@ function removeStaleOutput() {
 }
 
 function run(args) {
-  const { status, signal } = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
-  if (status !== 0) process.exit(status ?? (signal ? 1 : 1));
+  const { status } = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  if (status === 0) return;
+  if (postinstall) {
+    process.stderr.write('build: failed during npm install; `npm start` or `npm run build` will build and show why\n');
+    process.exit(0);
+  }
+  process.exit(status ?? 1);
 }
 run([tsc.bin, '-p', 'tsconfig.build.json', ...tsc.flags]);
 removeStaleOutput();
