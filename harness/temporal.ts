@@ -73,12 +73,16 @@ export const quietBundlerLogger = {
 };
 
 /** Workflow code bundled with the production failure converter (as buildWorkflowBundle bundles it). */
-export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+export function bundleWorkflows(
+  workflowsPath: string,
+  options: { tracingInterceptors?: boolean } = {},
+): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath,
     failureConverterPath: FAILURE_CONVERTER_PATH,
-    // As the prebuilt tracing bundle (src/worker/prebuilt-workflow-bundle.ts): the tests' workers always carry them.
-    workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
+    // As the prebuilt tracing bundle (src/worker/prebuilt-workflow-bundle.ts): the tests' workers carry them unless a
+    // test asks for the plain bundle a worker without tracing runs (the load tests: the interceptors cost throughput).
+    workflowInterceptorModules: options.tracingInterceptors === false ? [] : [WORKFLOW_TRACING_INTERCEPTOR_MODULE],
     logger: quietBundlerLogger,
   });
 }

@@ -1,11 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { awaitFinanceApplication, startFinanceApplication } from '../../src/client';
-import { freeLoopbackPort } from '../../src/temporal/free-port';
 import {
   callbackEventLabel,
   HTTP_METHODS,
@@ -14,15 +12,11 @@ import {
   OTHER_LABEL,
 } from '../../src/shared/metric-names';
 import { collectProcessMetrics } from '../../src/telemetry/process-metrics';
-import {
-  snakeCaseLabelNames,
-  startWorkerMetricsServer,
-  temporalMetricsOptions,
-  type WorkerMetricsServer,
-} from '../../src/worker/metrics';
+import { snakeCaseLabelNames, startWorkerMetricsServer, type WorkerMetricsServer } from '../../src/worker/metrics';
 import { TEST_MERCHANT } from '../helpers/merchants';
 import { findPromtool, parseExposition, sumOf, type Sample } from '../helpers/prometheus';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { installWorkerRuntime } from '../helpers/worker-runtime';
 import { eventually } from '../helpers/temporal';
 
 /**
@@ -69,13 +63,7 @@ describe('/metrics of the API and the worker (promtool check metrics)', () => {
   let workerUrl: string;
 
   beforeAll(async () => {
-    // A worker process's Runtime: the SDK's and the workflows' series through its Prometheus exporter.
-    await Runtime.instance().shutdown();
-    const runtimePort = await freeLoopbackPort();
-    Runtime.install({
-      logger: new DefaultLogger('WARN'),
-      telemetryOptions: { metrics: temporalMetricsOptions(`127.0.0.1:${runtimePort}`) },
-    });
+    const runtimeMetricsUrl = await installWorkerRuntime();
     stack = await startTestStack();
     // As createWorkerMetrics() builds it in a worker process: the activities' metrics and the process's.
     const processMetrics = new Registry();
@@ -84,7 +72,7 @@ describe('/metrics of the API and the worker (promtool check metrics)', () => {
       port: 0,
       host: '127.0.0.1',
       registry: Registry.merge([stack.workerMetrics.registry, processMetrics]),
-      runtimeMetricsUrl: `http://127.0.0.1:${runtimePort}/metrics`,
+      runtimeMetricsUrl,
       logger: pino({ level: 'silent' }),
     });
     server.setWorkers(stack.worker());

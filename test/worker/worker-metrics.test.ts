@@ -1,17 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { awaitFinanceApplication, startFinanceApplication } from '../../src/client';
 import type { ApplicationScript } from '../../src/sandbox';
 import type { FinanceApplicationSettings } from '../../src/shared/finance-application';
-import {
-  TEMPORAL_SDK_METRICS,
-  startWorkerMetricsServer,
-  temporalMetricsOptions,
-  type WorkerMetricsServer,
-} from '../../src/worker/metrics';
-import { freeLoopbackPort } from '../../src/temporal/free-port';
+import { TEMPORAL_SDK_METRICS, startWorkerMetricsServer, type WorkerMetricsServer } from '../../src/worker/metrics';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { installWorkerRuntime } from '../helpers/worker-runtime';
 import { eventually } from '../helpers/temporal';
 import { parseExposition, sumOf, type Sample } from '../helpers/prometheus';
 import { TEST_MERCHANT } from '../helpers/merchants';
@@ -34,19 +28,13 @@ describe('worker metrics and health (WORKER_METRICS_PORT)', () => {
   let url: string;
 
   beforeAll(async () => {
-    // The suite's setup installed a Runtime without an exporter: this file's Runtime is a worker process's.
-    await Runtime.instance().shutdown();
-    const runtimePort = await freeLoopbackPort();
-    Runtime.install({
-      logger: new DefaultLogger('WARN'),
-      telemetryOptions: { metrics: temporalMetricsOptions(`127.0.0.1:${runtimePort}`) },
-    });
+    const runtimeMetricsUrl = await installWorkerRuntime();
     stack = await startTestStack();
     server = await startWorkerMetricsServer({
       port: 0,
       host: '127.0.0.1',
       registry: stack.workerMetrics.registry,
-      runtimeMetricsUrl: `http://127.0.0.1:${runtimePort}/metrics`,
+      runtimeMetricsUrl,
       logger: pino({ level: 'silent' }),
     });
     server.setWorkers(stack.worker());
