@@ -77,7 +77,8 @@ export function devServerArgs(
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const dataDir = isAbsolute(options.dataDir) ? options.dataDir : join(options.cwd, options.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  // Owner only, like the sandbox state beside it (src/sandbox/persistence.ts): development customer data.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const dbFile = join(dataDir, 'temporal.db');
   const address = `127.0.0.1:${options.port}`;
   const log = options.logger.child({ component: 'temporal-dev-server' });
