@@ -7,7 +7,15 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
 import type { ApplicationRecord } from '../src/sandbox/types';
 import * as currentDevServer from '../src/temporal/dev-server';
-import { cpuSeconds, freePort, startChild, waitReady, type Child, startSandboxProcess } from '../harness/processes';
+import {
+  cpuSeconds,
+  freePort,
+  sandboxCall,
+  startChild,
+  waitReady,
+  type Child,
+  startSandboxProcess,
+} from '../harness/processes';
 import { report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
@@ -128,7 +136,7 @@ async function runRound(build: Build, round: number): Promise<RoundFigures> {
     });
     processes.push(sandbox);
     // Every application stays at its first status: no webhook of the bank's own, reads answer the same.
-    await postJson(`${sandboxUrl}/_sandbox/application-scripts`, { script: { steps: [] } }, 201);
+    await sandboxCall(sandboxUrl, 'POST', '/_sandbox/application-scripts', { script: { steps: [] } });
 
     const merchants = Array.from({ length: MERCHANTS }, (_, i) => ({
       name: `bench-merchant-${i + 1}`,
@@ -345,16 +353,6 @@ function isSymlink(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-async function postJson(url: string, body: unknown, expected: number): Promise<void> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
 }
 
 /** One POST; a connection failure is an answer of its own ('error'), not the end of the run. */
