@@ -74,17 +74,20 @@ describe('the embedded dev server and the codec endpoint', () => {
       old.kill('SIGTERM');
       await exited;
 
+      // Fresh ports for the second start: what carries over is the data folder, and a port freed a moment ago may
+      // already be another test's outgoing connection (CI once failed here with "address already in use").
+      const [newPort, newUiPort] = [await freePort(), await freePort()];
       const dev = await startDevServer({
         cliPath,
-        port,
-        uiPort,
+        port: newPort,
+        uiPort: newUiPort,
         dataDir,
         cwd: dataDir,
         namespace: 'default',
         logger: pino({ level: 'silent' }),
       });
       try {
-        const connection = await Connection.connect({ address });
+        const connection = await Connection.connect({ address: `127.0.0.1:${newPort}` });
         const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
         await connection.close();
         expect(Object.keys(customAttributes ?? {})).toEqual(
