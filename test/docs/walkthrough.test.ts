@@ -4,7 +4,7 @@
  * sets only what the page asks the reader to set (API, BANK, KEY, SECRET, and a received callback's headers and
  * body), and checks each step's answers: status codes and the fields the page shows.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -93,6 +93,11 @@ describe('docs/walkthrough.md, step by step against a real stack', () => {
   const callbacks: { headers: Record<string, string>; body: string }[] = [];
 
   beforeAll(async () => {
+    // What the page asks of a reader's machine (bash, curl, jq, openssl): named here rather than failing a step.
+    const missing = ['bash', 'curl', 'jq', 'openssl', 'base64', 'od'].filter(
+      (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
+    );
+    if (missing.length > 0) throw new Error(`docs/walkthrough.md needs ${missing.join(', ')} on the PATH`);
     // Applications stay IN_PROGRESS (4 s after creation) until the page's sandbox control decides them.
     stack = await startTestStack({
       merchantApiKeys: [{ name: 'dev', key: KEY }],
