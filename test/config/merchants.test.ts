@@ -12,6 +12,7 @@ const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).to
 const defaults: MerchantDefaults = {
   allowList: { origins: ['https://global.example'], loopback: false },
   signingSecrets: [secret('global')],
+  payloadVersion: '2026-11-25',
   transactionsCallbackUrl: 'https://global.example/tx',
   limits: DEFAULT_MERCHANT_LIMITS,
 };
