@@ -47,18 +47,14 @@ const EVENTS: Record<CallbackEventType, { summary: string; to: string; operation
 const headers = (version: string) =>
   z.object({
     'webhook-id': z.string().meta({
-      description:
-        'The event’s id and idempotency key: the same on every delivery attempt of the event; drop a repeat',
+      description: 'The event’s id and idempotency key: the same on every delivery attempt of the event; drop a repeat',
       example: 'finance-application:test:order-4711:COMPLETED',
     }),
-    'webhook-timestamp': z
-      .string()
-      .regex(/^\d+$/)
-      .meta({
-        description:
-          'Seconds since the epoch when this attempt was signed; refuse one more than 5 minutes off your clock',
-        example: '1795564800',
-      }),
+    'webhook-timestamp': z.string().regex(/^\d+$/).meta({
+      description:
+        'Seconds since the epoch when this attempt was signed; refuse one more than 5 minutes off your clock',
+      example: '1795564800',
+    }),
     'webhook-signature': z
       .string()
       .regex(/^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$/)
