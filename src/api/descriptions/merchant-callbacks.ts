@@ -127,6 +127,8 @@ function operation(
 /** The document's `webhooks`: `<type>` in the current payload version, then `<type> (legacy)`, deprecated. */
 const EVENT_TYPES = Object.entries(CALLBACK_EVENT_TYPES) as [LegacyCallbackType, CallbackEventType][];
 export const merchantCallbackWebhooks: ZodOpenApiPathsObject = Object.fromEntries([
-  ...EVENT_TYPES.map(([legacyType, type]) => [type, { post: operation(type, 'current', legacyType) }]),
-  ...EVENT_TYPES.map(([legacyType, type]) => [`${type} (legacy)`, { post: operation(type, 'legacy', legacyType) }]),
+  ...EVENT_TYPES.map(([legacyType, type]) => [type, { post: operation(type, 'current', legacyType) }] as const),
+  ...EVENT_TYPES.map(
+    ([legacyType, type]) => [`${type} (legacy)`, { post: operation(type, 'legacy', legacyType) }] as const,
+  ),
 ]);
