@@ -9,6 +9,7 @@ import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:c
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { Webhook } from 'standardwebhooks';
 import { awaitFinanceApplication } from '../../src/client/finance-applications';
 import { freeLoopbackPort } from '../../src/temporal/free-port';
 import { startTestStack, TEST_API_KEY, type TestStack } from '../helpers/stack';
@@ -141,7 +142,7 @@ describe('merchant callbacks verified and validated by a merchant written in Pyt
     });
   });
 
-  it('the same bytes sent again verify in Python; a tampered body or a re-serialised one does not (401)', async () => {
+  it('the same bytes sent again verify in Python; a tampered body or a re-serialised one does not (401); a signed body its schema refuses is caught (400)', async () => {
     const ref = `py-tamper-${randomUUID()}`;
     expect((await start(ref, TEST_API_KEY)).status).toBe(201);
     const [first] = await eventually(() => {
@@ -159,11 +160,26 @@ describe('merchant callbacks verified and validated by a merchant written in Pyt
     const reserialised = JSON.stringify(JSON.parse(first!.body), null, 1);
     expect(await postToMerchant(reserialised, headers)).toBe(401);
 
-    const replies = await eventually(() => (received.length >= before + 3 ? received.slice(before) : undefined));
-    expect(replies.map((r) => [r.verified, r.error])).toEqual([
-      [true, undefined],
+    // Signed correctly but without `data.status`: the served schema refuses it (the check can fail).
+    const payload = JSON.parse(first!.body) as { data: Record<string, unknown> };
+    const { status: _status, ...withoutStatus } = payload.data;
+    const invalid = JSON.stringify({ ...payload, data: withoutStatus });
+    const now = String(Math.floor(Date.now() / 1000));
+    const signed = new Webhook(TEST_CALLBACK_SIGNING_SECRET).sign(
+      first!.headers['webhook-id']!,
+      new Date(Number(now) * 1000),
+      invalid,
+    );
+    expect(await postToMerchant(invalid, { ...headers, 'webhook-timestamp': now, 'webhook-signature': signed })).toBe(
+      400,
+    );
+
+    const replies = await eventually(() => (received.length >= before + 4 ? received.slice(before) : undefined));
+    expect(replies.map((r) => [r.verified, r.error ?? r.errors])).toEqual([
+      [true, []],
       [false, 'No matching signature found'],
       [false, 'No matching signature found'],
+      [true, ["body data: 'status' is a required property"]],
     ]);
   });
 
