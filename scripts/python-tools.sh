@@ -13,11 +13,13 @@ if ! command -v "$python" >/dev/null 2>&1; then
   echo "python-tools: $python not found: install Python 3.9 or later (with venv), or set PYTHON" >&2
   exit 1
 fi
-# One install at a time (two test files may ask at once).
+# One install at a time (two test files may ask at once); flock is Linux's (macOS: one caller at a time).
 mkdir -p "$venv"
-exec 9>"$venv/.lock"
-flock 9
-wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$venv/.lock"
+  flock 9
+fi
+wanted="$("$python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$requirements")"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$wanted" ]; then
   echo "python-tools: installing $requirements into $venv" >&2
   "$python" -m venv "$venv" >&2
