@@ -241,6 +241,11 @@ export function merchantDirectory(
   };
 }
 
+/** The merchants still sent the deprecated `legacy` callback body (workers name them at start-up). */
+export function merchantsOnLegacyPayload(directory: MerchantDirectory): string[] {
+  return directory.ids().filter((id) => directory.resolve(id).callbacks.payloadVersion === 'legacy');
+}
+
 /** MERCHANTS_FILE's JSON, or the problem reading it (the path is named; the content never). */
 export function readMerchantsFile(path: string): { json?: unknown; problem?: MerchantProblem } {
   let text: string;

@@ -13,6 +13,7 @@ import {
 } from '@temporalio/worker';
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type WorkerTuning } from '../config';
 import type { WorkerConfig } from '../config/worker';
+import { merchantsOnLegacyPayload } from '../config/merchants';
 import {
   createActivities,
   createBankClient,
@@ -278,9 +279,7 @@ export async function startWorker(options: {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
     logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
   }
-  const onLegacyPayload = config.merchants
-    .ids()
-    .filter((id) => config.merchants.resolve(id).callbacks.payloadVersion === 'legacy');
+  const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
   if (onLegacyPayload.length > 0 || config.callbacks.payloadVersion === 'legacy') {
     // Deprecated (docs/decisions/0040-callback-payload-shape.md): say who still gets it, at every start.
     logger.warn(

@@ -1,7 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantDefaults } from '../../src/config/merchants';
+import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  merchantsOnLegacyPayload,
+  type MerchantDefaults,
+} from '../../src/config/merchants';
 import { ConfigError, loadConfig } from '../../src/config';
 
 const keys = [
@@ -41,6 +46,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(a.callbacks.allowList).toEqual({ origins: ['https://hooks.shop-a.example'], loopback: false });
     expect(a.callbacks.signingSecrets).toEqual([secret('a-new'), secret('a-old')]);
     expect(a.callbacks.payloadVersion).toBe('legacy');
+    expect(merchantsOnLegacyPayload(directory!)).toEqual(['shop-a']); // named by the workers at start-up
     expect(a.transactionsCallbackUrl).toBe('https://hooks.shop-a.example/tx');
     expect(a.limits).toEqual({ requestsPerMinute: 60, maxLongPolls: 3, minPollIntervalMs: 10_000 });
     const b = directory!.get('shop-b')!;
