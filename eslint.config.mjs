@@ -15,6 +15,7 @@ export default tseslint.config(
       'dist-test/**',
       'node_modules/**',
       'coverage/**',
+      '.venv-tools/**',
       '.temporal/**',
       'data/**',
       '**/*.js',

@@ -27,7 +27,9 @@ export async function startMerchantEndpoint(): Promise<MerchantEndpoint> {
     req.on('end', () => {
       const key = String(req.headers['idempotency-key'] ?? '');
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+        const payload = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: Record<string, unknown> };
+        // The Standard Webhooks payload (the current version): the event's fields are in `data`.
+        const body = payload.data ?? {};
         if (req.url?.startsWith('/transactions')) {
           transactionBatches.push({
             key,

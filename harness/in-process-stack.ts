@@ -21,6 +21,7 @@ import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTunin
 import { parseAllowedOrigins, type CallbackAllowList } from '../src/security/callback-url';
 import type { MerchantApiKey, OperatorApiKey } from '../src/security/api-keys';
 import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } from '../src/config/merchants';
+import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from '../src/activities/callback-payload';
 import { createPayloadCodec, type AesGcmPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
 import { checkTemporal } from '../src/temporal/connection';
 import { createDataConverter } from '../src/temporal/data-converter';
@@ -55,7 +56,7 @@ export interface TestStackOptions {
    * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS (default: loopback origins allowed, as on the embedded stack) and
    * CALLBACK_SIGNING_SECRETS (default: TEST_CALLBACK_SIGNING_SECRET), for the facade and the worker alike.
    */
-  callbacks?: { allowedOrigins?: string; signingSecrets?: string[] };
+  callbacks?: { allowedOrigins?: string; signingSecrets?: string[]; payloadVersion?: CallbackPayloadVersion };
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
   worker?: {
     tuning?: WorkerTuning;
@@ -161,6 +162,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       ? { origins: [], loopback: true }
       : { origins: parseAllowedOrigins(options.callbacks.allowedOrigins).origins, loopback: false };
   const signingSecrets = options.callbacks?.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET];
+  const payloadVersion = options.callbacks?.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION;
 
   // The public app's address is needed first: it is the sandbox's account Webhook Endpoint and our PUBLIC_BASE_URL.
   let webhooks: WebhookSettings = {
@@ -186,6 +188,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     defaults: {
       allowList: callbackAllowList,
       signingSecrets,
+      payloadVersion,
       transactionsCallbackUrl: options.transactionsCallbackUrl,
       limits: DEFAULT_MERCHANT_LIMITS,
     },
@@ -253,7 +256,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         return webhooks.hashSecret;
       },
     },
-    callbacks: { allowList: callbackAllowList, signingSecrets },
+    callbacks: { allowList: callbackAllowList, signingSecrets, payloadVersion },
     merchants,
     callbackDispatcher: (merchant) => dispatchers.for(merchant),
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),

@@ -5,6 +5,7 @@ import {
   type MerchantsFile,
 } from '../src/config/merchants';
 import type { CallbackAllowList } from '../src/security/callback-url';
+import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from '../src/activities/callback-payload';
 
 /** The in-process stack's merchant fixtures (harness/in-process-stack.ts), shared by the tests and the benches. */
 
@@ -19,6 +20,8 @@ export interface TestMerchantsOptions {
   allowList?: CallbackAllowList;
   /** CALLBACK_SIGNING_SECRETS; default TEST_CALLBACK_SIGNING_SECRET. */
   signingSecrets?: readonly string[];
+  /** CALLBACK_PAYLOAD_VERSION; default the current version. */
+  payloadVersion?: CallbackPayloadVersion;
   transactionsCallbackUrl?: string;
   /** MERCHANTS_FILE's content. */
   merchantsFile?: MerchantsFile;
@@ -43,6 +46,7 @@ export function testMerchants(
     defaults: {
       allowList: options.allowList ?? { origins: [], loopback: true },
       signingSecrets: options.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET],
+      payloadVersion: options.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
       transactionsCallbackUrl: options.transactionsCallbackUrl,
       limits: DEFAULT_MERCHANT_LIMITS,
     },

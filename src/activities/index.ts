@@ -16,6 +16,7 @@ import {
   POLL_STATUS_UNCHANGED,
 } from '../shared/failure-types';
 import { postMerchantCallback } from './merchant-callback';
+import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from './callback-payload';
 import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
 import { CallbackSigner } from '../security/callback-signature';
 import type { Activities } from './types';
@@ -47,10 +48,15 @@ export interface ActivityDeps {
     hashSecret: string;
   };
   /**
-   * Merchant callbacks: where they may go (CALLBACK_ALLOWED_ORIGINS) and the Standard Webhooks secrets that sign
-   * them (CALLBACK_SIGNING_SECRETS; every one signs). Absent: every callback URL is refused.
+   * Merchant callbacks: where they may go (CALLBACK_ALLOWED_ORIGINS), the Standard Webhooks secrets that sign
+   * them (CALLBACK_SIGNING_SECRETS; every one signs) and their body's shape (CALLBACK_PAYLOAD_VERSION, default the
+   * current). Absent: every callback URL is refused.
    */
-  callbacks?: { allowList: CallbackAllowList; signingSecrets: readonly string[] };
+  callbacks?: {
+    allowList: CallbackAllowList;
+    signingSecrets: readonly string[];
+    payloadVersion?: CallbackPayloadVersion;
+  };
   /**
    * Each merchant's callback allow-list and signing secrets (MERCHANTS_FILE over the globals): a callback is checked
    * against, and signed with, its merchant's. Absent: `callbacks` for every merchant.
@@ -74,7 +80,12 @@ export interface ActivityDeps {
 /** One merchant as its callbacks need it (a MerchantDirectory entry, src/config/merchants.ts, is one). */
 export interface CallbackMerchant {
   id: string;
-  callbacks: { allowList: CallbackAllowList; signingSecrets: readonly string[] };
+  callbacks: {
+    allowList: CallbackAllowList;
+    signingSecrets: readonly string[];
+    /** The body's shape (src/activities/callback-payload.ts); absent: the current version. */
+    payloadVersion?: CallbackPayloadVersion;
+  };
 }
 
 /** The counters the activities increment, passed in (STYLE.md 7) rather than imported from the worker. */
@@ -94,6 +105,7 @@ export function createActivities(deps: ActivityDeps): Activities {
     allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
     signer: new CallbackSigner(deps.callbacks?.signingSecrets ?? []),
     dispatcher: typeof deps.callbackDispatcher === 'function' ? undefined : deps.callbackDispatcher,
+    payloadVersion: deps.callbacks?.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
   };
   // One signer per merchant (its secrets); the directory is fixed for the process's life.
   const signers = new Map<string, CallbackSigner>();
@@ -104,7 +116,12 @@ export function createActivities(deps: ActivityDeps): Activities {
     if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
     const dispatcher =
       typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;
-    return { allowList: merchant.callbacks.allowList, signer, dispatcher };
+    return {
+      allowList: merchant.callbacks.allowList,
+      signer,
+      dispatcher,
+      payloadVersion: merchant.callbacks.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
+    };
   };
 
   return {
@@ -227,7 +244,7 @@ export function createActivities(deps: ActivityDeps): Activities {
 
     async notifyMerchant({ merchantId, url, idempotencyKey, event }) {
       const target = safeOrigin(url);
-      const { allowList, signer, dispatcher } = callbackSettingsOf(merchantId);
+      const { allowList, signer, dispatcher, payloadVersion } = callbackSettingsOf(merchantId);
       try {
         const result = await postMerchantCallback(
           { url, idempotencyKey, event },
@@ -237,9 +254,12 @@ export function createActivities(deps: ActivityDeps): Activities {
             dispatcher,
             timeoutMs: deps.callbackTimeoutMs,
             signal: cancellationSignal(),
+            payloadVersion,
+            // The event's time when it has no `at`: its first scheduling, the same on every retry.
+            occurredAt: new Date(activityInfo().scheduledTimestampMs),
           },
         );
-        log.info('Merchant notified', { target, idempotencyKey, status: result.status });
+        log.info('Merchant notified', { target, idempotencyKey, payloadVersion, status: result.status });
         deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: 'delivered' });
         return result;
       } catch (err) {

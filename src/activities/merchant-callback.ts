@@ -10,6 +10,12 @@ import {
 } from '../security/callback-url';
 import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
 import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED, CALLBACK_UNAVAILABLE } from '../shared/failure-types';
+import {
+  callbackBody,
+  CALLBACK_PAYLOAD_VERSION_HEADER,
+  CURRENT_CALLBACK_PAYLOAD_VERSION,
+  type CallbackPayloadVersion,
+} from './callback-payload';
 
 import { readBodyText } from '../http-client/body';
 import { withDeadline } from '../http-client/deadline';
@@ -94,11 +100,13 @@ export function guardedLookup(allowList: CallbackAllowList, resolve: typeof dnsL
 export interface MerchantCallback {
   url: string;
   idempotencyKey: string;
+  /** The workflow's event (the legacy body); wrapped here as `payloadVersion` says (src/activities/callback-payload.ts). */
   event: Record<string, unknown>;
 }
 
 /**
- * POSTs one event as JSON, signed (Standard Webhooks headers, src/security/callback-signature.ts). Refused before
+ * POSTs one event as JSON in the merchant's payload version (default the current, Standard Webhooks
+ * `{ type, timestamp, data }`), signed (Standard Webhooks headers, src/security/callback-signature.ts). Refused before
  * any request, non-retryably (MerchantCallbackNotAllowed): a URL outside the allow-list, a host name resolving to a
  * non-public address, or no signing secret. 2xx: delivered. 4xx (except 408/429) and redirects: non-retryable
  * MerchantCallbackRejected, the merchant refused it. Everything else: retryable.
@@ -111,6 +119,10 @@ export async function postMerchantCallback(
     dispatcher?: Dispatcher;
     timeoutMs?: number;
     signal?: AbortSignal;
+    /** The body's shape (the merchant's callbackPayloadVersion). */
+    payloadVersion?: CallbackPayloadVersion;
+    /** The payload's `timestamp` for an event without its own `at` (default now). */
+    occurredAt?: Date;
   },
 ): Promise<{ delivered: boolean; status: number }> {
   // Defence in depth: the facade and the workflow checked it too, but runs started before the allow-list existed
@@ -124,7 +136,8 @@ export async function postMerchantCallback(
     );
   const url = new URL(callback.url);
   // Signed at send time: the timestamp is this attempt's, the signature covers exactly the bytes sent.
-  const body = JSON.stringify(callback.event);
+  const payloadVersion = options.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION;
+  const body = callbackBody(callback.event, payloadVersion, options.occurredAt ?? new Date());
   const signature = options.signer.sign(callback.idempotencyKey, body, new Date());
 
   const { signal, deadline } = withDeadline(options.signal, options.timeoutMs ?? DEFAULT_CALLBACK_TIMEOUT_MS);
@@ -138,7 +151,12 @@ export async function postMerchantCallback(
         // Without an injected dispatcher undici's global one is used (no timeouts of ours but the deadline).
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         signal,
-        headers: { 'content-type': 'application/json', 'idempotency-key': callback.idempotencyKey, ...signature },
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': callback.idempotencyKey,
+          [CALLBACK_PAYLOAD_VERSION_HEADER]: payloadVersion,
+          ...signature,
+        },
         body,
       }),
     );

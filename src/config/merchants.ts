@@ -4,13 +4,15 @@ import type { MerchantApiKey } from '../security/api-keys';
 import { checkCallbackUrl, parseAllowedOrigin, type CallbackAllowList } from '../security/callback-url';
 import { signingSecretProblem } from '../security/callback-signature';
 import { formatDuration, parseDurationMs, SETTING_BOUNDS } from '../shared/application-settings';
+import { CALLBACK_PAYLOAD_VERSIONS, type CallbackPayloadVersion } from '../activities/callback-payload';
 
 /**
  * Merchants as tenants (docs/merchant-api.md, "Merchants"): one validated place for what differs per merchant. A merchant is
  * the name of its key in MERCHANT_API_KEYS; MERCHANTS_FILE (JSON, optional) gives any of them its own callback
- * signing secrets, callback allow-list, transactionEvents callback, request budget and poll floor. Whatever a
- * merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS, CALLBACK_ALLOWED_ORIGINS,
- * TRANSACTIONS_CALLBACK_URL, MERCHANT_REQUESTS_PER_MINUTE, MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL),
+ * signing secrets, callback allow-list, callback payload version, transactionEvents callback, request budget and poll
+ * floor. Whatever a merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS,
+ * CALLBACK_ALLOWED_ORIGINS, CALLBACK_PAYLOAD_VERSION, TRANSACTIONS_CALLBACK_URL, MERCHANT_REQUESTS_PER_MINUTE,
+ * MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL),
  * so MERCHANT_API_KEYS alone keeps working as the shorthand.
  *
  * Problems name the merchant and the field (`merchants.shop-a.callbackAllowedOrigins[0]: ...`), never a secret.
@@ -26,6 +28,8 @@ export interface MerchantSettings {
     allowList: CallbackAllowList;
     /** Every one signs (Standard Webhooks), so a rotation overlaps; never logged. */
     signingSecrets: readonly string[];
+    /** The callbacks' body: `2026-11-25` (Standard Webhooks `{ type, timestamp, data }`) or `legacy` (deprecated). */
+    payloadVersion: CallbackPayloadVersion;
   };
   /** Receives this merchant's consents' changed accounts (transactionEvents) and late bank reports. */
   transactionsCallbackUrl?: string;
@@ -64,6 +68,8 @@ export const DEFAULT_MERCHANT_LIMITS: MerchantLimits = {
 export interface MerchantDefaults {
   allowList: CallbackAllowList;
   signingSecrets: readonly string[];
+  /** CALLBACK_PAYLOAD_VERSION. */
+  payloadVersion: CallbackPayloadVersion;
   transactionsCallbackUrl?: string;
   limits: MerchantLimits;
 }
@@ -106,6 +112,9 @@ const MerchantEntrySchema = z.strictObject({
         return 'origin' in parsed ? parsed.origin : '';
       }),
     )
+    .optional(),
+  callbackPayloadVersion: z
+    .enum(CALLBACK_PAYLOAD_VERSIONS, { error: `must be one of ${CALLBACK_PAYLOAD_VERSIONS.join(', ')}` })
     .optional(),
   transactionsCallbackUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).optional(),
   requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
@@ -190,7 +199,11 @@ export function buildMerchantDirectory(input: {
     }
     merchants.set(id, {
       id,
-      callbacks: { allowList, signingSecrets: entry.callbackSigningSecrets ?? input.defaults.signingSecrets },
+      callbacks: {
+        allowList,
+        signingSecrets: entry.callbackSigningSecrets ?? input.defaults.signingSecrets,
+        payloadVersion: entry.callbackPayloadVersion ?? input.defaults.payloadVersion,
+      },
       transactionsCallbackUrl,
       limits: {
         requestsPerMinute: entry.requestsPerMinute ?? input.defaults.limits.requestsPerMinute,
@@ -212,7 +225,11 @@ export function merchantDirectory(
   const byId = new Map(merchants.map((m) => [m.id, m]));
   const fallback = (id: string): MerchantSettings => ({
     id,
-    callbacks: { allowList: defaults.allowList, signingSecrets: defaults.signingSecrets },
+    callbacks: {
+      allowList: defaults.allowList,
+      signingSecrets: defaults.signingSecrets,
+      payloadVersion: defaults.payloadVersion,
+    },
     transactionsCallbackUrl: defaults.transactionsCallbackUrl,
     limits: defaults.limits,
   });
@@ -222,6 +239,11 @@ export function merchantDirectory(
     resolve: (id) => byId.get(id ?? legacyMerchantId) ?? fallback(id ?? legacyMerchantId),
     ids: () => [...byId.keys()],
   };
+}
+
+/** The merchants still sent the deprecated `legacy` callback body (workers name them at start-up). */
+export function merchantsOnLegacyPayload(directory: MerchantDirectory): string[] {
+  return directory.ids().filter((id) => directory.resolve(id).callbacks.payloadVersion === 'legacy');
 }
 
 /** MERCHANTS_FILE's JSON, or the problem reading it (the path is named; the content never). */

@@ -34,6 +34,7 @@ import {
   type Env,
 } from './schema';
 import { callbackAllowList, resolveServiceSettings } from './settings';
+import type { CallbackPayloadVersion } from '../activities/callback-payload';
 
 /**
  * The environment resolved into what the processes run with, in one place: every default that depends on another
@@ -134,6 +135,8 @@ export interface Config {
     signingSecrets: string[];
     /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
     developmentSecret: boolean;
+    /** CALLBACK_PAYLOAD_VERSION: the body's shape for merchants whose entry does not choose. */
+    payloadVersion: CallbackPayloadVersion;
   };
   /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
@@ -184,6 +187,7 @@ export function loadConfig(
     allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
     signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
     developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
+    payloadVersion: e.CALLBACK_PAYLOAD_VERSION,
   };
   const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
   const operatorApiKeys =
@@ -264,7 +268,7 @@ export function loadConfig(
 function loadMerchants(
   e: Env,
   keys: MerchantApiKey[],
-  callbacks: { allowList: CallbackAllowList; signingSecrets: string[] },
+  callbacks: { allowList: CallbackAllowList; signingSecrets: string[]; payloadVersion: CallbackPayloadVersion },
 ): MerchantDirectory {
   let fileJson: unknown;
   if (e.MERCHANTS_FILE !== undefined) {
@@ -280,6 +284,7 @@ function loadMerchants(
     defaults: {
       allowList: callbacks.allowList,
       signingSecrets: callbacks.signingSecrets,
+      payloadVersion: callbacks.payloadVersion,
       transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
       limits: {
         requestsPerMinute: e.MERCHANT_REQUESTS_PER_MINUTE,

@@ -17,6 +17,7 @@ import { DEFAULT_MERCHANT_LIMITS } from './merchants';
 import { TEMPORAL_ADDRESS_PATTERN } from '../temporal/profile';
 import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from '../temporal/worker-deployment';
 import type { TracingConfig } from '../telemetry/tracing';
+import { CALLBACK_PAYLOAD_VERSIONS, CURRENT_CALLBACK_PAYLOAD_VERSION } from '../activities/callback-payload';
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
 
 /**
@@ -399,6 +400,13 @@ export const ENV_SHAPE = {
   // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
   CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
   CALLBACK_SIGNING_SECRETS: signingSecrets,
+  /** The callbacks' body for merchants whose entry in MERCHANTS_FILE does not choose (docs/decisions/0040). */
+  CALLBACK_PAYLOAD_VERSION: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(CALLBACK_PAYLOAD_VERSIONS, { error: `must be one of ${CALLBACK_PAYLOAD_VERSIONS.join(', ')}` })
+      .default(CURRENT_CALLBACK_PAYLOAD_VERSION),
+  ),
 
   // Customer data in Temporal: the first key encrypts, every key decrypts. Unset: the embedded default's
   // development key (a real bank requires keys).
@@ -815,6 +823,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description: 'Standard Webhooks `whsec_` secrets that sign merchant callbacks (every one signs)',
     default: 'a development secret when embedded; required with a real bank once callbacks are configured',
+  },
+  CALLBACK_PAYLOAD_VERSION: {
+    processes: START_WORKER,
+    description: "callbacks' body: `2026-11-25` (Standard Webhooks) or `legacy` (deprecated); see MERCHANTS_FILE",
   },
   PAYLOAD_ENCRYPTION_KEYS: {
     processes: ALL,

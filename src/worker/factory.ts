@@ -13,6 +13,7 @@ import {
 } from '@temporalio/worker';
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type WorkerTuning } from '../config';
 import type { WorkerConfig } from '../config/worker';
+import { merchantsOnLegacyPayload } from '../config/merchants';
 import {
   createActivities,
   createBankClient,
@@ -278,6 +279,14 @@ export async function startWorker(options: {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
     logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
   }
+  const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
+  if (onLegacyPayload.length > 0 || config.callbacks.payloadVersion === 'legacy') {
+    // Deprecated (docs/decisions/0040-callback-payload-shape.md): say who still gets it, at every start.
+    logger.warn(
+      { merchants: onLegacyPayload, defaultPayloadVersion: config.callbacks.payloadVersion },
+      'merchant callbacks in the deprecated legacy payload: move these merchants to callbackPayloadVersion 2026-11-25',
+    );
+  }
   const activities = createActivities({
     bank: bank.client,
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
@@ -330,6 +339,7 @@ export async function startWorker(options: {
       callbackAllowedOrigins: config.callbacks.allowList.origins,
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      callbackPayloadVersion: config.callbacks.payloadVersion,
       workerMetricsPort: metricsServer.port,
       workerDeployment: deployment ? versionString(deployment) : 'unversioned',
       shutdownGraceMs: config.shutdown.workerGraceMs,

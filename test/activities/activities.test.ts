@@ -202,9 +202,15 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     afterEach(async () => {
       await merchant.close();
     });
-    const event = { type: 'statusChanged', status: 'APPROVED' };
+    const event = { type: 'finance-application.status-changed', status: 'APPROVED', at: '2026-11-25T10:00:00.000Z' };
+    /** The body in the current payload version (src/activities/callback-payload.ts). */
+    const payload = {
+      type: 'finance-application.status-changed',
+      timestamp: '2026-11-25T10:00:00.000Z',
+      data: { status: 'APPROVED', at: '2026-11-25T10:00:00.000Z' },
+    };
 
-    it('POSTs the event as JSON with the Idempotency-Key header', async () => {
+    it('POSTs the event as JSON (Standard Webhooks payload, current version) with the Idempotency-Key header', async () => {
       await expect(
         runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'ref-1:APPROVED', event }),
       ).resolves.toEqual({
@@ -214,7 +220,8 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       const [got] = merchant.received;
       expect(got!.headers['idempotency-key']).toBe('ref-1:APPROVED');
       expect(got!.headers['content-type']).toBe('application/json');
-      expect(JSON.parse(got!.body)).toEqual(event);
+      expect(got!.headers['callback-payload-version']).toBe('2026-11-25');
+      expect(JSON.parse(got!.body)).toEqual(payload);
     });
 
     it('4xx → MerchantCallbackRejected, non-retryable', async () => {
@@ -252,7 +259,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         expect(headers['webhook-id']).toBe(key);
         expect(headers['webhook-timestamp']).toMatch(/^\d+$/);
         expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
-        expect(new Webhook(signingSecret).verify(body, headers as Record<string, string>)).toEqual(event);
+        expect(new Webhook(signingSecret).verify(body, headers as Record<string, string>)).toEqual(payload);
       }
       expect(Number(merchant.received[1]!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(beforeSecond);
     });

@@ -75,9 +75,7 @@ describe('duplicate applications at the bank (whole stack)', () => {
     );
     expect(event).toMatchObject({
       type: 'finance-application.duplicate-detected',
-      merchantReference: ref,
-      financeApplicationId,
-      duplicateFinanceApplicationId: orphan,
+      data: { merchantReference: ref, financeApplicationId, duplicateFinanceApplicationId: orphan },
     });
     // The other id was read at the bank before it was believed (the sandbox knows it): once.
     const reads = stack.sandbox.control.apiCalls().filter((c) => c.route === 'getStatus' && c.path.includes(orphan));

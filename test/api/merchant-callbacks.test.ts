@@ -72,8 +72,12 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     const calls = (await (await fetch(`${stack.sandbox.url}/_sandbox/api-calls`)).json()) as { route: string }[];
     return calls.filter((c) => c.route === 'createApplication').length;
   };
-  const receivedFor = (predicate: (event: Record<string, unknown>) => boolean) =>
-    merchant.received.filter((r) => predicate(JSON.parse(r.body) as Record<string, unknown>));
+  /** Callbacks whose payload (Standard Webhooks `{ type, timestamp, data }`) matches. */
+  const receivedFor = (predicate: (type: unknown, data: Record<string, unknown>) => boolean) =>
+    merchant.received.filter((r) => {
+      const payload = JSON.parse(r.body) as { type?: unknown; data?: Record<string, unknown> };
+      return predicate(payload.type, payload.data ?? {});
+    });
 
   it('each status change arrives signed: a merchant holding the new or the old secret verifies it; a tampered body, a replay after the tolerance or another secret fails', async () => {
     const ref = `signed-${randomUUID()}`;
@@ -86,14 +90,14 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     const final = await awaitFinanceApplication(stack.t.client, TEST_MERCHANT, ref);
     expect(final).toMatchObject({ done: true, status: 'COMPLETED' });
 
-    const callbacks = receivedFor((e) => e.merchantReference === ref);
+    const callbacks = receivedFor((_type, data) => data.merchantReference === ref);
     expect(callbacks.length).toBe(final.notificationsSent);
     expect(callbacks.length).toBeGreaterThanOrEqual(2); // at least CREATED and COMPLETED
     for (const callback of callbacks) {
-      const event = JSON.parse(callback.body) as { status: string };
+      const event = JSON.parse(callback.body) as { data: { status: string } };
       const { headers } = callback;
       // webhook-id is the idempotency key: stable per event, across retries.
-      expect(headers['webhook-id']).toBe(`${financeApplicationWorkflowId(TEST_MERCHANT, ref)}:${event.status}`);
+      expect(headers['webhook-id']).toBe(`${financeApplicationWorkflowId(TEST_MERCHANT, ref)}:${event.data.status}`);
       expect(headers['idempotency-key']).toBe(headers['webhook-id']);
       expect(headers['webhook-timestamp']).toMatch(/^\d{10}$/);
       expect(String(headers['webhook-signature']).split(' ')).toHaveLength(2); // one per configured secret
@@ -130,12 +134,12 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
     await claimTestConsent(stack.t, consentId); // the merchant's consent: its transactionEvents reach it
     await stack.sandbox.control.emitTransactionEvents(consentId, { count: 1, accountIds: ['OPB-1'] });
     const [batch] = await eventually(() => {
-      const got = receivedFor((e) => e.type === 'transactionsChanged' && e.consentId === consentId);
+      const got = receivedFor((type, data) => type === 'consent.transactions-changed' && data.consentId === consentId);
       return got.length > 0 ? got : undefined;
     });
     expect(batch!.headers['webhook-id']).toBe(batch!.headers['idempotency-key']);
-    expect(verifyWith(OLD_SECRET, batch!)).toMatchObject({ consentId, accounts: [{ accountId: 'OPB-1' }] });
-    expect(verifyWith(NEW_SECRET, batch!)).toMatchObject({ consentId });
+    expect(verifyWith(OLD_SECRET, batch!)).toMatchObject({ data: { consentId, accounts: [{ accountId: 'OPB-1' }] } });
+    expect(verifyWith(NEW_SECRET, batch!)).toMatchObject({ data: { consentId } });
   });
 
   it.each([

@@ -138,8 +138,8 @@ describe('a flood of invented financeApplicationIds on one webhook URL (whole st
 
     // The merchant heard of its own changes only: no duplicate reported, no invented id anywhere.
     await eventually(() => (merchant.received.length >= 3 ? true : undefined));
-    const events = merchant.received.map((r) => JSON.parse(r.body) as { type: string; status?: string });
-    expect(events.map((e) => [e.type, e.status])).toEqual([
+    const events = merchant.received.map((r) => JSON.parse(r.body) as { type: string; data: { status?: string } });
+    expect(events.map((e) => [e.type, e.data.status])).toEqual([
       ['finance-application.status-changed', 'CREATED'],
       ['finance-application.status-changed', 'IN_PROGRESS'],
       ['finance-application.status-changed', 'COMPLETED'],

@@ -478,6 +478,7 @@ describe('loadConfig', () => {
         allowList: { origins: [], loopback: true },
         signingSecrets: [DEVELOPMENT_SIGNING_SECRET],
         developmentSecret: true,
+        payloadVersion: '2026-11-25',
       });
     });
 
@@ -486,6 +487,7 @@ describe('loadConfig', () => {
         allowList: { origins: [], loopback: false },
         signingSecrets: [],
         developmentSecret: false,
+        payloadVersion: '2026-11-25',
       });
     });
 
@@ -500,6 +502,7 @@ describe('loadConfig', () => {
         allowList: { origins: ['https://shop.example', 'https://hooks.shop.example:8443'], loopback: false },
         signingSecrets: [NEW, OLD],
         developmentSecret: false,
+        payloadVersion: '2026-11-25',
       });
       expect(loadConfig({ CALLBACK_ALLOWED_ORIGINS: 'https://shop.example' }).callbacks.allowList).toEqual({
         origins: ['https://shop.example'],

@@ -1,7 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantDefaults } from '../../src/config/merchants';
+import {
+  buildMerchantDirectory,
+  DEFAULT_MERCHANT_LIMITS,
+  merchantsOnLegacyPayload,
+  type MerchantDefaults,
+} from '../../src/config/merchants';
 import { ConfigError, loadConfig } from '../../src/config';
 
 const keys = [
@@ -12,6 +17,7 @@ const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).to
 const defaults: MerchantDefaults = {
   allowList: { origins: ['https://global.example'], loopback: false },
   signingSecrets: [secret('global')],
+  payloadVersion: '2026-11-25',
   transactionsCallbackUrl: 'https://global.example/tx',
   limits: DEFAULT_MERCHANT_LIMITS,
 };
@@ -29,6 +35,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
             requestsPerMinute: 60,
             maxLongPolls: 3,
             minPollInterval: '10s',
+            callbackPayloadVersion: 'legacy',
           },
         },
       },
@@ -38,10 +45,16 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     const a = directory!.get('shop-a')!;
     expect(a.callbacks.allowList).toEqual({ origins: ['https://hooks.shop-a.example'], loopback: false });
     expect(a.callbacks.signingSecrets).toEqual([secret('a-new'), secret('a-old')]);
+    expect(a.callbacks.payloadVersion).toBe('legacy');
+    expect(merchantsOnLegacyPayload(directory!)).toEqual(['shop-a']); // named by the workers at start-up
     expect(a.transactionsCallbackUrl).toBe('https://hooks.shop-a.example/tx');
     expect(a.limits).toEqual({ requestsPerMinute: 60, maxLongPolls: 3, minPollIntervalMs: 10_000 });
     const b = directory!.get('shop-b')!;
-    expect(b.callbacks).toEqual({ allowList: defaults.allowList, signingSecrets: defaults.signingSecrets });
+    expect(b.callbacks).toEqual({
+      allowList: defaults.allowList,
+      signingSecrets: defaults.signingSecrets,
+      payloadVersion: defaults.payloadVersion,
+    });
     expect(b.transactionsCallbackUrl).toBe(defaults.transactionsCallbackUrl);
     expect(b.limits).toEqual(DEFAULT_MERCHANT_LIMITS);
     // The first key's merchant owns the pre-tenancy workflows unless named.
@@ -59,7 +72,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
         merchants: {
           'shop-a': { callbackSigningSecrets: [leaked], callbackAllowedOrigins: ['https://x.example/path'] },
           'shop-b': { requestsPerMinute: 0, minPollInterval: '10 parsecs', colour: 'blue' },
-          'shop-c': {},
+          'shop-c': { callbackPayloadVersion: '2025-01-01' },
         },
       },
       defaults,
@@ -73,6 +86,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
         expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b", requestsPerMinute: /),
         expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b", minPollInterval: /),
         expect.stringMatching(/^MERCHANTS_FILE: merchant "shop-b".*colour/),
+        'MERCHANTS_FILE: merchant "shop-c", callbackPayloadVersion: must be one of 2026-11-25, legacy',
       ]),
     );
     for (const m of messages) expect(m).not.toContain('secret!');
@@ -138,6 +152,18 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(config.merchants.legacyMerchantId).toBe('shop-b');
     expect(config.merchants.get('shop-b')!.limits).toMatchObject({ maxLongPolls: 7, requestsPerMinute: 120 });
     expect(config.merchants.get('shop-a')!.limits).toMatchObject({ requestsPerMinute: 120 });
+    // CALLBACK_PAYLOAD_VERSION: the current version unless set; a merchant's entry wins over it.
+    expect(config.callbacks.payloadVersion).toBe('2026-11-25');
+    expect(config.merchants.get('shop-a')!.callbacks.payloadVersion).toBe('2026-11-25');
+    const onLegacy = loadConfig({
+      MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
+      MERCHANTS_FILE: file,
+      CALLBACK_PAYLOAD_VERSION: 'legacy',
+    });
+    expect(onLegacy.merchants.get('shop-a')!.callbacks.payloadVersion).toBe('legacy');
+    expect(() => loadConfig({ CALLBACK_PAYLOAD_VERSION: 'v2' })).toThrow(
+      /CALLBACK_PAYLOAD_VERSION: must be one of 2026-11-25, legacy/,
+    );
     expect(() =>
       loadConfig({ MERCHANT_API_KEYS: 'shop-a:shop-a-key-0123456789abcdefghij', LEGACY_MERCHANT: 'nobody' }),
     ).toThrow(/LEGACY_MERCHANT: names "nobody"/);

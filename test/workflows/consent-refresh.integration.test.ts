@@ -15,6 +15,9 @@ import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '..
 import { eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
 
+/** A late report's callback body (Standard Webhooks payload, the current version). */
+type LateReportPayload = { type: string; timestamp: string; data: Omit<LateBankReportEvent, 'type'> };
+
 /**
  * Consent refresh end to end on real parts: merchant facade over HTTP → Temporal → worker → real activities →
  * bank sandbox over HTTP → accountEvent webhooks → our receiver → signals. Expectations come from the sandbox's
@@ -226,8 +229,9 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     // The merchant's endpoint receives each as a signed consent.late-bank-report.
     const ours = () =>
       merchant.received
-        .map((r) => ({ headers: r.headers, event: JSON.parse(r.body) as LateBankReportEvent, body: r.body }))
-        .filter((r) => r.event.type === 'consent.late-bank-report' && r.event.consentId === consentId);
+        .map((r) => ({ headers: r.headers, payload: JSON.parse(r.body) as LateReportPayload, body: r.body }))
+        .filter((r) => r.payload.type === 'consent.late-bank-report' && r.payload.data.consentId === consentId)
+        .map((r) => ({ ...r, event: r.payload.data }));
     const received = await eventually(() => (ours().length === 2 ? ours() : undefined));
     expect(received.map((r) => [r.event.bankCode, r.event.taskStatus, r.event.succeeded]).sort()).toEqual([
       ['BBBB', 'FINISHED', true],
@@ -243,8 +247,9 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
       });
       expect(r.headers['webhook-id']).toBe(`consent-late-reports:${consentId}:${taskId}:${r.event.bankCode}`);
       expect(new Webhook(TEST_CALLBACK_SIGNING_SECRET).verify(r.body, r.headers as Record<string, string>)).toEqual(
-        r.event,
+        r.payload,
       );
+      expect(r.payload.timestamp).toBe(r.event.at);
     }
 
     // GET /consents/:id/refresh: the last refresh's result amended by its late reports.

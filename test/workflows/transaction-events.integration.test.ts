@@ -28,7 +28,9 @@ function historyFile(history: temporal.api.history.v1.IHistory): string {
 
 interface Received {
   idempotencyKey: string;
-  event: TransactionsChangedEvent;
+  /** The payload's type and data (Standard Webhooks payload, the current version). */
+  type: string;
+  event: Omit<TransactionsChangedEvent, 'type'>;
 }
 
 /** A merchant callback endpoint on a free port, recording every POST. */
@@ -38,9 +40,11 @@ async function startMerchant(): Promise<{ url: string; received: Received[]; clo
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
+      const payload = JSON.parse(body) as { type: string; data: Received['event'] };
       received.push({
         idempotencyKey: String(req.headers['idempotency-key']),
-        event: JSON.parse(body) as TransactionsChangedEvent,
+        type: payload.type,
+        event: payload.data,
       });
       res.writeHead(204).end();
     });
@@ -96,6 +100,7 @@ describe('transactionEvents end to end (sandbox → receiver → workflow → me
     expect(sent().every((d) => d.attempts.at(-1)?.status === 202)).toBe(true);
 
     const ours = () => merchant.received.filter((r) => r.event.consentId === consentId);
+    expect(merchant.received.every((r) => r.type === 'consent.transactions-changed')).toBe(true);
     const calls = await eventually(() => {
       const byKey = new Map(ours().map((r) => [r.idempotencyKey, r.event]));
       const events = [...byKey.values()].reduce((n, e) => n + e.events, 0);

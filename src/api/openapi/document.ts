@@ -11,6 +11,7 @@ import { consentPaths } from '../descriptions/consents';
 import { financeApplicationWebhookPaths } from '../descriptions/finance-application-webhooks';
 import { financeApplicationPaths } from '../descriptions/finance-applications';
 import { healthPaths } from '../descriptions/health';
+import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
 import {
   MERCHANT_API_KEY,
   OPERATOR_API_KEY,
@@ -71,8 +72,10 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
         'that is no route answers 404 in that shape. TypeScript services may use the typed client package instead.',
     },
     servers: [{ url: '/', description: 'Internal listener (INTERNAL_PORT): the merchant facade and operators' }],
-    tags: Object.values(Tag).map((name) => ({ name })),
+    tags: [...Object.values(Tag), CALLBACKS_TAG].map((name) => ({ name })),
     paths: merged(ROUTE_MODULE_PATHS),
+    // What the service sends to merchants (signed callbacks): src/api/descriptions/merchant-callbacks.ts.
+    webhooks: merchantCallbackWebhooks,
     components: {
       securitySchemes: {
         [MERCHANT_API_KEY]: {
