@@ -124,7 +124,7 @@ describe('merchant console over HTTP (whole stack)', () => {
       return page.includes('<th scope="row">') && page.includes('failed') ? page : undefined;
     });
     expect(page).toMatch(/<td>400<\/td>/); // the merchant's HTTP status
-    expect(page).toContain('learned by <strong>create</strong>');
+    expect(page).toContain('learned from <strong>the bank&#39;s answer to the create</strong>');
     const key = /name="key" value="([^"]+)"/.exec(page)![1]!;
     expect(key).toBe(
       `${financeApplicationWorkflowId('shop-a', ref)}:${/<th scope="row">([^<]+)<\/th>/.exec(page)![1]}`,

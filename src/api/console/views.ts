@@ -3,6 +3,13 @@ import type { FinanceApplicationTimeline, CallbackDeliveryView } from '../../cli
 import type { ConsentRefreshProgress } from '../../shared/consent-refresh';
 import { html, type Html } from './html';
 
+/** How a status was learned (StatusChange.source), in words. */
+const SOURCES: Record<string, string> = {
+  create: "the bank's answer to the create",
+  webhook: 'a webhook',
+  poll: 'a poll',
+};
+
 /** The console's pages and the fragments the live-update script swaps in (src/api/console/assets.ts). */
 
 export function signInPage(error?: string): Html {
@@ -44,7 +51,7 @@ export function applicationsPage(
         <label for="status">Status</label>
         <input id="status" name="status" value="${filter.status ?? ''}" list="statuses" autocomplete="off" />
         <datalist id="statuses">
-          ${['PENDING', 'IN_REVIEW', 'APPROVED', 'DECLINED', 'CANCELLED', 'EXPIRED'].map((s) => html`<option value="${s}"></option>`)}
+          ${['CREATED', 'IN_PROGRESS', 'APPROVED', 'SIGNED', 'COMPLETED', 'DECLINED', 'CANCELLED', 'EXPIRED'].map((s) => html`<option value="${s}"></option>`)}
         </datalist>
       </div>
       <button type="submit">Search</button>
@@ -130,8 +137,8 @@ export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csr
               ${s.history.map(
                 (h) =>
                   html`<li>
-                    <span class="status">${h.status}</span> learned by
-                    <strong>${h.source === 'webhook' ? 'webhook' : h.source}</strong> at
+                    <span class="status">${h.status}</span> learned from
+                    <strong>${SOURCES[h.source] ?? h.source}</strong> at
                     <time datetime="${h.at}">${h.at}</time>
                   </li>`,
               )}

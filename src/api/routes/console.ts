@@ -102,7 +102,8 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   router.use('/console', (req, res, next) => {
     res.setHeader('Content-Security-Policy', CONSOLE_CONTENT_SECURITY_POLICY);
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: under no-referrer a browser's form POST says `Origin: null`, which the check below refuses.
+    res.setHeader('Referrer-Policy', 'same-origin');
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Cache-Control', 'no-store');
     // SameSite=Strict keeps the cookie off cross-site requests; a browser's Origin says the rest.
