@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The merchant console in headless Chromium (Debian's chromium driven by playwright-core) on one whole stack:
  * sign-in through the form, merchant B not seeing A's application, a status change (the sandbox's webhook) appearing
@@ -88,7 +87,7 @@ describe('merchant console in Chromium (whole stack)', () => {
     const [cookie] = await a.context().cookies();
     expect(cookie).toMatchObject({ name: 'paylater_console', path: '/console', httpOnly: true, sameSite: 'Strict' });
     // The page's script cannot read the session cookie.
-    expect(await a.evaluate(() => document.cookie)).toBe('');
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).document.cookie)).toBe('');
     await expectText(a.getByRole('banner'), 'Signed in as shop-a');
   });
 
@@ -108,7 +107,9 @@ describe('merchant console in Chromium (whole stack)', () => {
     const a = await signedIn(KEY_A);
     // Keyboard: the first Tab reaches the skip link; the search takes a reference; Tab and Enter open the result.
     await a.keyboard.press('Tab');
-    expect(await a.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).document.activeElement?.textContent)).toBe(
+      'Skip to content',
+    );
     await a.getByLabel('Reference starts with').fill(refA);
     await a.keyboard.press('Enter');
     await eventually(async () => {
@@ -116,17 +117,24 @@ describe('merchant console in Chromium (whole stack)', () => {
       await a.getByRole('button', { name: 'Search' }).press('Enter');
       return undefined;
     });
-    for (let i = 0; i < 30 && (await a.evaluate(() => document.activeElement?.textContent?.trim())) !== refA; i++)
+    for (
+      let i = 0;
+      i < 30 &&
+      (await a.evaluate(() =>
+        (globalThis as unknown as BrowserGlobals).document.activeElement?.textContent?.trim(),
+      )) !== refA;
+      i++
+    )
       await a.keyboard.press('Tab');
     await a.keyboard.press('Enter');
     await a.waitForURL(`**/console/applications/${refA}`);
     await expectText(a.locator('#current-status'), 'CREATED');
 
-    await a.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    await a.evaluate(() => ((globalThis as unknown as BrowserGlobals).sameDocument = true));
     stack.sandbox.control.setApplicationStatus(idA, 'APPROVED'); // the sandbox's webhook reaches the receiver
     await expectText(a.locator('#current-status'), 'APPROVED');
     // No navigation happened: the marker set on this document is still there.
-    expect(await a.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).sameDocument)).toBe(true);
     await expectText(a.locator('#live-note'), 'APPROVED');
     await expectText(a.locator('#status-history'), 'APPROVED learned from a webhook');
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -135,7 +143,17 @@ describe('merchant console in Chromium (whole stack)', () => {
   });
 });
 
-/** Waits (bounded) until the locator's text contains `text`. */
+/** The page's globals as page.evaluate's callbacks see them (they run in the browser; the project has no DOM types). */
+interface BrowserGlobals {
+  document: { cookie: string; activeElement: { textContent: string | null } | null };
+  sameDocument?: boolean;
+}
+
+/** Waits (bounded) until the locator's text, its whitespace collapsed, contains `text`. */
 async function expectText(locator: ReturnType<Page['locator']>, text: string): Promise<void> {
-  await eventually(async () => ((await locator.textContent())?.includes(text) ? true : undefined), 30_000, 100);
+  await eventually(
+    async () => ((await locator.textContent())?.replace(/\s+/g, ' ').includes(text) ? true : undefined),
+    30_000,
+    100,
+  );
 }
