@@ -180,6 +180,46 @@ describe('merchant console over HTTP (whole stack)', () => {
     }
   });
 
+  it("shows A's consent refresh per bank, live; B gets 404", async () => {
+    const a = await signIn(KEY_A);
+    const b = await signIn(KEY_B);
+    const consentId = `console-consent-${randomUUID()}`;
+    stack.sandbox.control.setConsent(consentId, {
+      banks: [
+        { bankCode: 'FAST', bankName: 'Fast Bank', accounts: ['f-1', 'f-2'] },
+        { bankCode: 'QUIET', bankName: 'Quiet Bank', accounts: ['q-1'], neverAnswers: true },
+      ],
+    });
+    const facade = (path: string, init: RequestInit) =>
+      fetch(url(path), { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_A}` } });
+    expect((await facade(`/consents/${consentId}`, { method: 'PUT' })).status).toBe(201);
+    const started = await facade(`/consents/${consentId}/refresh`, {
+      method: 'POST',
+      body: JSON.stringify({ expectedBankCodes: ['FAST', 'QUIET'], timeout: '2m' }),
+    });
+    expect(started.status).toBe(202);
+
+    const page = await eventually(async () => {
+      const html = await text(await get(`/console/consents?consentId=${consentId}`, a.cookie));
+      return html.includes('Fast Bank (FAST)') ? html : undefined;
+    });
+    expect(page).toContain('<th scope="row">QUIET</th><td>waiting</td>');
+    expect(page).toContain('In progress');
+    const fingerprint = /data-fingerprint="([^"]+)"/.exec(page)![1]!;
+    // The live part answers at once when what the page shows is not what it holds.
+    const live = await get(`/console/consents/${consentId}/refresh?since=stale`, a.cookie);
+    expect(live.status).toBe(200);
+    expect(live.headers.get('x-console-fingerprint')).toBe(fingerprint);
+    expect(live.headers.get('x-console-done')).toBe('false');
+
+    expect((await get(`/console/consents?consentId=${consentId}`, b.cookie)).status).toBe(404);
+    expect((await get(`/console/consents/${consentId}/refresh`, b.cookie)).status).toBe(404);
+    await stack.t.client.workflow
+      .getHandle(`consent-refresh:${consentId}`)
+      .terminate('test done')
+      .catch(() => undefined);
+  });
+
   it('signs out only with the CSRF token, and the session is gone', async () => {
     const a = await signIn(KEY_A);
     expect((await post('/console/sign-out', {}, a.cookie)).status).toBe(403);
