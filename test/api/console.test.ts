@@ -9,7 +9,8 @@ import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
-import { recordFinanceHistory } from '../helpers/histories';
+import { recordConsentHistory, recordFinanceHistory } from '../helpers/histories';
+import { callbackRedeliveryWorkflowId } from '../../src/shared/merchant-callbacks';
 
 const KEY_A = 'console-a-key-0123456789abcdefghijkl';
 const KEY_B = 'console-b-key-0123456789abcdefghijkl';
@@ -173,6 +174,11 @@ describe('merchant console over HTTP (whole stack)', () => {
     expect(after).toContain('HTTP 200');
     expect(hooks.received.at(-1)!.headers['webhook-id']).toBe(firstId); // the same idempotency key
 
+    // The resend's own workflow, for the replay test (test/replay/consent-replay.test.ts replays it with the others).
+    await recordConsentHistory(
+      'callback-redelivery-delivered',
+      stack.t.client.workflow.getHandle(callbackRedeliveryWorkflowId(key)),
+    );
     if (process.env.RECORD_HISTORIES === '1') {
       const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref));
       await handle.terminate('recorded');
