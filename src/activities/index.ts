@@ -261,11 +261,11 @@ export function createActivities(deps: ActivityDeps): Activities {
         );
         log.info('Merchant notified', { target, idempotencyKey, payloadVersion, status: result.status });
         deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: 'delivered' });
-        return result;
+        return { ...result, ...attemptOf() };
       } catch (err) {
         deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: callbackOutcome(err) });
         log.warn('Merchant notification failed', { target, idempotencyKey, ...failureAttributes(err) });
-        throw err;
+        throw withAttempt(err);
       }
     },
   };
@@ -285,6 +285,34 @@ function failureAttributes(err: unknown): Record<string, unknown> {
     return { failureType: err.type, nonRetryable: err.nonRetryable, status, error: err.message };
   }
   return { error: err instanceof Error ? err.message : String(err) };
+}
+
+/** This attempt's number, for the workflow's record of the delivery (absent outside an activity: unit tests). */
+function attemptOf(): { attempt?: number } {
+  try {
+    return { attempt: activityInfo().attempt };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The callback's failure with this attempt's number beside the merchant's HTTP status in its details
+ * (src/shared/merchant-callbacks.ts callbackFailureDetails): the workflow records both when it gives up.
+ */
+function withAttempt(err: unknown): unknown {
+  const { attempt } = attemptOf();
+  if (!(err instanceof ApplicationFailure) || attempt === undefined) return err;
+  const [first] = err.details ?? [];
+  return ApplicationFailure.create({
+    type: err.type ?? undefined,
+    message: err.message,
+    nonRetryable: err.nonRetryable ?? false,
+    nextRetryDelay: err.nextRetryDelay ?? undefined,
+    category: err.category ?? undefined,
+    cause: err.cause,
+    details: [{ ...(first !== null && typeof first === 'object' ? first : {}), attempt }],
+  });
 }
 
 /** Label value of a failed callback attempt: its failure type, as a bounded set. */

@@ -89,7 +89,12 @@ export interface Activities {
     /** Sent as `webhook-id` (and Idempotency-Key) so the merchant can drop redeliveries; stable across retries. */
     idempotencyKey: string;
     event: Record<string, unknown>;
-  }): Promise<{ delivered: boolean; status?: number }>;
+  }): Promise<{
+    delivered: boolean;
+    status?: number;
+    /** The attempt that delivered (1 = first): the workflow records it (src/shared/merchant-callbacks.ts). */
+    attempt?: number;
+  }>;
 }
 
 /** Fails to compile when the bank-reads queue's list (src/shared/task-queues.ts) names something not an activity. */

@@ -19,6 +19,7 @@ import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
 import { apiDocsRoutes } from './routes/api-docs';
+import { consoleRoutes } from './routes/console';
 import { openApiJson } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
@@ -147,6 +148,8 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   for (const router of extra ?? []) app.use(router);
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
+  // The merchant console (docs/console.md): its own session sign-in, under /console only.
+  app.use(consoleRoutes(deps));
   app.use(['/applications', '/consents'], authenticate(deps), requestBudget(deps));
   app.use(consentRefreshRoutes(deps));
   app.use(consentRoutes(deps));

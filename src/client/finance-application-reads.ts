@@ -3,7 +3,12 @@
  * one), its state as merchants get it, its result. finance-applications.ts re-exports it and the
  * status waits (status-waits.ts) build on it, so neither imports the other.
  */
-import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { financeApplicationStateQuery, type FinanceApplicationState } from '../shared/finance-application';
 import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
@@ -28,11 +33,13 @@ async function describeFinanceApplication(client: Client, merchant: MerchantScop
   const scope = merchantScope(merchant);
   const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
   try {
-    return { workflowId: own, status: (await client.workflow.getHandle(own).describe()).status };
+    const description = await client.workflow.getHandle(own).describe();
+    return { workflowId: own, status: description.status, description };
   } catch (err) {
     const legacy = legacyWorkflowIdOf(scope, merchantReference);
     if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
-    return { workflowId: legacy, status: (await client.workflow.getHandle(legacy).describe()).status };
+    const description = await client.workflow.getHandle(legacy).describe();
+    return { workflowId: legacy, status: description.status, description };
   }
 }
 
@@ -63,16 +70,19 @@ export async function getFinanceApplication(
   return (await readFinanceApplication(client, merchant, merchantReference)).state;
 }
 
-/** The application's state and the workflow id it was found under. */
+/**
+ * The application's state, the workflow id it was found under, and the run's description (its pending activities:
+ * the console's callback in flight).
+ */
 export async function readFinanceApplication(
   client: Client,
   merchant: MerchantScope | string,
   merchantReference: string,
-): Promise<{ workflowId: string; state: FinanceApplicationState }> {
-  const { workflowId, status } = await describeFinanceApplication(client, merchant, merchantReference);
+): Promise<{ workflowId: string; state: FinanceApplicationState; description: WorkflowExecutionDescription }> {
+  const { workflowId, status, description } = await describeFinanceApplication(client, merchant, merchantReference);
   const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
   const state = status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
-  return { workflowId, state: merchantView(state) };
+  return { workflowId, state: merchantView(state), description };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { DEFAULT_POLL_POLICY } from './poll-policy';
+import type { CallbackDelivery } from './merchant-callbacks';
 import {
   FINANCE_APPLICATION_STATUS_ORDER,
   TERMINAL_FINANCE_APPLICATION_STATUSES,
@@ -162,6 +163,11 @@ export interface FinanceApplicationState {
   /** Merchant callbacks delivered / given up. */
   notificationsSent: number;
   notificationsFailed: number;
+  /**
+   * The merchant callbacks' outcomes, oldest first, the newest MAX_CALLBACK_DELIVERIES_KEPT (src/shared/merchant-callbacks.ts):
+   * for the console's timeline and its resend. Absent in runs from before it, and until the first outcome.
+   */
+  callbackDeliveries?: CallbackDelivery[];
   /** ISO time after which the workflow stops following the application. */
   deadlineAt: string;
   /** Runs of this workflow so far (1 + continue-as-new count). */

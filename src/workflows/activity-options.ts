@@ -42,6 +42,22 @@ export const MERCHANT_CALLBACK_ACTIVITY_OPTIONS: ActivityOptions = {
 };
 
 /**
+ * A callback sent again from the console (callbackRedeliveryWorkflow): someone is looking at the page, so a few
+ * quick attempts within minutes, not a day.
+ */
+export const CALLBACK_REDELIVERY_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '15 seconds',
+  scheduleToCloseTimeout: '5 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [CALLBACK_REJECTED],
+  },
+};
+
+/**
  * The polling activity (pollApplicationStatus): its retries are the polls. Each attempt sets its own
  * nextRetryDelay from the poll policy, so the retry policy's intervals only apply to an attempt that timed
  * out. No schedule-to-close and no attempt limit: it polls until a new status, a webhook (which cancels it)

@@ -5,3 +5,4 @@ export * from './transaction-events/workflow';
 export * from './late-account-events/workflow';
 export * from './finance-application/workflow';
 export * from './consent-claim/workflow';
+export * from './callback-redelivery/workflow';

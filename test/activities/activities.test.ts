@@ -216,6 +216,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       ).resolves.toEqual({
         delivered: true,
         status: 200,
+        attempt: 1, // the workflow records it (src/shared/merchant-callbacks.ts)
       });
       const [got] = merchant.received;
       expect(got!.headers['idempotency-key']).toBe('ref-1:APPROVED');
@@ -230,6 +231,8 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([CALLBACK_REJECTED, true]);
+      // The merchant's status and this attempt, for the workflow's record of the delivery.
+      expect(failure.details?.[0]).toEqual({ status: 410, attempt: 1 });
     });
 
     it('5xx and connection refused → retryable', async () => {
@@ -346,7 +349,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
             event: {},
           },
         );
-        expect(delivered).toEqual({ delivered: true, status: 200 });
+        expect(delivered).toEqual({ delivered: true, status: 200, attempt: 1 });
         expect(merchant.received[0]!.headers.host).toBe(new URL(url).host);
       } finally {
         await guarded.close();

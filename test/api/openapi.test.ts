@@ -96,6 +96,8 @@ function routesOf(app: Express): Set<string> {
     }
   };
   walk((app as unknown as { router: { stack: RouterLayer[] } }).router.stack);
+  // The merchant console (docs/console.md) is HTML pages for people behind a session, not part of the API: not described.
+  for (const route of found) if (/^[A-Z]+ \/console(\/|$)/.test(route)) found.delete(route);
   return found;
 }
 

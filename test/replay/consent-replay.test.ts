@@ -12,7 +12,7 @@ import { testDataConverter } from '../helpers/temporal';
  * change with patched(). Refresh histories from before LEARNED_BANKS_PATCH (unprefixed) and under it (`v2-`) both stay.
  */
 const dir = join(__dirname, '..', 'histories');
-const files = readdirSync(dir).filter((f) => /^(consent|transaction)-.*\.json$/.test(f));
+const files = readdirSync(dir).filter((f) => /^(consent|transaction|callback-redelivery)-.*\.json$/.test(f));
 
 function load(file: string): temporal.api.history.v1.IHistory {
   const { History } = temporal.api.history.v1;
@@ -42,6 +42,8 @@ describe('replay of committed consent-refresh and transaction-events histories',
     expect(files).toContain('consent-refresh-v3-quiet-period-after-outage.json');
     // Under BOUNDED_BATCHES_PATCH: a backlog delivered in batches of at most 1,000 accounts, then continue-as-new.
     expect(files).toContain('transaction-events-v2-bounded-batches.json');
+    // The console's resend of a callback (callbackRedeliveryWorkflow), recorded by test/api/console.test.ts.
+    expect(files).toContain('callback-redelivery-delivered.json');
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.

@@ -1,6 +1,7 @@
 import { consentRefreshWorkflowType, lateAccountEventsWorkflowType } from '../../src/shared/consent-refresh';
 import { transactionEventsWorkflowType } from '../../src/shared/transaction-events';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
+import { callbackRedeliveryWorkflowType } from '../../src/shared/merchant-callbacks';
 import * as workflows from '../../src/workflows';
 
 /**
@@ -13,6 +14,7 @@ describe('workflow type names', () => {
     [consentRefreshWorkflowType, workflows.consentRefreshWorkflow],
     [transactionEventsWorkflowType, workflows.transactionEventsWorkflow],
     [lateAccountEventsWorkflowType, workflows.lateAccountEventsWorkflow],
+    [callbackRedeliveryWorkflowType, workflows.callbackRedeliveryWorkflow],
   ])('%s is the name of an exported workflow function', (name, fn) => {
     expect(fn.name).toBe(name);
   });

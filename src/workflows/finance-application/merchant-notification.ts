@@ -4,6 +4,7 @@ import { merchant } from './proxies';
 import { failureType } from './failures';
 import type { Reporter } from './reporting';
 import type { FinanceApplication } from './state';
+import { deliveredRecord, failedRecord, type CallbackSent } from './callback-deliveries';
 
 /**
  * The merchant's callbacks run beside the main loop, in order (each status change, then any duplicate reported
@@ -62,25 +63,34 @@ export class MerchantNotifier {
       }
       const change = app.nextNotification();
       if (change === undefined) return;
-      app.notificationDone(await this.notifyChange(url, change));
+      await this.notifyChange(url, change);
     }
   }
 
-  /** Returns whether the merchant took it (a merchant that keeps failing is given up on: counted, logged). */
-  private async notifyChange(url: string, change: StatusChange): Promise<boolean> {
+  /**
+   * Records the outcome in the state for the console (a merchant that keeps failing is given up on: counted, logged).
+   * No command of its own: the same activity as before, so recorded histories replay.
+   */
+  private async notifyChange(url: string, change: StatusChange): Promise<void> {
+    const sent: CallbackSent = {
+      idempotencyKey: statusCallbackKey(workflowInfo().workflowId, change.status),
+      about: change.status,
+      url,
+      event: {
+        type: 'finance-application.status-changed',
+        merchantReference: this.app.merchantReference,
+        financeApplicationId: this.app.state.financeApplicationId,
+        ...change,
+      },
+    };
     try {
-      await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
+      const result = await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
         merchantId: this.merchantId,
         url,
-        idempotencyKey: statusCallbackKey(workflowInfo().workflowId, change.status),
-        event: {
-          type: 'finance-application.status-changed',
-          merchantReference: this.app.merchantReference,
-          financeApplicationId: this.app.state.financeApplicationId,
-          ...change,
-        },
+        idempotencyKey: sent.idempotencyKey,
+        event: sent.event,
       });
-      return true;
+      this.app.notificationDone(true, deliveredRecord(sent, result, new Date().toISOString()));
     } catch (err) {
       if (isCancellation(err)) throw err;
       log.warn('Merchant callback gave up', {
@@ -88,26 +98,31 @@ export class MerchantNotifier {
         status: change.status,
         failureType: failureType(err),
       });
-      return false;
+      this.app.notificationDone(false, failedRecord(sent, err, new Date().toISOString()));
     }
   }
 
   private async reportDuplicate(url: string, duplicateFinanceApplicationId: string): Promise<void> {
-    let delivered = false;
+    const sent: CallbackSent = {
+      idempotencyKey: duplicateCallbackKey(workflowInfo().workflowId, duplicateFinanceApplicationId),
+      about: `duplicate:${duplicateFinanceApplicationId}`,
+      url,
+      event: {
+        type: 'finance-application.duplicate-detected',
+        merchantReference: this.app.merchantReference,
+        financeApplicationId: this.app.state.financeApplicationId,
+        duplicateFinanceApplicationId,
+        at: new Date().toISOString(),
+      },
+    };
     try {
-      await merchant('Notify merchant: duplicate application').notifyMerchant({
+      const result = await merchant('Notify merchant: duplicate application').notifyMerchant({
         merchantId: this.merchantId,
         url,
-        idempotencyKey: duplicateCallbackKey(workflowInfo().workflowId, duplicateFinanceApplicationId),
-        event: {
-          type: 'finance-application.duplicate-detected',
-          merchantReference: this.app.merchantReference,
-          financeApplicationId: this.app.state.financeApplicationId,
-          duplicateFinanceApplicationId,
-          at: new Date().toISOString(),
-        },
+        idempotencyKey: sent.idempotencyKey,
+        event: sent.event,
       });
-      delivered = true;
+      this.app.duplicateReportDone(true, deliveredRecord(sent, result, new Date().toISOString()));
     } catch (err) {
       if (isCancellation(err)) throw err;
       log.warn('Merchant callback gave up', {
@@ -115,7 +130,7 @@ export class MerchantNotifier {
         duplicateFinanceApplicationId,
         failureType: failureType(err),
       });
+      this.app.duplicateReportDone(false, failedRecord(sent, err, new Date().toISOString()));
     }
-    this.app.duplicateReportDone(delivered);
   }
 }

@@ -12,6 +12,7 @@ import {
   type StatusSource,
 } from '../../shared/finance-application';
 import { pollPolicyProblems, type PollPolicy } from '../../shared/poll-policy';
+import { withDelivery, type CallbackDelivery } from '../../shared/merchant-callbacks';
 import { WebhookIds, type TakenWebhooks, type Unconfirmed } from './webhook-ids';
 
 /**
@@ -320,16 +321,21 @@ export class FinanceApplication {
     return this.unsentDuplicates[0];
   }
 
-  duplicateReportDone(delivered: boolean): void {
+  duplicateReportDone(delivered: boolean, delivery?: CallbackDelivery): void {
     this.unsentDuplicates.shift();
-    if (delivered) this.state.notificationsSent += 1;
-    else this.state.notificationsFailed += 1;
+    this.delivered(delivered, delivery);
   }
 
-  notificationDone(delivered: boolean): void {
+  notificationDone(delivered: boolean, delivery?: CallbackDelivery): void {
     this.unsent.shift();
+    this.delivered(delivered, delivery);
+  }
+
+  /** Counts the outcome and keeps its record (bounded) for the console's timeline. */
+  private delivered(delivered: boolean, delivery: CallbackDelivery | undefined): void {
     if (delivered) this.state.notificationsSent += 1;
     else this.state.notificationsFailed += 1;
+    if (delivery) this.state.callbackDeliveries = withDelivery(this.state.callbackDeliveries, delivery);
   }
 
   // --- Continue-as-new and the Web UI.

@@ -1,0 +1,426 @@
+import { createHash } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  FinanceApplicationWaits,
+  listFinanceApplications,
+  TooManyStatusWaitsError,
+  waitForFinanceApplicationChange,
+} from '../../client/finance-applications';
+import {
+  NoSuchFailedDeliveryError,
+  readFinanceApplicationTimeline,
+  redeliverCallback,
+} from '../../client/callback-deliveries';
+import { getConsentRefreshProgress } from '../../client/consent-refresh';
+import { ConsentNotFoundError } from '../../client/consent-claims';
+import type { MerchantScope } from '../../client/merchant-scope';
+import type { MerchantDirectory } from '../../config/merchants';
+import { identifyApiKey, type MerchantApiKey } from '../../security/api-keys';
+import { PAGE_TOKEN_PATTERN } from '../../client/finance-applications';
+import { REFERENCE_PREFIX_PATTERN, STATUS_FILTER_PATTERN } from '../../shared/application-search';
+import { REFERENCE_PATTERN } from '../../shared/ids';
+import type { Logger } from '../../telemetry/logging';
+import type { DrainSignals } from '../drain';
+import type { Metrics } from '../metrics';
+import { LongPollSlots, type BudgetDeps } from '../budgets';
+import { CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
+import { layout, type Html } from '../console/html';
+import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
+import {
+  applicationPage,
+  applicationsPage,
+  consentsPage,
+  errorPage,
+  refreshFragment,
+  refreshSection,
+  signInPage,
+  timelineFragment,
+} from '../console/views';
+
+/** The session cookie's name; its Path is /console, so no other route of the listener ever receives it. */
+export const CONSOLE_COOKIE = 'paylater_console';
+
+/**
+ * The console's policy: nothing but this origin's script, style and fetches; no inline script or style, no
+ * framing, forms post only here (docs/security.md, "Merchant console").
+ */
+export const CONSOLE_CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** How long a live fragment waits for a change before answering with the page as it stands. */
+export const CONSOLE_LIVE_WAIT_MS = 25_000;
+/** Between reads where no long-poll exists (a consent's refresh, a closed application's resend). */
+const LIVE_REREAD_MS = 2_000;
+
+const CONSENT_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+export interface ConsoleRouteDeps extends BudgetDeps {
+  client: Client;
+  taskQueue: string;
+  merchantApiKeys: readonly MerchantApiKey[];
+  merchants: MerchantDirectory;
+  metrics: Pick<Metrics, 'merchantAuth' | 'budgetRefusals' | 'longPollsOpen'>;
+  logger: Logger;
+  drain?: Pick<DrainSignals, 'closing'>;
+  /** The sessions (tests pass their own, with a clock); one per router otherwise. */
+  sessions?: ConsoleSessions;
+}
+
+/** A console error: its status and the sentence the page shows. */
+class ConsoleError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The merchant console (docs/console.md) at /console on the internal listener: sign in with the merchant API key
+ * (a POST form, never a URL), then the merchant's own applications (through the same scoped reads as the facade),
+ * each one's timeline with its callbacks and a resend, and consent refreshes per bank; pages kept live through the
+ * long-poll by /console/assets/console.js. Sessions are server-side (src/api/console/sessions.ts); every POST carries
+ * the session's CSRF token and is refused from another origin.
+ */
+export function consoleRoutes(deps: ConsoleRouteDeps): Router {
+  const router = express.Router();
+  const sessions = deps.sessions ?? new ConsoleSessions();
+  const waits = new FinanceApplicationWaits(deps.client);
+  const longPolls = new LongPollSlots(deps);
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
+
+  router.use('/console', (req, res, next) => {
+    res.setHeader('Content-Security-Policy', CONSOLE_CONTENT_SECURITY_POLICY);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // same-origin, not no-referrer: under no-referrer a browser's form POST says `Origin: null`, which the check below refuses.
+    res.setHeader('Referrer-Policy', 'same-origin');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Cache-Control', 'no-store');
+    // SameSite=Strict keeps the cookie off cross-site requests; a browser's Origin says the rest.
+    if (req.method === 'POST' && !sameOrigin(req)) return next(new ConsoleError(403, 'Refused: not from this console'));
+    next();
+  });
+
+  router.get('/console/assets/console.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'max-age=300');
+    res.type('text/javascript').send(CONSOLE_SCRIPT);
+  });
+  router.get('/console/assets/console.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'max-age=300');
+    res.type('text/css').send(CONSOLE_STYLES);
+  });
+
+  router.get(['/console', '/console/sign-in'], (req, res) => {
+    if (sessionOf(req)) return void res.redirect(303, '/console/applications');
+    page(res, 200, 'Sign in', signInPage());
+  });
+
+  router.post('/console/sign-in', form, (req, res) => {
+    const key = (req.body as Record<string, unknown> | undefined)?.key;
+    const merchantId = typeof key === 'string' && key !== '' ? identifyApiKey(deps.merchantApiKeys, key) : undefined;
+    if (merchantId === undefined) {
+      deps.metrics.merchantAuth.inc({
+        merchant: 'none',
+        outcome: typeof key === 'string' && key ? 'wrong' : 'missing',
+      });
+      return page(res, 401, 'Sign in', signInPage('That key is not a merchant API key.'));
+    }
+    deps.metrics.merchantAuth.inc({ merchant: merchantId, outcome: 'accepted' });
+    const session = sessions.create(merchantId);
+    res.setHeader('Set-Cookie', sessionCookie(req, session.id));
+    deps.logger.info({ merchant: merchantId }, 'console sign-in');
+    res.redirect(303, '/console/applications');
+  });
+
+  router.post('/console/sign-out', form, (req, res) => {
+    const session = sessionOf(req);
+    if (session) {
+      requireCsrf(req, session);
+      sessions.delete(session.id);
+    }
+    res.setHeader('Set-Cookie', sessionCookie(req, '', 0));
+    res.redirect(303, '/console');
+  });
+
+  // Every other console route needs a session: pages send the browser to sign in, fragments answer 401.
+  router.use('/console', (req, res, next) => {
+    const session = sessionOf(req);
+    if (session) {
+      (res.locals as { console?: ConsoleSession }).console = session;
+      return next();
+    }
+    if (req.method === 'GET' && !isFragment(req)) return void res.redirect(303, '/console/sign-in');
+    next(new ConsoleError(401, 'Sign in first'));
+  });
+
+  router.get('/console/applications', async (req, res) => {
+    const session = current(res);
+    const reference = queryText(req, 'reference', REFERENCE_PREFIX_PATTERN, 'a reference prefix');
+    const status = queryText(req, 'status', STATUS_FILTER_PATTERN, 'a status');
+    const pageToken = queryText(req, 'pageToken', PAGE_TOKEN_PATTERN, 'a page token');
+    let list;
+    try {
+      list = await listFinanceApplications(
+        deps.client,
+        scope(session, deps.merchants),
+        { ...(reference ? { referencePrefix: reference } : {}), ...(status ? { status } : {}) },
+        { pageSize: 25, ...(pageToken ? { pageToken } : {}) },
+      );
+    } catch (err) {
+      if (err instanceof RangeError) throw new ConsoleError(400, err.message);
+      throw err;
+    }
+    page(res, 200, 'Applications', applicationsPage(list, { reference, status, pageToken }), session);
+  });
+
+  router.get('/console/applications/:ref', async (req, res) => {
+    const session = current(res);
+    const ref = referenceOf(req);
+    const timeline = await notFoundAs(readFinanceApplicationTimeline(deps.client, scope(session, deps.merchants), ref));
+    page(res, 200, `Application ${ref}`, applicationPage(ref, timeline, session.csrfToken), session);
+  });
+
+  // The live fragment: with waitFrom, answers when the status differs (the facade's long-poll) or after its wait.
+  router.get('/console/applications/:ref/timeline', async (req, res) => {
+    const session = current(res);
+    const ref = referenceOf(req);
+    const merchant = scope(session, deps.merchants);
+    const waitFrom = req.query.waitFrom;
+    if (
+      waitFrom !== undefined &&
+      (typeof waitFrom !== 'string' || !(waitFrom === '' || STATUS_FILTER_PATTERN.test(waitFrom)))
+    )
+      throw new ConsoleError(400, 'waitFrom must be a status');
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    if (typeof waitFrom === 'string') {
+      const release = longPolls.tryAcquire(merchant.merchantId);
+      if (!release) throw new ConsoleError(429, 'Too many live pages open: retry shortly');
+      try {
+        const { state } = await notFoundAs(readFinanceApplicationTimeline(deps.client, merchant, ref));
+        // Nothing to long-poll on (not created yet, or closed: only a resend may still change): read again shortly.
+        if (state.done || state.status === undefined || waitFrom === '') await pause(LIVE_REREAD_MS, gone.signal);
+        else
+          await notFoundAs(
+            waitForFinanceApplicationChange(deps.client, merchant, ref, {
+              fromStatus: waitFrom,
+              timeoutMs: CONSOLE_LIVE_WAIT_MS,
+              waits,
+              signal: gone.signal,
+              endEarly: deps.drain?.closing,
+            }),
+          ).catch((err: unknown) => {
+            if (!(err instanceof TooManyStatusWaitsError)) throw err;
+            return pause(LIVE_REREAD_MS, gone.signal);
+          });
+      } finally {
+        release();
+      }
+      if (gone.signal.aborted) return;
+    }
+    const timeline = await notFoundAs(readFinanceApplicationTimeline(deps.client, merchant, ref));
+    const resending = timeline.deliveries.some((d) => d.resend?.state === 'running');
+    res.setHeader('X-Console-Status', timeline.state.status ?? '');
+    res.setHeader('X-Console-Done', String(timeline.state.done && !timeline.inFlight && !resending));
+    res.type('text/html').send(timelineFragment(ref, timeline, session.csrfToken).text);
+  });
+
+  router.post('/console/applications/:ref/callbacks/resend', form, async (req, res) => {
+    const session = current(res);
+    requireCsrf(req, session);
+    const ref = referenceOf(req);
+    const key = (req.body as Record<string, unknown>).key;
+    if (typeof key !== 'string' || key === '' || key.length > 512) throw new ConsoleError(400, 'key is required');
+    try {
+      await redeliverCallback(deps.client, scope(session, deps.merchants), ref, key, { taskQueue: deps.taskQueue });
+    } catch (err) {
+      if (err instanceof NoSuchFailedDeliveryError) throw new ConsoleError(404, 'No failed callback with this key');
+      throw notFound(err);
+    }
+    deps.logger.info({ merchant: session.merchantId, merchantReference: ref }, 'console: callback sent again');
+    res.redirect(303, `/console/applications/${encodeURIComponent(ref)}`);
+  });
+
+  router.get('/console/consents', async (req, res) => {
+    const session = current(res);
+    const consentId = queryText(req, 'consentId', CONSENT_ID_PATTERN, 'a consent id');
+    let section: Html | undefined;
+    if (consentId) {
+      const progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+      section = refreshSection(consentId, progress, fingerprint(progress));
+    }
+    page(res, 200, 'Consent refreshes', consentsPage(consentId, section), session);
+  });
+
+  // The live fragment of a refresh: answers when its progress differs from `since`, or after the wait.
+  router.get('/console/consents/:consentId/refresh', async (req, res) => {
+    const session = current(res);
+    const { consentId } = req.params;
+    if (!CONSENT_ID_PATTERN.test(consentId)) throw new ConsoleError(404, 'No such consent');
+    const since = typeof req.query.since === 'string' ? req.query.since : undefined;
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    const until = Date.now() + CONSOLE_LIVE_WAIT_MS;
+    let progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+    // The refresh workflow has no wait of its own: its query is read again every LIVE_REREAD_MS while unchanged.
+    while (since !== undefined && fingerprint(progress) === since && !progress.done && Date.now() < until) {
+      await pause(LIVE_REREAD_MS, gone.signal);
+      if (gone.signal.aborted || deps.drain?.closing.aborted) break;
+      progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+    }
+    if (gone.signal.aborted) return;
+    res.setHeader('X-Console-Fingerprint', fingerprint(progress));
+    res.setHeader('X-Console-Done', String(progress.done));
+    res.type('text/html').send(refreshFragment(progress).text);
+  });
+
+  router.use('/console', (_req, _res, next) => next(new ConsoleError(404, 'No such page')));
+
+  // The console answers its errors as pages (or plain text to the live script), never as the facade's JSON.
+  router.use('/console', (err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const status = err instanceof ConsoleError ? err.status : 500;
+    if (status === 500) deps.logger.error({ err }, 'console request failed');
+    const message = status === 500 ? 'Something went wrong; try again' : (err as Error).message;
+    if (isFragment(req)) return void res.status(status).type('text/plain').send(message);
+    const session = sessionOf(req);
+    page(res, status, message, errorPage(message), session);
+  });
+
+  function sessionOf(req: Request): ConsoleSession | undefined {
+    const session = sessions.get(cookieValue(req.headers.cookie, CONSOLE_COOKIE));
+    // A key removed from MERCHANT_API_KEYS ends its sessions: the merchant must still hold a key.
+    if (session && !deps.merchantApiKeys.some((k) => k.name === session.merchantId)) {
+      sessions.delete(session.id);
+      return undefined;
+    }
+    return session;
+  }
+
+  return router;
+}
+
+function current(res: Response): ConsoleSession {
+  const session = (res.locals as { console?: ConsoleSession }).console;
+  if (!session) throw new Error('console route reached without a session');
+  return session;
+}
+
+const scope = (session: ConsoleSession, merchants: { legacyMerchantId: string }): MerchantScope => ({
+  merchantId: session.merchantId,
+  ownsLegacy: session.merchantId === merchants.legacyMerchantId,
+});
+
+function page(res: Response, status: number, title: string, body: Html, session?: ConsoleSession): void {
+  res
+    .status(status)
+    .type('text/html')
+    .send(layout({ title, body, merchantId: session?.merchantId, csrfToken: session?.csrfToken }));
+}
+
+function requireCsrf(req: Request, session: ConsoleSession): void {
+  if (!csrfMatches(session, (req.body as Record<string, unknown> | undefined)?.csrf))
+    throw new ConsoleError(403, 'Refused: the form is missing its session token; reload the page and try again');
+}
+
+/** The live script's requests (fetch with Accept: text/html to a fragment path). */
+function isFragment(req: Request): boolean {
+  return /\/(timeline|refresh)$/.test(req.path);
+}
+
+/** A browser's POST carries Origin: it must be this host (absent: not a browser, or a same-origin navigation). */
+function sameOrigin(req: Request): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+/** HttpOnly, SameSite=Strict, Path=/console; Secure when the request came over https (or a proxy says so: it only tightens). */
+export function sessionCookie(req: Request, value: string, maxAgeSeconds = 8 * 3600): string {
+  const https = req.secure || req.headers['x-forwarded-proto'] === 'https';
+  return [
+    `${CONSOLE_COOKIE}=${value}`,
+    'Path=/console',
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${maxAgeSeconds}`,
+    ...(https ? ['Secure'] : []),
+  ].join('; ');
+}
+
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function referenceOf(req: Request): string {
+  const ref = String(req.params.ref);
+  if (!REFERENCE_PATTERN.test(ref)) throw new ConsoleError(404, `No application ${ref}`);
+  return ref;
+}
+
+function queryText(req: Request, name: string, pattern: RegExp, what: string): string | undefined {
+  const value = req.query[name];
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !pattern.test(value)) throw new ConsoleError(400, `${name} must be ${what}`);
+  return value;
+}
+
+function notFound(err: unknown): unknown {
+  return err instanceof WorkflowNotFoundError ? new ConsoleError(404, 'No such application') : err;
+}
+
+async function notFoundAs<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw notFound(err);
+  }
+}
+
+async function refreshOf(client: Client, merchant: MerchantScope, consentId: string) {
+  try {
+    return await getConsentRefreshProgress(client, merchant, consentId);
+  } catch (err) {
+    if (err instanceof ConsentNotFoundError || err instanceof WorkflowNotFoundError)
+      throw new ConsoleError(404, `No refresh of consent ${consentId} for this merchant`);
+    throw err;
+  }
+}
+
+/** What the refresh page shows, hashed: the live script waits for it to change. */
+function fingerprint(progress: object): string {
+  return createHash('sha256').update(JSON.stringify(progress)).digest('base64url').slice(0, 22);
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,159 @@
+/**
+ * The merchant console in headless Chromium (Debian's chromium driven by playwright-core) on one whole stack:
+ * sign-in through the form, merchant B not seeing A's application, a status change (the sandbox's webhook) appearing
+ * on the open page without a reload and announced in its live region, keyboard navigation, no CSP violation, and a
+ * screenshot kept in test-artifacts/console-application.png. `npm run test:console` (scripts/install-chromium.sh).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { eventually } from '../helpers/temporal';
+
+const KEY_A = 'browser-a-key-0123456789abcdefghijkl';
+const KEY_B = 'browser-b-key-0123456789abcdefghijkl';
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
+
+describe('merchant console in Chromium (whole stack)', () => {
+  let stack: TestStack;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+  /** Content-Security-Policy violations the browser reported (none expected). */
+  const violations: string[] = [];
+  const refA = `browser-a-${randomUUID()}`;
+  const refB = `browser-b-${randomUUID()}`;
+  let idA: string;
+
+  beforeAll(async () => {
+    [stack, browser] = await Promise.all([
+      startTestStack({
+        merchantApiKeys: [
+          { name: 'shop-a', key: KEY_A },
+          { name: 'shop-b', key: KEY_B },
+        ],
+      }),
+      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    ]);
+    // Applications that stay where the test puts them.
+    for (const ref of [refA, refB])
+      stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const create = async (key: string, merchantReference: string) => {
+      const res = await fetch(`${stack.internalUrl}/applications`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/done' }),
+      });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { financeApplicationId: string }).financeApplicationId;
+    };
+    [idA] = await Promise.all([create(KEY_A, refA), create(KEY_B, refB)]);
+  });
+  afterAll(async () => {
+    for (const context of contexts) await context.close();
+    await browser?.close();
+    await stack?.close();
+  });
+
+  /** A fresh browser profile (its own cookies), signed in with the key through the form and the keyboard. */
+  async function signedIn(key: string): Promise<Page> {
+    const context = await browser.newContext({ baseURL: stack.internalUrl });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.on('console', (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
+    });
+    await page.goto('/console');
+    await page.getByLabel('Merchant API key').fill(key);
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/console/applications');
+    return page;
+  }
+
+  it('signs in through the form, and a wrong key is told so', async () => {
+    const context = await browser.newContext({ baseURL: stack.internalUrl });
+    contexts.push(context);
+    const page = await context.newPage();
+    await page.goto('/console/applications'); // not signed in: sent to the form
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await page.getByLabel('Merchant API key').fill('not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expectText(page.getByRole('alert'), 'not a merchant API key');
+    const cookies = await context.cookies();
+    expect(cookies).toEqual([]);
+
+    const a = await signedIn(KEY_A);
+    const [cookie] = await a.context().cookies();
+    expect(cookie).toMatchObject({ name: 'paylater_console', path: '/console', httpOnly: true, sameSite: 'Strict' });
+    // The page's script cannot read the session cookie.
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).document.cookie)).toBe('');
+    await expectText(a.getByRole('banner'), 'Signed in as shop-a');
+  });
+
+  it("shows merchant B its own applications and none of A's", async () => {
+    const b = await signedIn(KEY_B);
+    // B's own shows once visibility has it: A's, created at the same time, would show by then too.
+    await eventually(async () => {
+      await b.goto('/console/applications');
+      return (await b.getByRole('link', { name: refB }).count()) === 1 ? true : undefined;
+    });
+    expect(await b.getByRole('link', { name: refA }).count()).toBe(0);
+    const response = await b.goto(`/console/applications/${refA}`);
+    expect(response?.status()).toBe(404);
+  });
+
+  it('updates the open page when the status changes, without a reload, and announces it', async () => {
+    const a = await signedIn(KEY_A);
+    // Keyboard: the first Tab reaches the skip link; the search takes a reference; Tab and Enter open the result.
+    await a.keyboard.press('Tab');
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).document.activeElement?.textContent)).toBe(
+      'Skip to content',
+    );
+    await a.getByLabel('Reference starts with').fill(refA);
+    await a.keyboard.press('Enter');
+    await eventually(async () => {
+      if ((await a.getByRole('link', { name: refA }).count()) === 1) return true;
+      await a.getByRole('button', { name: 'Search' }).press('Enter');
+      return undefined;
+    });
+    for (
+      let i = 0;
+      i < 30 &&
+      (await a.evaluate(() =>
+        (globalThis as unknown as BrowserGlobals).document.activeElement?.textContent?.trim(),
+      )) !== refA;
+      i++
+    )
+      await a.keyboard.press('Tab');
+    await a.keyboard.press('Enter');
+    await a.waitForURL(`**/console/applications/${refA}`);
+    await expectText(a.locator('#current-status'), 'CREATED');
+
+    await a.evaluate(() => ((globalThis as unknown as BrowserGlobals).sameDocument = true));
+    stack.sandbox.control.setApplicationStatus(idA, 'APPROVED'); // the sandbox's webhook reaches the receiver
+    await expectText(a.locator('#current-status'), 'APPROVED');
+    // No navigation happened: the marker set on this document is still there.
+    expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).sameDocument)).toBe(true);
+    await expectText(a.locator('#live-note'), 'APPROVED');
+    await expectText(a.locator('#status-history'), 'APPROVED learned from a webhook');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await a.screenshot({ path: join(ARTIFACTS, 'console-application.png'), fullPage: true });
+    expect(violations).toEqual([]);
+  });
+});
+
+/** The page's globals as page.evaluate's callbacks see them (they run in the browser; the project has no DOM types). */
+interface BrowserGlobals {
+  document: { cookie: string; activeElement: { textContent: string | null } | null };
+  sameDocument?: boolean;
+}
+
+/** Waits (bounded) until the locator's text, its whitespace collapsed, contains `text`. */
+async function expectText(locator: ReturnType<Page['locator']>, text: string): Promise<void> {
+  await eventually(
+    async () => ((await locator.textContent())?.replace(/\s+/g, ' ').includes(text) ? true : undefined),
+    30_000,
+    100,
+  );
+}
