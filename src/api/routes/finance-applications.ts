@@ -267,7 +267,7 @@ function requestField(clientField: string): string {
 function creationError(err: unknown): unknown {
   if (err instanceof FinanceApplicationConflictError) {
     const fields = err.fields.map(requestField);
-    return new ProblemError(
+    const conflict = new ProblemError(
       409,
       ProblemType.Conflict,
       PROBLEM_TITLES[ProblemType.Conflict],
@@ -275,6 +275,13 @@ function creationError(err: unknown): unknown {
         `${fields.join(', ')}: use a new reference, or send the same body again to read the existing application`,
       { details: fields.map((field) => ({ path: field, message: 'differs from the existing application' })) },
     );
+    conflict.fieldErrors = fields.map((field) => ({
+      in: 'body',
+      field,
+      pointer: `#/${field.replaceAll('.', '/')}`,
+      detail: 'differs from the existing application',
+    }));
+    return conflict;
   }
   if (!(err instanceof WorkflowUpdateFailedError) || !(err.cause instanceof ApplicationFailure)) return err;
   const { type, message } = err.cause;
