@@ -229,7 +229,8 @@ function allowedKeys(schema: z.ZodType | undefined, path: readonly PropertyKey[]
 /** A zod issue in words: what is wrong and what is allowed (zod's own words for the rest). */
 function issueDetail(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
-    if (issue.input === undefined) return 'is required';
+    // zod keeps no input in its issues (reportInput is off): its message says when the field was absent.
+    if (issue.input === undefined && /received undefined$/.test(issue.message)) return 'is required';
     const expected =
       issue.expected === 'object' ? 'a JSON object' : issue.expected === 'array' ? 'a list' : `a ${issue.expected}`;
     return `must be ${expected}`;
@@ -261,7 +262,14 @@ export function fieldErrorsOf(err: z.ZodError, location?: FieldLocation, schema?
     }
     errors.push({ ...(location && { in: location }), ...fieldOf(issue.path, location), detail: issueDetail(issue) });
   }
-  return errors;
+  // One line per field and problem (a duration out of bounds fails more than one of its checks, with one message).
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const key = `${e.in ?? ''} ${e.field} ${e.detail}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /**

@@ -27,7 +27,7 @@ export const durationField = (bounds: Bounds) => {
   return z
     .union(
       [
-        z.number().int().min(bounds.min).max(bounds.max),
+        z.number().int(allowed).min(bounds.min, allowed).max(bounds.max, allowed),
         z
           .string()
           .regex(DURATION_PATTERN)

@@ -74,7 +74,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     const request = {
       merchantReference: ref,
       redirectUrl: 'https://shop.example/done',
-      amount: { value: 120, currency: 'EUR' },
+      bankFields: { amount: { value: 120, currency: 'EUR' } },
       callbackUrl,
     };
     const [a, b] = await Promise.all([post('/applications', request), post('/applications', request)]);
@@ -206,7 +206,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     ];
     for (const [status, res] of rejected) {
       expect(res.status).toBe(status);
-      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
       expect(await res.json()).toMatchObject({ message: expect.any(String) });
     }
 
