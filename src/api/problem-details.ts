@@ -34,6 +34,8 @@ export const ProblemType = {
   Forbidden: `${PROBLEM_TYPE_BASE}forbidden`,
   /** 404: nothing at this path for this caller (another merchant's answers the same). */
   NotFound: `${PROBLEM_TYPE_BASE}not-found`,
+  /** 405: the path exists, the method does not (`Allow` lists the ones it has). */
+  MethodNotAllowed: `${PROBLEM_TYPE_BASE}method-not-allowed`,
   /** 409: the request conflicts with what exists (a reference reused with another body; a previous owner's refresh). */
   Conflict: `${PROBLEM_TYPE_BASE}conflict`,
   /** 413: the body (or the number of parameters) is over the route's limit. */
@@ -65,6 +67,7 @@ export const PROBLEM_TITLES: Record<ProblemTypeUri, string> = {
   [ProblemType.Unauthorized]: 'Unauthorized',
   [ProblemType.Forbidden]: 'Forbidden',
   [ProblemType.NotFound]: 'Not found',
+  [ProblemType.MethodNotAllowed]: 'Method not allowed',
   [ProblemType.Conflict]: 'Conflict',
   [ProblemType.PayloadTooLarge]: 'Request too large',
   [ProblemType.UnsupportedMediaType]: 'Unsupported media type',
@@ -83,6 +86,7 @@ const TYPE_OF_STATUS: Record<number, ProblemTypeUri> = {
   401: ProblemType.Unauthorized,
   403: ProblemType.Forbidden,
   404: ProblemType.NotFound,
+  405: ProblemType.MethodNotAllowed,
   409: ProblemType.Conflict,
   413: ProblemType.PayloadTooLarge,
   415: ProblemType.UnsupportedMediaType,
@@ -229,8 +233,9 @@ function allowedKeys(schema: z.ZodType | undefined, path: readonly PropertyKey[]
 /** A zod issue in words: what is wrong and what is allowed (zod's own words for the rest). */
 function issueDetail(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
-    // zod keeps no input in its issues (reportInput is off): its message says when the field was absent.
-    if (issue.input === undefined && /received undefined$/.test(issue.message)) return 'is required';
+    // parseInput asks zod for the input (reportInput; never shown): absent is "required". Without it, zod's message.
+    if (('input' in issue && issue.input === undefined) || / received undefined$/.test(issue.message))
+      return 'is required';
     const expected =
       issue.expected === 'object' ? 'a JSON object' : issue.expected === 'array' ? 'a list' : `a ${issue.expected}`;
     return `must be ${expected}`;
@@ -277,7 +282,7 @@ export function fieldErrorsOf(err: z.ZodError, location?: FieldLocation, schema?
  * naming each failing field, where it travels and what is allowed.
  */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown, location: FieldLocation): z.output<S> {
-  const parsed = schema.safeParse(value);
+  const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   throw new ValidationError(fieldErrorsOf(parsed.error, location, schema));
 }

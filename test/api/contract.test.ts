@@ -411,6 +411,19 @@ describe('the merchant HTTP contract (whole stack)', () => {
     });
   });
 
+  test.each([
+    ['PATCH', '/applications', 'GET, HEAD, POST'],
+    ['DELETE', '/applications/order-1', 'GET, HEAD'],
+    ['POST', '/consents/c-1', 'PUT, GET, HEAD, DELETE'],
+    ['PUT', '/consents/c-1/refresh', 'POST, GET, HEAD'],
+  ])('%s %s: 405, a problem, with Allow: %s', async (method, path, allow) => {
+    const res = await stack.facade(path, { method });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe(allow);
+    expect(res.headers.get('content-type')).toBe(`${PROBLEM_CONTENT_TYPE}; charset=utf-8`);
+    expect(await res.json()).toMatchObject({ type: ProblemType.MethodNotAllowed, status: 405 });
+  });
+
   test('a consent claimed now and a refresh started answer with Location', async () => {
     const id = `consent-${randomUUID().slice(0, 8)}`;
     const claimed = await stack.facade(`/consents/${id}`, { method: 'PUT' });

@@ -10,8 +10,8 @@
  * Bounded (CONFORMANCE_MAX_EXAMPLES per operation, 25 unless set; a fixed seed) so the step takes a few minutes.
  * Not checked: positive_data_acceptance, since some refusals of valid-looking input depend on rules no JSON Schema
  * holds (callbackUrl's origin allow-list, the merchant's poll floor, the poll intervals' order); each such refusal is
- * still checked to be a described 400. The report (JUnit) is kept under CONFORMANCE_REPORT_DIR (default
- * .conformance-report/).
+ * still checked to be a described 400. The reports (CONFORMANCE_REPORTS, default junit; ndjson lists every request)
+ * are kept under CONFORMANCE_REPORT_DIR (default .conformance-report/).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -68,7 +68,7 @@ describe('Schemathesis against the running stack', () => {
       '--suppress-health-check',
       'all',
       '--report',
-      'junit',
+      process.env.CONFORMANCE_REPORTS ?? 'junit',
       '--report-dir',
       REPORT_DIR,
     ];
