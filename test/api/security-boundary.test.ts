@@ -108,7 +108,8 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(unknown.status).toBe(404);
     const bodyOf = async (res: Response) => {
       const body = (await res.json()) as Record<string, unknown>;
-      return { ...body, message: String(body.message).replace(/ \S+$/, ' <ref>') };
+      const redacted = (text: unknown) => String(text).replace(/ \S+$/, ' <ref>');
+      return { ...body, message: redacted(body.message), detail: redacted(body.detail) };
     };
     expect(await bodyOf(other)).toEqual(await bodyOf(unknown));
     expect(await authCount('shop-a', 'accepted')).toBe(before + 2); // the start and its own read
@@ -118,7 +119,18 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
-    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
+    // shop-b reusing shop-a's reference with another body is no conflict (nothing tells shop-a's exists): its own 201.
+    const theirs = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      headers: { ...json, authorization: `Bearer ${KEY_B}` },
+      body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://other-shop.example/back' }),
+    });
+    expect(theirs.status).toBe(201);
+    expect(((await theirs.json()) as { financeApplicationId: string }).financeApplicationId).not.toBe(
+      financeApplicationId,
+    );
+    for (const merchant of ['shop-a', 'shop-b'])
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(merchant, ref)).terminate('test done');
   });
 
   it('refuses a revoked key (its entry removed) while the other merchant goes on', async () => {
