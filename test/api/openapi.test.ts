@@ -274,7 +274,7 @@ describe('API description on the internal listener (real app over HTTP)', () => 
   });
 
   it('docs/openapi.json is the document served at /openapi.json (else: npm run docs:openapi)', async () => {
-    const served = (await (await fetch(`${url}/openapi.json`)).json()) as unknown;
+    const served: unknown = await (await fetch(`${url}/openapi.json`)).json();
     const exported = JSON.parse(readFileSync(join(__dirname, '../../docs/openapi.json'), 'utf8')) as unknown;
     expect(exported).toEqual(served);
   });

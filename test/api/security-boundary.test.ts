@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
 import { consentRefreshWorkflowId, financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
+import { ProblemType } from '../../src/api/problem-details';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -74,8 +75,13 @@ describe('security boundary (whole stack, two listeners)', () => {
     for (const res of answers) {
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="paylater"/);
-      expect(res.headers.get('content-type')).toMatch(/application\/json/);
-      expect(await res.json()).toEqual({ error: 'unauthorized', message: expect.any(String) });
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({
+        type: ProblemType.Unauthorized,
+        status: 401,
+        error: 'unauthorized',
+        message: expect.any(String),
+      });
     }
     for (const merchant of ['shop-a', 'shop-b'])
       await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
