@@ -1,7 +1,8 @@
 /**
- * The error answers' mechanism, and only that (RFC 9457 problem details): the bodies, the error classes a route
- * throws, and the one error middleware that turns any error into a status and a JSON body. Each route's own errors
- * (which failure is a 404, a 422…) live beside the route.
+ * The error answers' mechanism, and only that (RFC 9457 problem details, docs/problems.md): the problem types, the
+ * body, the error classes a route throws (ValidationError from parseInput for field failures), and the one error
+ * middleware that turns any error into a status and a problem body. Each route's own errors (which failure is a 404,
+ * a 422…) live beside the route.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
