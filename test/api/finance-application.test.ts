@@ -74,7 +74,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     const request = {
       merchantReference: ref,
       redirectUrl: 'https://shop.example/done',
-      bankFields: { amount: { value: 120, currency: 'EUR' } },
+      amount: { value: 120, currency: 'EUR' },
       callbackUrl,
     };
     const [a, b] = await Promise.all([post('/applications', request), post('/applications', request)]);

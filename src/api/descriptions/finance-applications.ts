@@ -18,22 +18,22 @@ import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type 
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' });
 
-/** POST /applications: our fields, the bank's redirectUrl, and the bank's other fields under bankFields. */
 const MerchantReference = z
   .string()
   .regex(REFERENCE_PATTERN, 'must be 1 to 128 letters, digits and . _ ~ - (not "." or "..")')
   .meta({ description: 'The idempotency key: one reference, one application at the bank', example: 'order-4711' });
 
-/** The fields of the bank's create request that are ours to set: a bankFields entry may not name them. */
-export const RESERVED_BANK_FIELDS = ['merchantReference', 'redirectUrl', 'webhookUrl'] as const;
-const BANK_FIELD_NAME = new RegExp(`^(?!(?:${RESERVED_BANK_FIELDS.join('|')})$)[A-Za-z0-9_.-]{1,64}$`);
+/** Our fields of the body; every other top-level field is the bank's (docs/decisions/0002-create-request-fields.md). */
+export const OWN_FIELDS = ['merchantReference', 'redirectUrl', 'callbackUrl', 'settings'] as const;
+const BANK_FIELD_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
- * Every field is named: an unknown one is a 400 (docs/decisions/0039-problem-details-and-unknown-parameters.md),
- * so a misspelt `callbackURL` is refused instead of reaching the bank. The bank's other fields travel in bankFields.
+ * POST /applications: our fields, and the bank's create request (redirectUrl and every other field, passed on as
+ * sent: the contract). A field that spells one of ours in another case (`callbackURL`) is refused rather than sent to
+ * the bank, and the bank's field names are bounded (docs/decisions/0039-problem-details-and-unknown-parameters.md).
  */
 export const StartApplicationSchema = z
-  .strictObject({
+  .object({
     merchantReference: MerchantReference,
     redirectUrl: httpUrl.meta({ description: "Where the bank sends the customer back (the bank's create request)" }),
     /** Ours, not the bank's: where each status change is pushed. */
@@ -42,23 +42,36 @@ export const StartApplicationSchema = z
     }),
     /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
     settings: ApplicationSettingsSchema.optional(),
-    /** The bank's: passed on as they are. */
-    bankFields: z
-      .record(
-        z.string().regex(BANK_FIELD_NAME, `must be a field name other than ${RESERVED_BANK_FIELDS.join(', ')}`),
-        z.json(),
-      )
-      .optional()
-      .meta({
-        description:
-          "Other fields of the bank's create request (an amount, a customer reference…), passed on as they are beside " +
-          `redirectUrl and merchantReference; names up to 64 of [A-Za-z0-9_.-], not ${RESERVED_BANK_FIELDS.join(', ')}`,
-        example: { amount: { value: 120, currency: 'EUR' } },
-      }),
+  })
+  .catchall(
+    z.json().meta({
+      description:
+        "Any other field is the bank's create request's (an amount, a customer reference…), passed on as sent; " +
+        'names up to 64 of [A-Za-z0-9_.-]; `webhookUrl` is always ours (replaced)',
+    }),
+  )
+  .superRefine((body, ctx) => {
+    for (const key of Object.keys(body)) {
+      if ((OWN_FIELDS as readonly string[]).includes(key)) continue;
+      const ours = OWN_FIELDS.find((field) => field.toLowerCase() === key.toLowerCase());
+      if (ours !== undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: `unknown field; did you mean ${ours}?` });
+      else if (!BANK_FIELD_NAME.test(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: "a bank field's name must be 1 to 64 letters, digits and _ . -",
+        });
+    }
   })
   .meta({
     id: 'StartApplicationRequest',
-    description: "Our fields and the bank's create request (redirectUrl, and bankFields passed on); no other field",
+    description: "Our fields, plus the bank's create request (redirectUrl and any other field, passed on)",
+    example: {
+      merchantReference: 'order-4711',
+      redirectUrl: 'https://shop.example/done',
+      amount: { value: 120, currency: 'EUR' },
+    },
   });
 
 /** 201/200 of POST /applications: the bank's create response, once the application exists. */
@@ -218,7 +231,7 @@ export const financeApplicationPaths: ApiPaths = {
       description:
         "Starts the reference's workflow, or reaches the existing one (update-with-start), and answers with the " +
         "bank's create response as soon as the application exists. The same reference with the same body answers 200 " +
-        'with the same application; with another body (redirectUrl, callbackUrl, bankFields, or a settings value the ' +
+        'with the same application; with another body (redirectUrl, callbackUrl, a bank field, or a settings value the ' +
         'application does not run with), 409 (docs/decisions/0038-reference-reuse-conflict.md). Body up to 256 KiB; ' +
         'an unknown field is a 400.',
       security: merchantKeyRequired,

@@ -116,11 +116,8 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
       merchantReference,
       callbackUrl,
       settings: asked,
-      redirectUrl,
-      bankFields,
+      ...application
     } = parseInput(StartApplicationSchema, req.body, 'body');
-    // The bank's create request: its other fields, then ours (the schema keeps bankFields from naming ours).
-    const application = { ...bankFields, redirectUrl };
     const scope = scopeOf(res, deps.merchants);
     const merchant = deps.merchants.resolve(scope.merchantId);
     const settings = settingsOf(deps, asked, merchant.limits.minPollIntervalMs);
@@ -255,10 +252,9 @@ function settingsField(field: string, detail: string): FieldError {
 /** The application's URL on the facade (the 201's Location). */
 const applicationPath = (merchantReference: string) => `/applications/${encodeURIComponent(merchantReference)}`;
 
-/** A request field as the HTTP body names it: `application.amount` → bankFields.amount, `settings.deadlineMs` → settings.deadline. */
+/** A request field as the HTTP body names it: `application.amount` → amount, `settings.deadlineMs` → settings.deadline. */
 function requestField(clientField: string): string {
-  if (clientField === 'application.redirectUrl') return 'redirectUrl';
-  if (clientField.startsWith('application.')) return `bankFields.${clientField.slice('application.'.length)}`;
+  if (clientField.startsWith('application.')) return clientField.slice('application.'.length);
   if (clientField.startsWith('settings.')) return `settings.${requestFieldOf(clientField.slice('settings.'.length))}`;
   return clientField;
 }
