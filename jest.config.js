@@ -5,8 +5,14 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // Load tests run under their own script, alone (`npm run test:load`, jest.load.config.js): their thousands of
   // workflows would slow the whole-stack tests running beside them, and `npm test` stays within 10 minutes.
-  // The console's browser tests need Chromium: `npm run test:console` (jest.console.config.js).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/load/', '<rootDir>/test/console/'],
+  // The console's browser tests need Chromium: `npm run test:console` (jest.console.config.js). The conformance run
+  // (test/conformance, jest.conformance.config.js) needs Schemathesis: `npm run test:conformance`.
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/load/',
+    '<rootDir>/test/console/',
+    '<rootDir>/test/conformance/',
+  ],
   transform: {
     // tsconfig's isolatedModules makes ts-jest transpile only (much faster); type-checking is `npm run lint`'s job.
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],

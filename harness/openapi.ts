@@ -141,7 +141,8 @@ export interface OpenApiRecorder {
 
 /**
  * Checks every answer the servers send against the document, as it goes out (the body as written). Answers to
- * paths that are no route (the JSON 404), CORS preflights and HEAD requests are not operations: skipped.
+ * paths that are no route (the 404), to a method a described path does not have (the 405), CORS preflights and HEAD
+ * requests are not operations: skipped.
  */
 export function recordOpenApiAnswers(...servers: Server[]): OpenApiRecorder {
   let checked = 0;
@@ -172,7 +173,8 @@ export function recordOpenApiAnswers(...servers: Server[]): OpenApiRecorder {
       const path = (req.url ?? '/').split('?')[0]!;
       const template = pathTemplateOf(path);
       if (template === undefined || !operationOf(method, template)) {
-        if (res.statusCode === 404) return; // no route: the generic JSON 404
+        // No route (the generic 404), or a described path asked with another method (405 with Allow): no operation.
+        if (res.statusCode === 404 || res.statusCode === 405) return;
         problems.push(`${method} ${path} → ${res.statusCode}: answered, but no operation in the document`);
         return;
       }

@@ -8,7 +8,7 @@ import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
 import { requestBudget } from './budgets';
-import { errorHandler, HttpError } from './problem-details';
+import { errorHandler, HttpError, PROBLEM_TITLES, ProblemError, ProblemType } from './problem-details';
 import { requestLog, type Middleware } from './request-log';
 import type { Metrics } from './metrics';
 import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './routes/health';
@@ -20,7 +20,7 @@ import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
 import { apiDocsRoutes } from './routes/api-docs';
 import { consoleRoutes } from './routes/console';
-import { openApiJson } from './openapi/document';
+import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
 
@@ -109,9 +109,56 @@ function baseApp(middleware: Middleware): Express {
   return app;
 }
 
-/** What both listeners share, after their routes: a JSON 404 and the one error middleware. */
-function finish(app: Express, deps: Pick<AppDeps, 'logger'>): Express {
-  app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${loggablePath(req.path)}`)));
+/** The methods each described path of a listener has (from the route descriptions): a matcher and its `Allow`. */
+function describedPaths(listener: Listener): { pattern: RegExp; methods: string[] }[] {
+  const byPath = new Map<string, Set<string>>();
+  for (const module of ROUTE_MODULE_PATHS) {
+    for (const [path, item] of Object.entries(module)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const served = (operation as { 'x-listener'?: string } | undefined)?.['x-listener'];
+        if (served !== listener && served !== 'both') continue;
+        const methods = byPath.get(path) ?? new Set<string>();
+        methods.add(method.toUpperCase());
+        if (method === 'get') methods.add('HEAD');
+        byPath.set(path, methods);
+      }
+    }
+  }
+  return [...byPath].map(([path, methods]) => ({
+    // Express's matching: case-insensitive, a trailing slash tolerated, `{x}` one segment.
+    pattern: new RegExp(
+      `^${path
+        .split('/')
+        .map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
+        .join('/')}/?$`,
+      'i',
+    ),
+    methods: [...methods],
+  }));
+}
+
+/**
+ * What both listeners share, after their routes: a 405 with `Allow` for a described path asked with another method,
+ * a 404 for anything else, and the one error middleware (every answer a problem, src/api/problem-details.ts).
+ */
+function finish(app: Express, deps: Pick<AppDeps, 'logger'>, listener: Listener): Express {
+  const described = describedPaths(listener);
+  app.use((req, _res, next) => {
+    const path = described.find((p) => p.pattern.test(req.path));
+    if (path && !path.methods.includes(req.method)) {
+      const allow = path.methods.join(', ');
+      return next(
+        new ProblemError(
+          405,
+          ProblemType.MethodNotAllowed,
+          PROBLEM_TITLES[ProblemType.MethodNotAllowed],
+          `${req.method} is not allowed on ${loggablePath(req.path)}; allowed: ${allow}`,
+          { headers: { Allow: allow } },
+        ),
+      );
+    }
+    next(new HttpError(404, `No route for ${req.method} ${loggablePath(req.path)}`));
+  });
   app.use(errorHandler(deps.logger));
   return app;
 }
@@ -130,7 +177,7 @@ export function createPublicApp(deps: AppDeps): Express {
   app.use(accountWebhookRoutes(deps));
   app.use(livenessRoutes());
   app.use(receiverReadinessRoutes(deps));
-  return finish(app, deps);
+  return finish(app, deps, 'public');
 }
 
 /**
@@ -154,5 +201,5 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(consentRefreshRoutes(deps));
   app.use(consentRoutes(deps));
   app.use(financeApplicationRoutes(deps));
-  return finish(app, deps);
+  return finish(app, deps, 'internal');
 }

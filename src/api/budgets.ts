@@ -3,7 +3,7 @@ import { rateLimit } from 'express-rate-limit';
 import type { MerchantDirectory } from '../config/merchants';
 import type { Logger } from '../telemetry/logging';
 import { merchantOf } from './authenticate';
-import { ProblemError } from './problem-details';
+import { ProblemError, ProblemType } from './problem-details';
 import type { Metrics } from './metrics';
 
 /**
@@ -13,12 +13,8 @@ import type { Metrics } from './metrics';
  * body, counted in paylater_merchant_budget_refusals_total{merchant, budget}.
  */
 
-/** Stable problem types of the budget refusals (`type` of the problem body). */
-export const ProblemType = {
-  RateLimited: 'https://paylater.example/problems/rate-limited',
-  TooManyLongPolls: 'https://paylater.example/problems/too-many-long-polls',
-  TooManyWaits: 'https://paylater.example/problems/too-many-waits',
-} as const;
+/** The budget refusals' problem types are among the service's (src/api/problem-details.ts). */
+export { ProblemType } from './problem-details';
 
 /** The window of MerchantLimits.requestsPerMinute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;

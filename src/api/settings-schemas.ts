@@ -12,24 +12,34 @@ import {
  * src/shared/application-settings.ts): a value out of bounds is a 400 naming the field.
  */
 
-/** A duration within `bounds`: whole milliseconds, or a string such as "500ms", "30s", "5m", "1h", "7d". */
-export const durationField = (bounds: Bounds) =>
-  z
-    .union([
-      z.number().int('must be whole milliseconds'),
-      z
-        .string()
-        .regex(/^\d+(\.\d+)?\s*(ms|s|m|h|d)$/, 'must be milliseconds or a string like "30s", "5m", "1h", "7d"')
-        .transform((s) => parseDurationMs(s)!),
-    ])
-    .refine(
-      (ms) => ms >= bounds.min && ms <= bounds.max,
-      `must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+/** The duration string a request may send: a number and a unit (500ms, 30s, 1.5m, 1h, 7d). */
+export const DURATION_PATTERN = /^\d+(\.\d+)?\s*(ms|s|m|h|d)$/;
+
+/**
+ * A duration within `bounds`: whole milliseconds, or a string such as "500ms", "30s", "5m", "1h", "7d". A value that
+ * is neither, or out of bounds, fails with one message giving the format and the bounds. The integer form carries its
+ * bounds in the document (minimum, maximum); the string form its pattern, and the bounds in its description.
+ */
+export const durationField = (bounds: Bounds) => {
+  const allowed =
+    `must be whole milliseconds (${bounds.min} to ${bounds.max}) or a duration string like "30s", "5m", "1h", "7d" ` +
+    `(units ms, s, m, h, d) between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`;
+  return z
+    .union(
+      [
+        z.number().int(allowed).min(bounds.min, allowed).max(bounds.max, allowed),
+        z
+          .string()
+          .regex(DURATION_PATTERN)
+          .transform((s) => parseDurationMs(s)!),
+      ],
+      { error: allowed },
     )
-    // The bounds in the OpenAPI document too (a refine is invisible to JSON Schema).
+    .refine((ms) => ms >= bounds.min && ms <= bounds.max, allowed)
     .meta({
-      description: `Milliseconds, or a string such as "30s", "5m", "1h", "7d"; between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+      description: `Milliseconds (${bounds.min} to ${bounds.max}), or a string such as "30s", "5m", "1h", "7d"; between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
     });
+};
 
 /** `settings` of POST /applications: the poll policy and the deadline of this one application. */
 export const ApplicationSettingsSchema = z
@@ -41,8 +51,14 @@ export const ApplicationSettingsSchema = z
     /** Growth of the interval after the responsive window. */
     pollBackoffFactor: z
       .number()
-      .min(SETTING_BOUNDS.pollBackoffFactor.min)
-      .max(SETTING_BOUNDS.pollBackoffFactor.max)
+      .min(
+        SETTING_BOUNDS.pollBackoffFactor.min,
+        `must be a number from ${SETTING_BOUNDS.pollBackoffFactor.min} to ${SETTING_BOUNDS.pollBackoffFactor.max}`,
+      )
+      .max(
+        SETTING_BOUNDS.pollBackoffFactor.max,
+        `must be a number from ${SETTING_BOUNDS.pollBackoffFactor.min} to ${SETTING_BOUNDS.pollBackoffFactor.max}`,
+      )
       .optional(),
     /** Longest interval once webhooks are known to reach us. */
     slowPollInterval: durationField(SETTING_BOUNDS.slowPollIntervalMs).optional(),
@@ -51,7 +67,7 @@ export const ApplicationSettingsSchema = z
     /** Stop following the application this long after it was started. */
     deadline: durationField(SETTING_BOUNDS.deadlineMs).optional(),
   })
-  .describe('Overrides of the operator defaults (POLL_*, APPLICATION_DEADLINE) for this application');
+  .describe('Overrides of the operator defaults (POLL_*, APPLICATION_DEADLINE) for this application; no other field');
 
 export type ApplicationSettingsBody = z.infer<typeof ApplicationSettingsSchema>;
 

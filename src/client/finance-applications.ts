@@ -6,6 +6,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import {
   financeApplicationStateQuery,
   financeApplicationWorkflowType,
@@ -23,6 +24,7 @@ import {
   type ApplicationSearchFilter,
 } from '../shared/application-search';
 import { withoutWebhookUrl } from '../shared/bank-wire';
+import { creationDifferences } from '../shared/application-identity';
 import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
   FinanceApplicationCreatedAt,
@@ -74,9 +76,29 @@ export interface StartFinanceApplicationRequest {
 }
 
 /**
+ * The reference already names an application created with another request (docs/decisions/0038-reference-reuse-
+ * conflict.md): `fields` lists where they differ (`application.redirectUrl`, `callbackUrl`, `settings.deadlineMs`).
+ * Nothing was started or changed. The facade answers it 409.
+ */
+export class FinanceApplicationConflictError extends Error {
+  constructor(
+    readonly merchantReference: string,
+    readonly workflowId: string,
+    readonly fields: string[],
+  ) {
+    super(
+      `Reference ${merchantReference} is already used by an application created with a different ${fields.join(', ')}`,
+    );
+    this.name = 'FinanceApplicationConflictError';
+  }
+}
+
+/**
  * Starts the application's workflow, or reaches the one that exists (update-with-start, USE_EXISTING), and
  * returns the bank's create response as soon as the application exists. `created` tells whether this call
- * started it. A reference whose workflow completed returns that application; one whose workflow failed (the bank
+ * started it. An existing application created with another request (bank fields, callbackUrl, or a setting this
+ * request names) throws FinanceApplicationConflictError; `options.settingsNamed` says which settings the caller
+ * chose (default: every one in `request.settings`), the others being defaults that may have changed since. A reference whose workflow completed returns that application; one whose workflow failed (the bank
  * refused or could not be reached) may be started again (ALLOW_DUPLICATE_FAILED_ONLY).
  * Throws WorkflowUpdateFailedError (cause type FinanceApplicationCreateRejected / ...CreateFailed) when the bank
  * did not create the application.
@@ -85,7 +107,7 @@ export async function startFinanceApplication(
   client: Client,
   merchant: MerchantScope | string,
   request: StartFinanceApplicationRequest,
-  options: { taskQueue: string },
+  options: { taskQueue: string; settingsNamed?: readonly (keyof FinanceApplicationSettings)[] },
 ): Promise<FinanceApplicationStarted> {
   const { merchantId, ownsLegacy } = merchantScope(merchant);
   const { merchantReference } = request;
@@ -128,19 +150,47 @@ export async function startFinanceApplication(
       staticDetails: staticDetails(request),
     },
   );
+  const settingsNamed =
+    options.settingsNamed ??
+    (Object.entries(request.settings ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k]) => k) as (keyof FinanceApplicationSettings)[]);
+  let started: FinanceApplicationStarted;
   try {
-    const started = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
+    const answered = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
       args: [{ requestId }],
       startWorkflowOperation,
     });
-    return { ...started, bank: withoutWebhookUrl(started.bank) };
+    started = { ...answered, bank: withoutWebhookUrl(answered.bank) };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     // The reference's workflow has completed: its result holds the application it created.
-    const started = await completedApplication(client, workflowId, merchantReference);
-    if (!started) throw err;
-    return started;
+    const completed = await completedApplication(client, workflowId, merchantReference);
+    if (!completed) throw err;
+    started = completed;
   }
+  if (!started.created) {
+    const stored = await storedInput(client, workflowId);
+    const fields = stored ? creationDifferences(stored, input, settingsNamed) : [];
+    if (fields.length > 0) throw new FinanceApplicationConflictError(merchantReference, workflowId, fields);
+  }
+  return started;
+}
+
+/**
+ * The start input of the workflow's latest run (continue-as-new passes the first run's on, see
+ * src/workflows/finance-application/workflow.ts): its first history event, decoded by the client's converter.
+ * Undefined when it cannot be read (no such run): the existing application is answered, as before this check.
+ */
+async function storedInput(client: Client, workflowId: string): Promise<FinanceApplicationInput | undefined> {
+  const { history } = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId },
+    maximumPageSize: 1,
+  });
+  const payloads = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
+  if (!payloads?.length) return undefined;
+  return decodeFromPayloadsAtIndex<FinanceApplicationInput>(client.options.loadedDataConverter, 0, payloads);
 }
 
 /** The answer of a start that found the application's workflow completed: from its result. */

@@ -206,7 +206,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     ];
     for (const [status, res] of rejected) {
       expect(res.status).toBe(status);
-      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
       expect(await res.json()).toMatchObject({ message: expect.any(String) });
     }
 

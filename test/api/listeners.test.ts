@@ -71,12 +71,16 @@ describe('createPublicApp and createInternalApp', () => {
     const internal = await serve(createInternalApp(deps, { extraRouters: [Router().use('/codec', codecLike())] }));
     expect((await fetch(`${internal}/codec/decode`, { method: 'POST' })).status).toBe(200);
     const pub = await serve(createPublicApp(deps));
-    for (const path of ['/codec/decode', '/applications', '/readyz', '/metrics']) {
+    for (const path of ['/codec/decode', '/applications', '/metrics']) {
       expect({ path, status: (await fetch(`${pub}${path}`, { method: 'POST' })).status }).toEqual({
         path,
         status: 404,
       });
     }
+    // Its own /readyz takes GET only: another method is a 405 naming the allowed ones.
+    const posted = await fetch(`${pub}/readyz`, { method: 'POST' });
+    expect(posted.status).toBe(405);
+    expect(posted.headers.get('allow')).toBe('GET, HEAD');
     expect((await fetch(`${pub}/healthz`)).status).toBe(200);
     // Its own readiness, for the load balancer in front of it: the drain state only (GET; no Temporal call).
     expect(await (await fetch(`${pub}/readyz`)).json()).toEqual({ status: 'ready' });

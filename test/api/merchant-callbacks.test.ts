@@ -155,7 +155,8 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
       const before = await bankCreateCalls();
       const res = await post({ merchantReference: ref, redirectUrl: 'https://shop.example/done', callbackUrl });
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({
+      expect(await res.json()).toMatchObject({
+        type: 'https://paylater.example/problems/callback-url-refused',
         error: 'bad_request',
         message: `callbackUrl refused: callback origin ${expectedOrigin} is not in CALLBACK_ALLOWED_ORIGINS`,
         details: { field: 'callbackUrl', origin: expectedOrigin, variable: 'CALLBACK_ALLOWED_ORIGINS' },
@@ -233,7 +234,7 @@ describe('merchant callbacks: signed (Standard Webhooks) and only to allowed ori
         `http://127.0.0.1:${boundPort(server)}`,
       );
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({
+      expect(await res.json()).toMatchObject({
         error: 'bad_request',
         message: 'callbackUrl refused: callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
         details: { field: 'callbackUrl', origin: 'https://evil.example', variable: 'CALLBACK_ALLOWED_ORIGINS' },

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Client } from '@temporalio/client';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -273,6 +273,12 @@ describe('API description on the internal listener (real app over HTTP)', () => 
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/applications', '/webhooks/accounts']));
     expect((await validateOpenApi(document)).valid).toBe(true);
+  });
+
+  it('docs/openapi.json is the document served at /openapi.json (else: npm run docs:openapi)', async () => {
+    const served: unknown = await (await fetch(`${url}/openapi.json`)).json();
+    const exported = JSON.parse(readFileSync(join(__dirname, '../../docs/openapi.json'), 'utf8')) as unknown;
+    expect(exported).toEqual(served);
   });
 
   it('GET /docs without a key: a page whose scripts and styles come from this listener, under a CSP', async () => {

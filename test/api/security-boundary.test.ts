@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
 import { consentRefreshWorkflowId, financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
+import { ProblemType } from '../../src/api/problem-details';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -74,8 +75,13 @@ describe('security boundary (whole stack, two listeners)', () => {
     for (const res of answers) {
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="paylater"/);
-      expect(res.headers.get('content-type')).toMatch(/application\/json/);
-      expect(await res.json()).toEqual({ error: 'unauthorized', message: expect.any(String) });
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({
+        type: ProblemType.Unauthorized,
+        status: 401,
+        error: 'unauthorized',
+        message: expect.any(String),
+      });
     }
     for (const merchant of ['shop-a', 'shop-b'])
       await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
@@ -108,7 +114,8 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(unknown.status).toBe(404);
     const bodyOf = async (res: Response) => {
       const body = (await res.json()) as Record<string, unknown>;
-      return { ...body, message: String(body.message).replace(/ \S+$/, ' <ref>') };
+      const redacted = (text: unknown) => String(text).replace(/ \S+$/, ' <ref>');
+      return { ...body, message: redacted(body.message), detail: redacted(body.detail) };
     };
     expect(await bodyOf(other)).toEqual(await bodyOf(unknown));
     expect(await authCount('shop-a', 'accepted')).toBe(before + 2); // the start and its own read
@@ -118,7 +125,18 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
-    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
+    // shop-b reusing shop-a's reference with another body is no conflict (nothing tells shop-a's exists): its own 201.
+    const theirs = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      headers: { ...json, authorization: `Bearer ${KEY_B}` },
+      body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://other-shop.example/back' }),
+    });
+    expect(theirs.status).toBe(201);
+    expect(((await theirs.json()) as { financeApplicationId: string }).financeApplicationId).not.toBe(
+      financeApplicationId,
+    );
+    for (const merchant of ['shop-a', 'shop-b'])
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(merchant, ref)).terminate('test done');
   });
 
   it('refuses a revoked key (its entry removed) while the other merchant goes on', async () => {
@@ -282,8 +300,8 @@ describe('security boundary (whole stack, two listeners)', () => {
       [stack.publicUrl, 'POST', `/webhooks/finance-applications/order-1/%E0%A4%A`, json, '{}', 400],
       [stack.publicUrl, 'POST', `/webhooks/finance-applications/order-1?hash=%E0%A4%A`, json, '{}', 401],
       [stack.publicUrl, 'POST', `/webhooks/%E0%A4%A`, json, '{}', 404],
-      [stack.publicUrl, 'HEAD', `/webhooks/accounts`, {}, undefined, 404],
-      [stack.publicUrl, 'GET', `/webhooks/finance-applications/order-1/${hash}`, {}, undefined, 404],
+      [stack.publicUrl, 'HEAD', `/webhooks/accounts`, {}, undefined, 405],
+      [stack.publicUrl, 'GET', `/webhooks/finance-applications/order-1/${hash}`, {}, undefined, 405],
       [stack.internalUrl, 'GET', '/applications/%E0%A4%A', key, undefined, 400],
       [stack.internalUrl, 'GET', '/consents/%ZZ/refresh', key, undefined, 400],
       [stack.internalUrl, 'HEAD', '/applications/unknown-ref', key, undefined, 404],

@@ -130,7 +130,7 @@ describe('settings from the environment and per request (whole stack)', () => {
     [{ slowPollInterval: 'soon' }, 'settings.slowPollInterval', /.+/],
     [{ noWebhookPollInterval: '1h' }, 'settings.noWebhookPollInterval', /above the slow interval \(15m\)/],
     [{ fastPollInterval: '20m' }, 'settings.slowPollInterval', /below the fast interval \(20m\)/],
-    [{ statusOrder: { A: 1 } }, 'settings', /.+/],
+    [{ statusOrder: { A: 1 } }, 'settings.statusOrder', /unknown field; allowed: fastPollInterval/],
   ])('POST /applications with settings %j is a 400 naming %s; nothing is started', async (settings, path, message) => {
     const ref = `bad-${randomUUID()}`;
     const res = await start({ merchantReference: ref, settings });

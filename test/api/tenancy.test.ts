@@ -204,7 +204,7 @@ describe('merchants as tenants (whole stack)', () => {
     const below = await start(shopB, { merchantReference: ref, settings: { fastPollInterval: '2s' } });
     expect(below.status).toBe(400);
     expect(await below.json()).toMatchObject({
-      message: 'settings.fastPollInterval must be at least 5s for this merchant',
+      message: 'body field settings.fastPollInterval: must be at least 5s for this merchant',
     });
     await notFound(financeApplicationWorkflowId('shop-b', ref));
     // shop-a has no floor of its own: the global one (1s).

@@ -219,7 +219,10 @@ describe('the public app: webhook answers through Express', () => {
     expect(answered.status).toBe(status);
     expect(answered.body).toMatchObject(answer);
     if (status >= 400) expect(typeof answered.body.message).toBe('string');
-    expect(answered.headers['content-type']).toBe('application/json; charset=utf-8');
+    // Errors are problems (RFC 9457), as on every route.
+    expect(answered.headers['content-type']).toBe(
+      status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8',
+    );
     expect(answered.headers['x-powered-by']).toBeUndefined();
     expect(signalled.length).toBe(status === 202 ? 1 : 0);
     // One request line, at debug for an answered webhook and info for an error; the hash never in it.

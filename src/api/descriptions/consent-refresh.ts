@@ -3,7 +3,8 @@
  * Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
-import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
+import { BANK_CODE_PATTERN, REFERENCE_PATTERN } from '../../shared/ids';
+import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
 import { formatDuration, SETTING_BOUNDS } from '../../shared/application-settings';
 import { durationField } from '../settings-schemas';
 
@@ -12,9 +13,13 @@ const bounded = (name: 'refreshTimeoutMs' | 'refreshQuietPeriodMs'): string =>
 
 export const StartRefreshBody = z
   .object({
-    expectedBankCodes: z.array(z.string().trim().min(1).max(64)).max(100).optional().meta({
-      description: 'Banks expected to report: the refresh ends once all did (an empty list: the quiet period)',
-    }),
+    expectedBankCodes: z
+      .array(z.string().regex(BANK_CODE_PATTERN, 'must be 1 to 64 printable ASCII characters, no spaces'))
+      .max(100, 'must list at most 100 banks')
+      .optional()
+      .meta({
+        description: 'Banks expected to report: the refresh ends once all did (an empty list: the quiet period)',
+      }),
     timeout: durationField(SETTING_BOUNDS.refreshTimeoutMs)
       .optional()
       .meta({
@@ -27,7 +32,7 @@ export const StartRefreshBody = z
       }),
   })
   .strict()
-  .meta({ id: 'StartRefreshRequest' });
+  .meta({ id: 'StartRefreshRequest', description: 'Every field optional; no other field' });
 
 /** 202 of POST /consents/:consentId/refresh. */
 export const RefreshStartedSchema = z
@@ -69,8 +74,12 @@ export const RefreshProgressSchema = z
   })
   .meta({ id: 'RefreshProgress' });
 
-export const ConsentParams = z.object({
-  consentId: z.string().meta({ description: 'The consent ([A-Za-z0-9._~-]{1,128})' }),
+/** The consent in the path: a value outside the pattern is a 400. */
+export const ConsentParams = z.strictObject({
+  consentId: z
+    .string()
+    .regex(REFERENCE_PATTERN, 'must be 1 to 128 letters, digits and . _ ~ - (not "." or "..")')
+    .meta({ description: 'The consent id at the bank', example: 'consent-42' }),
 });
 
 /** The routes' OpenAPI operations (gathered by src/api/openapi/document.ts). */
@@ -86,12 +95,15 @@ export const consentRefreshPaths: ApiPaths = {
         "it and gets the same taskId (its own inputs are ignored). Without expectedBankCodes, the banks learned from the consent's earlier refreshes are awaited. " +
         'No body is the same as `{}`. Body up to 16 KiB.',
       security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
+      requestParams: { path: ConsentParams, query: NoQuery },
       requestBody: { required: false, content: { 'application/json': { schema: StartRefreshBody } } },
       responses: {
-        '202': json(RefreshStartedSchema, 'Started, or attached to the running refresh'),
+        '202': {
+          ...json(RefreshStartedSchema, 'Started, or attached to the running refresh'),
+          headers: { Location: LOCATION_HEADER("The refresh's progress: /consents/{consentId}/refresh") },
+        },
         ...errors(
-          [400, 'Invalid consentId or body'],
+          [400, 'Invalid consentId, an unknown parameter or field, or a body that is not JSON (`errors` names each)'],
           401,
           [404, "The consent is another merchant's"],
           [409, "A refresh started by the consent's previous owner still runs: retry after Retry-After"],
@@ -109,11 +121,11 @@ export const consentRefreshPaths: ApiPaths = {
       tags: [Tag.Consents],
       summary: "Progress of the consent's latest refresh",
       security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
+      requestParams: { path: ConsentParams, query: NoQuery },
       responses: {
         '200': json(RefreshProgressSchema, 'Banks reported so far (late reports merged), missing ones, done'),
         ...errors(
-          [400, 'Invalid consentId'],
+          [400, 'Invalid consentId, or an unknown parameter'],
           401,
           [404, "No refresh was ever started for this consent, or the consent is another merchant's"],
           429,

@@ -3,7 +3,7 @@
  * route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
-import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
+import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
 import { ConsentParams } from './consent-refresh';
 
 /** A consent as its owner sees it. */
@@ -16,7 +16,9 @@ export const ConsentSchema = z
   .meta({ id: 'Consent' });
 
 /** PUT takes no body; `{}` is accepted as none. */
-export const ClaimBody = z.strictObject({}).meta({ id: 'ClaimConsentRequest' });
+export const ClaimBody = z
+  .strictObject({})
+  .meta({ id: 'ClaimConsentRequest', description: 'No field: `{}` or no body' });
 
 /** The routes' OpenAPI operations (gathered by src/api/openapi/document.ts). */
 export const consentPaths: ApiPaths = {
@@ -31,13 +33,16 @@ export const consentPaths: ApiPaths = {
         'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
         'it here to receive its transactionEvents before any refresh. No body (or `{}`).',
       security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
+      requestParams: { path: ConsentParams, query: NoQuery },
       requestBody: { required: false, content: { 'application/json': { schema: ClaimBody } } },
       responses: {
-        '201': json(ConsentSchema, 'Claimed by this call'),
+        '201': {
+          ...json(ConsentSchema, 'Claimed by this call'),
+          headers: { Location: LOCATION_HEADER('The consent: /consents/{consentId}') },
+        },
         '200': json(ConsentSchema, "Already the caller's"),
         ...errors(
-          [400, 'Invalid consentId, or a body other than {}'],
+          [400, 'Invalid consentId, an unknown parameter, or a body other than {}'],
           401,
           [404, "Another merchant's consent"],
           413,
@@ -53,10 +58,16 @@ export const consentPaths: ApiPaths = {
       tags: [Tag.Consents],
       summary: "The consent, when it is the caller's",
       security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
+      requestParams: { path: ConsentParams, query: NoQuery },
       responses: {
         '200': json(ConsentSchema, "The caller's consent"),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
+        ...errors(
+          [400, 'Invalid consentId, or an unknown parameter'],
+          401,
+          [404, "Not claimed, or another merchant's"],
+          429,
+          503,
+        ),
       },
     },
     delete: {
@@ -65,10 +76,16 @@ export const consentPaths: ApiPaths = {
       tags: [Tag.Consents],
       summary: 'Release the consent: its account webhooks start nothing until a merchant claims it again',
       security: merchantKeyRequired,
-      requestParams: { path: ConsentParams },
+      requestParams: { path: ConsentParams, query: NoQuery },
       responses: {
         '200': json(ConsentSchema, 'Released'),
-        ...errors([400, 'Invalid consentId'], 401, [404, "Not claimed, or another merchant's"], 429, 503),
+        ...errors(
+          [400, 'Invalid consentId, or an unknown parameter'],
+          401,
+          [404, "Not claimed, or another merchant's"],
+          429,
+          503,
+        ),
       },
     },
   },

@@ -5,14 +5,20 @@
  * document; test/api/openapi.test.ts fails when a route and its description disagree.
  */
 import type { Response } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type {
   ZodOpenApiOperationObject,
   ZodOpenApiPathsObject,
   ZodOpenApiResponseObject,
   ZodOpenApiResponsesObject,
 } from 'zod-openapi';
-import { ErrorBodySchema, PROBLEM_CONTENT_TYPE, ProblemBodySchema } from '../problem-details';
+import {
+  defaultProblemType,
+  PROBLEM_CONTENT_TYPE,
+  ProblemBodySchema,
+  ProblemType,
+  type ProblemTypeUri,
+} from '../problem-details';
 
 /** Which listener serves an operation (`x-listener`): public `PORT`, internal `INTERNAL_PORT`, or both. */
 export type ListenerName = 'public' | 'internal' | 'both';
@@ -51,12 +57,25 @@ export function json(schema: z.core.$ZodType, description: string): ZodOpenApiRe
   return { description, content: { 'application/json': { schema } } };
 }
 
+/**
+ * The query of a merchant route that takes none: any parameter is a 400, as an unknown one is on every route
+ * (docs/decisions/0039-problem-details-and-unknown-parameters.md).
+ */
+export const NoQuery = z.strictObject({});
+
+/** The `Location` header of an answer that created something: the created resource's path. */
+export const LOCATION_HEADER = (description: string) => ({
+  description,
+  schema: { type: 'string' as const, format: 'uri-reference' },
+});
+
 /** Why each error status is answered, unless the operation says more precisely. */
 const ERROR_REASONS: Record<number, string> = {
-  400: 'Malformed or invalid request: `details` lists the fields',
+  400: 'A parameter or field is missing, unknown or invalid: `errors` names each, with what is allowed',
   401: 'Missing or invalid credentials',
   403: 'Forbidden',
   404: 'Not found',
+  409: 'Conflicts with what exists',
   413: 'Request body too large',
   415: 'Unsupported content type, charset or content encoding: send UTF-8 JSON',
   422: 'Refused by the bank',
@@ -64,6 +83,35 @@ const ERROR_REASONS: Record<number, string> = {
   502: 'The bank could not be reached or refused to start',
   503: 'Temporal is unavailable or did not answer in time: retry after `Retry-After` seconds',
 };
+
+/** The problem types a status may carry unless the operation names its own (400: a bad field, or unreadable). */
+const TYPES_OF_STATUS: Record<number, readonly ProblemTypeUri[]> = {
+  400: [ProblemType.Validation, ProblemType.MalformedRequest],
+  429: [ProblemType.RateLimited],
+};
+
+/** An error answer of an operation: a status, its reason, and the problem types it may carry. */
+export type ErrorEntry = number | [number, string] | [number, string, readonly ProblemTypeUri[]];
+
+const problemSchemas = new Map<string, z.ZodType>();
+
+/** The problem body with `status` and `type` narrowed to this answer's (one schema per combination, reused). */
+function problemSchema(status: number, types: readonly string[]): z.ZodType {
+  const key = `${status} ${types.join(' ')}`;
+  let schema = problemSchemas.get(key);
+  if (!schema) {
+    const [first, ...rest] = types;
+    schema = z.intersection(
+      ProblemBodySchema,
+      z.looseObject({
+        type: rest.length === 0 ? z.literal(first!) : z.enum([first!, ...rest] as [string, ...string[]]),
+        status: z.literal(status),
+      }),
+    );
+    problemSchemas.set(key, schema);
+  }
+  return schema;
+}
 
 /**
  * The merchant budget's headers (src/api/budgets.ts; draft-ietf-httpapi-ratelimit-headers-08), on every facade
@@ -83,19 +131,21 @@ const RATE_LIMIT_HEADERS = {
 } as const;
 
 /**
- * Error answers (the one error middleware's `{ error, message, details? }` body), by status; a string instead of a
- * status gives the status its own description: `errors(400, [404, 'No application for this reference'])`. A 429 is a
- * problem (`application/problem+json`, the same fields plus type, title, status and detail) with Retry-After and the
- * rate-limit headers.
+ * Error answers, by status, each an RFC 9457 problem (`application/problem+json`, ProblemBodySchema) whose `type`
+ * is one of the status's problem types (docs/problems.md): `errors(401, [404, 'No application for this reference'])`;
+ * `[409, 'why', [ProblemType.Conflict]]` names the types. A 429 carries Retry-After and the rate-limit headers, a
+ * 503 Retry-After, a 401 WWW-Authenticate.
  */
-export function errors(...statuses: (number | [number, string])[]): ZodOpenApiResponsesObject {
+export function errors(...statuses: ErrorEntry[]): ZodOpenApiResponsesObject {
   const responses: ZodOpenApiResponsesObject = {};
   for (const entry of statuses) {
-    const [status, reason] = typeof entry === 'number' ? [entry, ERROR_REASONS[entry] ?? 'Error'] : entry;
-    const response =
-      status === 429
-        ? { description: reason, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemBodySchema } } }
-        : json(ErrorBodySchema, reason);
+    const [status, reason, types] =
+      typeof entry === 'number' ? [entry, ERROR_REASONS[entry] ?? 'Error', undefined] : entry;
+    const problemTypes = types ?? TYPES_OF_STATUS[status] ?? [defaultProblemType(status)];
+    const response: ZodOpenApiResponseObject = {
+      description: `${reason} (problem type${problemTypes.length > 1 ? 's' : ''} ${problemTypes.map((t) => `\`${t.slice(t.lastIndexOf('/') + 1)}\``).join(', ')})`,
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: problemSchema(status, problemTypes) } },
+    };
     if (status === 503) response.headers = { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } };
     if (status === 429)
       response.headers = {

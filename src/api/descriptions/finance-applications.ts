@@ -13,20 +13,29 @@ import {
 import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import { ApplicationSettingsSchema } from '../settings-schemas';
-import { errors, json, merchantKeyRequired, Tag, type ApiPaths } from './describe';
+import { ProblemType } from '../problem-details';
+import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
 
-const httpUrl = z.url({ protocol: /^https?$/ });
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' });
 
-/** POST /applications: our two fields plus the bank's create request (redirectUrl and anything else, passed on). */
 const MerchantReference = z
   .string()
-  .regex(REFERENCE_PATTERN, 'letters, digits and . _ ~ - (1 to 128)')
+  .regex(REFERENCE_PATTERN, 'must be 1 to 128 letters, digits and . _ ~ - (not "." or "..")')
   .meta({ description: 'The idempotency key: one reference, one application at the bank', example: 'order-4711' });
 
+/** Our fields of the body; every other top-level field is the bank's (docs/decisions/0002-create-request-fields.md). */
+export const OWN_FIELDS = ['merchantReference', 'redirectUrl', 'callbackUrl', 'settings'] as const;
+const BANK_FIELD_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * POST /applications: our fields, and the bank's create request (redirectUrl and every other field, passed on as
+ * sent: the contract). A field that spells one of ours in another case (`callbackURL`) is refused rather than sent to
+ * the bank, and the bank's field names are bounded (docs/decisions/0039-problem-details-and-unknown-parameters.md).
+ */
 export const StartApplicationSchema = z
-  .looseObject({
+  .object({
     merchantReference: MerchantReference,
-    redirectUrl: httpUrl,
+    redirectUrl: httpUrl.meta({ description: "Where the bank sends the customer back (the bank's create request)" }),
     /** Ours, not the bank's: where each status change is pushed. */
     callbackUrl: httpUrl.optional().meta({
       description: 'Receives a signed POST per status change; its origin must be in CALLBACK_ALLOWED_ORIGINS',
@@ -34,9 +43,35 @@ export const StartApplicationSchema = z
     /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
     settings: ApplicationSettingsSchema.optional(),
   })
+  .catchall(
+    z.json().meta({
+      description:
+        "Any other field is the bank's create request's (an amount, a customer reference…), passed on as sent; " +
+        'names up to 64 of [A-Za-z0-9_.-]; `webhookUrl` is always ours (replaced)',
+    }),
+  )
+  .superRefine((body, ctx) => {
+    for (const key of Object.keys(body)) {
+      if ((OWN_FIELDS as readonly string[]).includes(key)) continue;
+      const ours = OWN_FIELDS.find((field) => field.toLowerCase() === key.toLowerCase());
+      if (ours !== undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: `unknown field; did you mean ${ours}?` });
+      else if (!BANK_FIELD_NAME.test(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: "a bank field's name must be 1 to 64 letters, digits and _ . -",
+        });
+    }
+  })
   .meta({
     id: 'StartApplicationRequest',
     description: "Our fields, plus the bank's create request (redirectUrl and any other field, passed on)",
+    example: {
+      merchantReference: 'order-4711',
+      redirectUrl: 'https://shop.example/done',
+      amount: { value: 120, currency: 'EUR' },
+    },
   });
 
 /** 201/200 of POST /applications: the bank's create response, once the application exists. */
@@ -72,7 +107,7 @@ export const ApplicationSchema = z
   })
   .meta({ id: 'Application' });
 
-const statusValue = z.string().regex(STATUS_FILTER_PATTERN, 'letters, digits and _ . : - (1 to 64)');
+const statusValue = z.string().regex(STATUS_FILTER_PATTERN, 'must be 1 to 64 letters, digits and _ . : -');
 const instant = z.iso
   .datetime({ offset: true })
   .transform((value) => new Date(value))
@@ -86,7 +121,7 @@ export const ListApplicationsQuerySchema = z
     createdBefore: instant.optional().describe('Created before this instant (exclusive)'),
     referencePrefix: z
       .string()
-      .regex(REFERENCE_PREFIX_PATTERN, 'letters, digits and . _ ~ - (1 to 128)')
+      .regex(REFERENCE_PREFIX_PATTERN, 'must be 1 to 128 letters, digits and . _ ~ -')
       .optional()
       .describe('Merchant references starting with this'),
     pageSize: z.coerce
@@ -98,7 +133,7 @@ export const ListApplicationsQuerySchema = z
       .describe(`Applications per page: ${DEFAULT_PAGE_SIZE} unless given, at most ${MAX_PAGE_SIZE}`),
     pageToken: z
       .string()
-      .regex(PAGE_TOKEN_PATTERN, 'a nextPageToken of an earlier answer')
+      .regex(PAGE_TOKEN_PATTERN, 'must be the nextPageToken of an earlier answer')
       .optional()
       .describe('The nextPageToken of the previous page, with the same filters'),
   })
@@ -125,27 +160,29 @@ export const ListApplicationsResponseSchema = z
   })
   .meta({ id: 'ApplicationList' });
 
-/** Timeouts of a long-poll: `30s` or `1500ms`, at most 60 s. */
-const TIMEOUT_PATTERN = /^(\d{1,6})(ms|s)$/;
-/** GET /applications/:ref query: the long-poll form when `waitForChangeFrom` is given. */
+/**
+ * Timeouts of a long-poll: 1ms to 60000ms, or 1s to 60s, no leading zero. The pattern holds the bounds, so the
+ * document says exactly what is accepted.
+ */
+const TIMEOUT_PATTERN = /^(?:(?:[1-9]\d{0,3}|[1-5]\d{4}|60000)ms|(?:[1-9]|[1-5]\d|60)s)$/;
+/** GET /applications/:ref query: the long-poll form when `waitForChangeFrom` is given; nothing else. */
 export const GetApplicationQuerySchema = z
-  .object({
+  .strictObject({
     waitForChangeFrom: statusValue
       .optional()
       .describe('Answer once the status differs from this one (at once if it already does), or at the timeout'),
     timeout: z
       .string()
-      .regex(TIMEOUT_PATTERN, 'a duration like 30s or 1500ms')
-      .transform((value) => {
-        const [, amount, unit] = TIMEOUT_PATTERN.exec(value)!;
-        return Number(amount) * (unit === 's' ? 1000 : 1);
-      })
-      .pipe(z.number().min(1).max(STATUS_WAIT_LIMITS.maxTimeoutMs, 'at most 60s'))
+      .regex(
+        TIMEOUT_PATTERN,
+        `must be 1s to ${STATUS_WAIT_LIMITS.maxTimeoutMs / 1000}s, or 1ms to ${STATUS_WAIT_LIMITS.maxTimeoutMs}ms (e.g. 30s, 1500ms)`,
+      )
+      .transform((value) => (value.endsWith('ms') ? Number(value.slice(0, -2)) : Number(value.slice(0, -1)) * 1000))
       .optional()
-      .describe('How long to wait: 30s unless given, at most 60s'),
+      .describe('How long to wait: 30s unless given; 1s to 60s or 1ms to 60000ms. Only with waitForChangeFrom'),
   })
   .refine((q) => q.timeout === undefined || q.waitForChangeFrom !== undefined, {
-    message: 'timeout needs waitForChangeFrom',
+    message: 'needs waitForChangeFrom',
     path: ['timeout'],
   });
 
@@ -157,7 +194,10 @@ export const GetApplicationQuerySchema = z
 export const WAIT_OUTCOME_HEADER = 'Wait-Outcome';
 export const WaitOutcomeSchema = z.enum(['changed', 'timeout', 'done']);
 
-const RefParams = z.object({ ref: z.string().meta({ description: 'The merchant reference' }) });
+/** The path's reference: a value outside the pattern is a 400 (no application can have it). */
+export const RefParams = z.strictObject({
+  ref: MerchantReference.meta({ description: 'The merchant reference' }),
+});
 
 /** The routes' OpenAPI operations (gathered by src/api/openapi/document.ts). */
 export const financeApplicationPaths: ApiPaths = {
@@ -176,7 +216,7 @@ export const financeApplicationPaths: ApiPaths = {
       responses: {
         '200': json(ListApplicationsResponseSchema, 'One page of applications'),
         ...errors(
-          [400, 'A parameter is unknown or invalid, or the page token belongs to other filters (`details`)'],
+          [400, 'A parameter is unknown or invalid, or the page token belongs to other filters (`errors` names it)'],
           401,
           429,
           503,
@@ -190,16 +230,28 @@ export const financeApplicationPaths: ApiPaths = {
       summary: 'Start a finance application (idempotent per merchantReference)',
       description:
         "Starts the reference's workflow, or reaches the existing one (update-with-start), and answers with the " +
-        "bank's create response as soon as the application exists. The same reference again answers 200 with the " +
-        'same application. Body up to 256 KiB.',
+        "bank's create response as soon as the application exists. The same reference with the same body answers 200 " +
+        'with the same application; with another body (redirectUrl, callbackUrl, a bank field, or a settings value the ' +
+        'application does not run with), 409 (docs/decisions/0038-reference-reuse-conflict.md). Body up to 256 KiB; ' +
+        'an unknown field is a 400.',
       security: merchantKeyRequired,
+      requestParams: { query: NoQuery },
       requestBody: { required: true, content: { 'application/json': { schema: StartApplicationSchema } } },
       responses: {
-        '201': json(ApplicationStartedSchema, 'Created by this call'),
-        '200': json(ApplicationStartedSchema, 'The reference already existed: its application'),
+        '201': {
+          ...json(ApplicationStartedSchema, 'Created by this call'),
+          headers: { Location: LOCATION_HEADER('The application: /applications/{merchantReference}') },
+        },
+        '200': json(ApplicationStartedSchema, 'The reference already existed with the same body: its application'),
         ...errors(
-          [400, 'Invalid body, or callbackUrl outside CALLBACK_ALLOWED_ORIGINS (`details` names it)'],
+          [
+            400,
+            'A field is missing, unknown or invalid (`errors` names each), the body is not JSON, or callbackUrl is ' +
+              'outside CALLBACK_ALLOWED_ORIGINS (`details` names the origin)',
+            [ProblemType.Validation, ProblemType.MalformedRequest, ProblemType.CallbackUrlRefused],
+          ],
           401,
+          [409, 'The reference is already used by an application created with another body: `errors` names the fields'],
           413,
           415,
           [422, 'The bank refused the application'],
@@ -238,7 +290,11 @@ export const financeApplicationPaths: ApiPaths = {
           },
         },
         ...errors(
-          [400, 'Malformed URL (invalid percent-encoding), or invalid waitForChangeFrom / timeout'],
+          [
+            400,
+            'Malformed URL (invalid percent-encoding), a reference outside its pattern, an unknown parameter, or an ' +
+              'invalid waitForChangeFrom / timeout',
+          ],
           401,
           [404, 'No application for this reference'],
           [
@@ -246,6 +302,7 @@ export const financeApplicationPaths: ApiPaths = {
             "Over the merchant's request budget (problem type …/rate-limited), the merchant already holds its most " +
               'long-polls at once (…/too-many-long-polls), or the application its most waits (…/too-many-waits): ' +
               'retry after Retry-After',
+            [ProblemType.RateLimited, ProblemType.TooManyLongPolls, ProblemType.TooManyWaits],
           ],
           503,
         ),

@@ -68,8 +68,11 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
         "The merchant facade over Temporal (finance applications, consent refreshes), the bank's webhook " +
         'receivers, and the operator endpoints. Two listeners: the internal one (INTERNAL_PORT: facade, probes, ' +
         "metrics, codec, this description) and the public one (PORT: the bank's webhooks, /healthz and /readyz); each " +
-        'operation names its own in `x-listener`. Errors are JSON `{ "error", "message", "details"? }`; any path ' +
-        'that is no route answers 404 in that shape. TypeScript services may use the typed client package instead.',
+        'operation names its own in `x-listener`. Every error answer is an RFC 9457 problem ' +
+        '(`application/problem+json`: `type`, `title`, `status`, `detail`, and `errors` for field failures; the types ' +
+        'are listed in docs/problems.md); a path that is no route answers 404, a described path asked with another ' +
+        'method 405 with `Allow`. Unknown query parameters and body fields are refused (400) on every merchant route. ' +
+        'TypeScript services may use the typed client package instead.',
     },
     servers: [{ url: '/', description: 'Internal listener (INTERNAL_PORT): the merchant facade and operators' }],
     tags: [...Object.values(Tag), CALLBACKS_TAG].map((name) => ({ name })),

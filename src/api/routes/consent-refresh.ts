@@ -1,4 +1,4 @@
-import express, { type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -7,21 +7,30 @@ import {
   startConsentRefresh,
 } from '../../client/consent-refresh';
 import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/consent-refresh';
-import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import { merchantOf, scopeOf } from '../authenticate';
 import { ConsentNotFoundError } from '../../client/consent-claims';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
-import { HttpError } from '../problem-details';
+import { HttpError, parseInput } from '../problem-details';
 import { sendAs } from '../descriptions/describe';
 import { DEFAULT_SERVICE_SETTINGS, type ServiceSettings } from '../../shared/application-settings';
 import { tracedRouter } from '../../telemetry/express-routes';
-import { StartRefreshBody, RefreshStartedSchema, RefreshProgressSchema } from '../descriptions/consent-refresh';
+import {
+  ConsentParams,
+  StartRefreshBody,
+  RefreshStartedSchema,
+  RefreshProgressSchema,
+} from '../descriptions/consent-refresh';
+import { NoQuery } from '../descriptions/describe';
 
-export const consentIdOf = (raw: string | string[] | undefined): string => {
-  const consentId = typeof raw === 'string' ? raw : '';
-  if (!REFERENCE_PATTERN.test(consentId)) throw new HttpError(400, 'consentId must match [A-Za-z0-9._~-]{1,128}');
+/**
+ * The consent of a `/consents/:consentId…` request, once its path and query are valid (its description's schemas:
+ * the pattern, and no query parameter at all); else a 400 naming the field.
+ */
+export const consentIdOf = (req: Request): string => {
+  const { consentId } = parseInput(ConsentParams, req.params, 'path');
+  parseInput(NoQuery, req.query, 'query');
   return consentId;
 };
 
@@ -38,7 +47,7 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
 /**
  * Merchant facade for consent refreshes, a thin layer over src/client/consent-refresh.ts:
  * - `POST /consents/:consentId/refresh` `{ expectedBankCodes?, timeout?, quietPeriod? }` → 202 `{ consentId,
- *   workflowId, taskId }`: starts a refresh or attaches to the running one (same taskId).
+ *   workflowId, taskId }` with Location (the progress below): starts a refresh or attaches to the running one (same taskId).
  *   Without expectedBankCodes, the refresh waits for the banks learned from the consent's earlier refreshes.
  * - `GET /consents/:consentId/refresh` → progress of the latest refresh, amended by its late bank reports
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
@@ -49,11 +58,11 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
 
   // Described in src/api/descriptions/consent-refresh.ts.
   router.post('/consents/:consentId/refresh', json, async (req, res) => {
-    const consentId = consentIdOf(req.params.consentId);
+    const consentId = consentIdOf(req);
     // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
-    const body = StartRefreshBody.parse(req.body ?? {});
+    const body = parseInput(StartRefreshBody, req.body ?? {}, 'body');
     // The operator's defaults (REFRESH_TIMEOUT, REFRESH_QUIET_PERIOD) unless the request sets its own.
     const defaults = (deps.settings ?? DEFAULT_SERVICE_SETTINGS).refresh;
     const timeout = body.timeout ?? defaults.timeoutMs;
@@ -76,6 +85,7 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
         { merchant: merchantOf(res), consentId, taskId: started.taskId, workflowId: started.workflowId },
         'consent refresh started or attached',
       );
+      res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}/refresh`);
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
@@ -89,7 +99,7 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
   });
 
   router.get('/consents/:consentId/refresh', async (req, res) => {
-    const consentId = consentIdOf(req.params.consentId);
+    const consentId = consentIdOf(req);
     let progress: ConsentRefreshProgress & { lateReports: number };
     try {
       progress = await getConsentRefreshProgress(deps.client, scopeOf(res, deps.merchants), consentId);

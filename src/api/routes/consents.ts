@@ -5,7 +5,7 @@ import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import { scopeOf } from '../authenticate';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
-import { HttpError } from '../problem-details';
+import { HttpError, parseInput } from '../problem-details';
 import { sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 import { consentIdOf, notYours } from './consent-refresh';
@@ -32,11 +32,11 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
 
   // Described in src/api/descriptions/consents.ts.
   router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
-    const consentId = consentIdOf(req.params.consentId);
+    const consentId = consentIdOf(req);
     // No body (or `{}`): a body that is anything else is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
-    ClaimBody.parse(req.body ?? {});
+    parseInput(ClaimBody, req.body ?? {}, 'body');
     const scope = scopeOf(res, deps.merchants);
     let claim;
     try {
@@ -48,6 +48,7 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
       throw err;
     }
     deps.logger.info({ merchant: scope.merchantId, consentId, claimedNow: claim.claimedNow }, 'consent claimed');
+    if (claim.claimedNow) res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}`);
     sendAs(res, claim.claimedNow ? 201 : 200, ConsentSchema, {
       consentId,
       merchantId: scope.merchantId,
@@ -56,14 +57,14 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
   });
 
   router.get('/consents/:consentId', async (req, res) => {
-    const consentId = consentIdOf(req.params.consentId);
+    const consentId = consentIdOf(req);
     const { merchantId } = scopeOf(res, deps.merchants);
     if ((await consentOwner(deps.client, consentId)) !== merchantId) throw notYours(consentId);
     sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: true });
   });
 
   router.delete('/consents/:consentId', async (req, res) => {
-    const consentId = consentIdOf(req.params.consentId);
+    const consentId = consentIdOf(req);
     const { merchantId } = scopeOf(res, deps.merchants);
     try {
       await releaseConsent(deps.client, merchantId, consentId);

@@ -2,6 +2,7 @@ import express, { type Router } from 'express';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import {
+  FinanceApplicationConflictError,
   FinanceApplicationFailureType,
   FinanceApplicationWaits,
   getFinanceApplication,
@@ -12,7 +13,6 @@ import {
   type FinanceApplicationState,
 } from '../../client/finance-applications';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl } from '../../security/callback-url';
-import { REFERENCE_PATTERN } from '../../shared/ids';
 import { withoutWebhookUrl } from '../../shared/bank-wire';
 import {
   applicationSettingsFor,
@@ -26,10 +26,18 @@ import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import { merchantOf, scopeOf } from '../authenticate';
-import { LongPollSlots, ProblemType, type BudgetDeps } from '../budgets';
+import { LongPollSlots, type BudgetDeps } from '../budgets';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
-import { HttpError, ProblemError } from '../problem-details';
-import { sendAs } from '../descriptions/describe';
+import {
+  HttpError,
+  parseInput,
+  PROBLEM_TITLES,
+  ProblemError,
+  ProblemType,
+  ValidationError,
+  type FieldError,
+} from '../problem-details';
+import { NoQuery, sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 import {
   StartApplicationSchema,
@@ -38,10 +46,21 @@ import {
   ListApplicationsQuerySchema,
   ListApplicationsResponseSchema,
   GetApplicationQuerySchema,
+  RefParams,
   WAIT_OUTCOME_HEADER,
 } from '../descriptions/finance-applications';
 
 export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
+
+/** The settings a request may set (`settings` of POST /applications, by the workflow's names). */
+const POLL_SETTING_FIELDS = [
+  'fastPollIntervalMs',
+  'responsiveWindowMs',
+  'pollBackoffFactor',
+  'slowPollIntervalMs',
+  'noWebhookPollIntervalMs',
+  'deadlineMs',
+] as const;
 
 /** The settings whose value is a poll interval: a merchant's floor (minPollInterval) bounds them. */
 const POLL_INTERVAL_FIELDS = ['fastPollIntervalMs', 'slowPollIntervalMs', 'noWebhookPollIntervalMs'] as const;
@@ -60,9 +79,10 @@ export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDe
 
 /**
  * The merchant facade over src/client/finance-applications.ts:
- * - `POST /applications` → 201 (200 when the reference already existed) `{ merchantReference, workflowId,
- *   financeApplicationId, bank }`; 400 when `callbackUrl` is outside CALLBACK_ALLOWED_ORIGINS (here, or in the
- *   worker's verdict), 422 when the bank refused the application, 502 when it could not be reached.
+ * - `POST /applications` → 201 with Location (200 when the reference already existed with the same body)
+ *   `{ merchantReference, workflowId, financeApplicationId, bank }`; 400 when `callbackUrl` is outside
+ *   CALLBACK_ALLOWED_ORIGINS (here, or in the worker's verdict), 409 when the reference exists with another body,
+ *   422 when the bank refused the application, 502 when it could not be reached.
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
  *   the status unchanged), with the Wait-Outcome header; 429 with Retry-After when the application takes no more
@@ -77,12 +97,13 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
 
   // Described in src/api/descriptions/finance-applications.ts.
   router.get('/applications', async (req, res) => {
-    const { pageSize, pageToken, ...filter } = ListApplicationsQuerySchema.parse(req.query);
+    const { pageSize, pageToken, ...filter } = parseInput(ListApplicationsQuerySchema, req.query, 'query');
     let page;
     try {
       page = await listFinanceApplications(deps.client, scopeOf(res, deps.merchants), filter, { pageSize, pageToken });
     } catch (err) {
-      if (err instanceof RangeError) throw new HttpError(400, err.message, { field: 'pageToken' });
+      if (err instanceof RangeError)
+        throw new ValidationError([{ in: 'query', field: 'pageToken', detail: err.message }]);
       throw err;
     }
     sendAs(res, 200, ListApplicationsResponseSchema, page);
@@ -90,10 +111,19 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
 
   router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
-    const { merchantReference, callbackUrl, settings: asked, ...application } = StartApplicationSchema.parse(req.body);
+    parseInput(NoQuery, req.query, 'query');
+    const {
+      merchantReference,
+      callbackUrl,
+      settings: asked,
+      ...application
+    } = parseInput(StartApplicationSchema, req.body, 'body');
     const scope = scopeOf(res, deps.merchants);
     const merchant = deps.merchants.resolve(scope.merchantId);
     const settings = settingsOf(deps, asked, merchant.limits.minPollIntervalMs);
+    // Only the settings the request names are compared with an existing application's (the rest are defaults).
+    const overrides = applicationOverrides(asked);
+    const settingsNamed = POLL_SETTING_FIELDS.filter((field) => overrides[field] !== undefined);
     if (callbackUrl !== undefined) {
       const verdict = checkCallbackUrl(callbackUrl, merchant.callbacks.allowList);
       if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin);
@@ -105,7 +135,7 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
           deps.client,
           scope,
           { merchantReference, callbackUrl, application, settings },
-          { taskQueue: deps.taskQueue },
+          { taskQueue: deps.taskQueue, settingsNamed },
         ),
       );
     } catch (err) {
@@ -122,14 +152,14 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
       started.created ? 'finance application started' : 'finance application already existed',
     );
     const { created: _created, ...body } = started;
+    if (started.created) res.setHeader('Location', applicationPath(merchantReference));
     // The client strips it too; here as well, since this answer is what a merchant (or a third party) sees.
     sendAs(res, started.created ? 201 : 200, ApplicationStartedSchema, { ...body, bank: withoutWebhookUrl(body.bank) });
   });
 
   router.get('/applications/:ref', async (req, res) => {
-    const { ref } = req.params;
-    if (!REFERENCE_PATTERN.test(ref)) throw new HttpError(404, `No finance application for reference ${ref}`);
-    const { waitForChangeFrom, timeout } = GetApplicationQuerySchema.parse(req.query);
+    const { ref } = parseInput(RefParams, req.params, 'path');
+    const { waitForChangeFrom, timeout } = parseInput(GetApplicationQuerySchema, req.query, 'query');
     const scope = scopeOf(res, deps.merchants);
     try {
       if (waitForChangeFrom === undefined) {
@@ -167,7 +197,7 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
       if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
       if (err instanceof TooManyStatusWaitsError)
-        throw new ProblemError(429, ProblemType.TooManyWaits, 'Too many waits on this application', err.message, {
+        throw new ProblemError(429, ProblemType.TooManyWaits, PROBLEM_TITLES[ProblemType.TooManyWaits], err.message, {
           retryAfterSeconds: 1,
         });
       throw err;
@@ -199,26 +229,56 @@ function settingsOf(
   const overrides = applicationOverrides(asked);
   const belowFloor = POLL_INTERVAL_FIELDS.filter((field) => (overrides[field] ?? Infinity) < minPollIntervalMs);
   if (belowFloor.length > 0) {
-    const problems = belowFloor.map((field) => ({
-      path: `settings.${requestFieldOf(field)}`,
-      message: `must be at least ${formatDuration(minPollIntervalMs)} for this merchant`,
-    }));
-    throw new HttpError(400, problems.map((p) => `${p.path} ${p.message}`).join('; '), problems);
+    throw new ValidationError(
+      belowFloor.map((field) =>
+        settingsField(field, `must be at least ${formatDuration(minPollIntervalMs)} for this merchant`),
+      ),
+    );
   }
   try {
     return applicationSettingsFor((deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications, overrides);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
-    throw new HttpError(
-      400,
-      err.problems.map((p) => `settings.${requestFieldOf(p.field)} ${p.message}`).join('; '),
-      err.problems.map((p) => ({ path: `settings.${requestFieldOf(p.field)}`, message: p.message })),
-    );
+    throw new ValidationError(err.problems.map((p) => settingsField(p.field, p.message)));
   }
+}
+
+/** A body field under settings, by the workflow's name (`deadlineMs` → settings.deadline). */
+function settingsField(field: string, detail: string): FieldError {
+  const name = requestFieldOf(field);
+  return { in: 'body', field: `settings.${name}`, pointer: `#/settings/${name}`, detail };
+}
+
+/** The application's URL on the facade (the 201's Location). */
+const applicationPath = (merchantReference: string) => `/applications/${encodeURIComponent(merchantReference)}`;
+
+/** A request field as the HTTP body names it: `application.amount` → amount, `settings.deadlineMs` → settings.deadline. */
+function requestField(clientField: string): string {
+  if (clientField.startsWith('application.')) return clientField.slice('application.'.length);
+  if (clientField.startsWith('settings.')) return `settings.${requestFieldOf(clientField.slice('settings.'.length))}`;
+  return clientField;
 }
 
 /** The bank's refusal is the merchant's to fix (422); an unreachable bank is ours (502). Others pass through. */
 function creationError(err: unknown): unknown {
+  if (err instanceof FinanceApplicationConflictError) {
+    const fields = err.fields.map(requestField);
+    const conflict = new ProblemError(
+      409,
+      ProblemType.Conflict,
+      PROBLEM_TITLES[ProblemType.Conflict],
+      `merchantReference ${err.merchantReference} is already used by an application created with a different ` +
+        `${fields.join(', ')}: use a new reference, or send the same body again to read the existing application`,
+      { details: fields.map((field) => ({ path: field, message: 'differs from the existing application' })) },
+    );
+    conflict.fieldErrors = fields.map((field) => ({
+      in: 'body',
+      field,
+      pointer: `#/${field.replaceAll('.', '/')}`,
+      detail: 'differs from the existing application',
+    }));
+    return conflict;
+  }
   if (!(err instanceof WorkflowUpdateFailedError) || !(err.cause instanceof ApplicationFailure)) return err;
   const { type, message } = err.cause;
   if (type === FinanceApplicationFailureType.CallbackUrlNotAllowed) {
@@ -226,16 +286,19 @@ function creationError(err: unknown): unknown {
     const [details] = (err.cause.details ?? []) as { callbackOrigin?: string | null; reason?: string }[];
     return callbackRefused(details?.reason ?? message, details?.callbackOrigin ?? undefined);
   }
-  if (type === FinanceApplicationFailureType.CreateRejected) return new HttpError(422, message);
-  if (type === FinanceApplicationFailureType.CreateFailed) return new HttpError(502, message);
+  if (type === FinanceApplicationFailureType.CreateRejected) return new HttpError(422, `The bank refused: ${message}`);
+  if (type === FinanceApplicationFailureType.CreateFailed)
+    return new HttpError(502, `The bank could not be reached: ${message}`);
   return err;
 }
 
 /** 400 naming the refused origin and the variable that would allow it. */
 function callbackRefused(reason: string, origin: string | undefined): HttpError {
-  return new HttpError(400, `callbackUrl refused: ${reason}`, {
-    field: 'callbackUrl',
-    origin: origin ?? null,
-    variable: CALLBACK_ALLOWED_ORIGINS,
-  });
+  return new ProblemError(
+    400,
+    ProblemType.CallbackUrlRefused,
+    PROBLEM_TITLES[ProblemType.CallbackUrlRefused],
+    `callbackUrl refused: ${reason}`,
+    { details: { field: 'callbackUrl', origin: origin ?? null, variable: CALLBACK_ALLOWED_ORIGINS } },
+  );
 }
