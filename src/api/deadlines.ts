@@ -56,6 +56,8 @@ export function boundedAnswer<T>(
       },
       (err: unknown) => {
         settle();
+        // The call's own failure, passed on as it is (an Error from the client library, or what the route threw).
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         reject(err);
       },
     );
