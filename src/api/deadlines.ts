@@ -11,16 +11,57 @@ import { HttpError } from './problem-details';
  * hangs, an attempt that ignores the deadline), the answer goes out by then. The call itself is left to finish.
  */
 export function hardBound<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new HttpError(503, `${what} did not answer within ${ms} ms; retry later`, undefined, 5)),
-      ms,
-    );
+  return boundedAnswer(call, ms, what);
+}
+
+/**
+ * hardBound and answerBefore in one: the call's result, or the hard bound's 503 after `ms`, or `aborted()` once
+ * `signal` aborts (the process is shutting down). One promise, one timer and one listener: the webhook receiver
+ * runs it on every signal. The call itself is left to finish; a late failure is not an unhandled rejection.
+ */
+export function boundedAnswer<T>(
+  call: Promise<T>,
+  ms: number,
+  what: string,
+  signal?: AbortSignal,
+  aborted?: () => Error,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let onAbort: (() => void) | undefined;
+    const settle = (): void => {
+      clearTimeout(timer);
+      if (onAbort) signal!.removeEventListener('abort', onAbort);
+    };
+    const timer = setTimeout(() => {
+      settle();
+      reject(new HttpError(503, `${what} did not answer within ${ms} ms; retry later`, undefined, 5));
+    }, ms);
     timer.unref();
+    if (signal && aborted) {
+      if (signal.aborted) {
+        settle();
+        reject(aborted());
+        return;
+      }
+      onAbort = () => {
+        settle();
+        reject(aborted());
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    call.then(
+      (value) => {
+        settle();
+        resolve(value);
+      },
+      (err: unknown) => {
+        settle();
+        // The call's own failure, passed on as it is (an Error from the client library, or what the route threw).
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(err);
+      },
+    );
   });
-  call.catch(() => undefined); // a late failure after the bound is not an unhandled rejection
-  return Promise.race([call, bound]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -1,13 +1,35 @@
-import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import {
+  createServer,
+  IncomingMessage,
+  ServerResponse,
+  STATUS_CODES,
+  type RequestListener,
+  type Server,
+  type ServerOptions,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
+
+/** An Express app's prototypes of its requests and responses (`app.request`, `app.response`). */
+export interface MessagePrototypes {
+  request: object;
+  response: object;
+}
 
 /**
  * Listens and resolves once bound (port 0 picks a free port; see server.address()). `variable` names the setting
- * to change when the port is taken.
+ * to change when the port is taken. `prototypes`: the Express app behind `app` (found on `app` itself when it is
+ * one), whose requests and responses are then created with its prototypes (messageClasses).
  */
-export function listen(app: RequestListener, port: number, host?: string, variable = 'PORT'): Promise<Server> {
+export function listen(
+  app: RequestListener,
+  port: number,
+  host?: string,
+  variable = 'PORT',
+  prototypes: MessagePrototypes | undefined = prototypesOf(app),
+): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = createServer(app).listen(port, host ?? '0.0.0.0');
+    const options: ServerOptions = prototypes ? messageClasses(prototypes) : {};
+    const server = createServer(options, app).listen(port, host ?? '0.0.0.0');
     server.once('listening', () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} is already in use (set ${variable})`) : err),
@@ -17,6 +39,35 @@ export function listen(app: RequestListener, port: number, host?: string, variab
     server.requestTimeout = 30_000;
     server.on('clientError', answerUnparsable);
   });
+}
+
+function prototypesOf(app: RequestListener): MessagePrototypes | undefined {
+  const { request, response } = app as Partial<MessagePrototypes>;
+  return typeof request === 'object' && typeof response === 'object' ? { request, response } : undefined;
+}
+
+/**
+ * Request and response classes whose instances are born with an Express app's prototypes. Express sets them on
+ * every request it handles (`Object.setPrototypeOf(req, app.request)`, the same for `res`); changing the prototype of
+ * a live object moves it to a new hidden class, and Node's own HTTP code then meets its messages in two shapes. That
+ * was about half of what Express added to a webhook's CPU (docs/benchmarks.md, "The receiver"); with the prototype
+ * already in place Express's call changes nothing. Express still handles every request as before.
+ */
+export function messageClasses(
+  prototypes: MessagePrototypes,
+): Pick<ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
+  function Request(socket: unknown): IncomingMessage {
+    return Reflect.construct(IncomingMessage, [socket], Request) as IncomingMessage;
+  }
+  Request.prototype = prototypes.request;
+  function Response(req: IncomingMessage, options?: unknown): ServerResponse {
+    return Reflect.construct(ServerResponse, [req, options], Response) as ServerResponse;
+  }
+  Response.prototype = prototypes.response;
+  return {
+    IncomingMessage: Request as unknown as typeof IncomingMessage,
+    ServerResponse: Response as unknown as typeof ServerResponse,
+  };
 }
 
 /** How long a connection refused at parse time keeps reading (and dropping) what its client is still sending. */

@@ -92,9 +92,12 @@ export async function startListeners(
   ctx.onShutdown(stop);
   if (ctx.stopSignal?.aborted) drain.advance('draining');
   else ctx.stopSignal?.addEventListener('abort', () => drain.advance('draining'), { once: true });
-  servers.push(await listen(drain.track(createPublicApp(deps)), ctx.config.port, undefined, 'PORT'));
+  // The apps themselves are passed too (listen: their requests are created with Express's prototypes).
+  const publicApp = createPublicApp(deps);
+  servers.push(await listen(drain.track(publicApp), ctx.config.port, undefined, 'PORT', publicApp));
+  const internalApp = createInternalApp(deps, options);
   servers.push(
-    await listen(drain.track(createInternalApp(deps, options)), ctx.config.internalPort, undefined, 'INTERNAL_PORT'),
+    await listen(drain.track(internalApp), ctx.config.internalPort, undefined, 'INTERNAL_PORT', internalApp),
   );
   const [publicServer, internalServer] = servers as [Server, Server];
   return {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Logger } from '../telemetry/logging';
 import type { DrainSignals } from './drain';
 import type { Metrics } from './metrics';
-import { answerBefore, hardBound } from './deadlines';
+import { boundedAnswer } from './deadlines';
 import { HttpError, isTemporalUnavailable } from './problem-details';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from './json-body';
 import { sendJson } from './send-json';
@@ -38,13 +38,20 @@ export const SIGNAL_DEADLINE_MARGIN_MS = 250;
 
 /**
  * One Temporal call of the receiver, bounded by the signal deadline (retries included: src/temporal/grpc-retry.ts),
- * and by a timer at the deadline plus a margin in case the client library does not keep it.
+ * and by a timer at the deadline plus a margin in case the client library does not keep it; with `drain`, answered
+ * with `drain.error()` as soon as the shutdown's hard bound (`drain.expired`) is reached.
  */
-export function withinSignalDeadline<T>(client: Pick<Client, 'withDeadline'>, call: () => Promise<T>): Promise<T> {
-  return hardBound(
+export function withinSignalDeadline<T>(
+  client: Pick<Client, 'withDeadline'>,
+  call: () => Promise<T>,
+  drain?: { expired: AbortSignal; error: () => Error },
+): Promise<T> {
+  return boundedAnswer(
     client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, call),
     SIGNAL_DEADLINE_MS + SIGNAL_DEADLINE_MARGIN_MS,
     'Temporal',
+    drain?.expired,
+    drain?.error,
   );
 }
 
@@ -114,6 +121,8 @@ export interface WebhookReceiverDeps {
   drain?: Pick<DrainSignals, 'expired'>;
 }
 
+const shuttingDown = () => new HttpError(503, 'This receiver is shutting down; retry', undefined, 1);
+
 export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookReceiverSpec<E>): WebhookHandler {
   const count = (kind: string, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
 
@@ -150,10 +159,10 @@ export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookRecei
     let outcome: string | undefined;
     try {
       // At the shutdown's hard bound a 503 (the bank retries), never a cut connection (src/api/drain.ts).
-      ({ workflowId, outcome } = await answerBefore(
-        withinSignalDeadline(deps.client, () => spec.deliver(event, req)),
-        deps.drain?.expired,
-        () => new HttpError(503, 'This receiver is shutting down; retry', undefined, 1),
+      ({ workflowId, outcome } = await withinSignalDeadline(
+        deps.client,
+        () => spec.deliver(event, req),
+        deps.drain && { expired: deps.drain.expired, error: shuttingDown },
       ));
     } catch (err) {
       // Nowhere to go by design (WebhookIgnored), or a closed or unknown workflow: 200 `ignored`, so the bank does
@@ -181,7 +190,9 @@ export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookRecei
       throw err;
     }
     count(kind, outcome ?? 'accepted');
-    deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
+    // Off in production: the line's fields are only gathered when it is written.
+    if (deps.logger.isLevelEnabled('debug'))
+      deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
     sendJson(res, 202, { status: 'accepted', kind, workflowId } satisfies z.infer<typeof WebhookAcceptedSchema>);
   };
 }

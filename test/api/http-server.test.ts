@@ -3,7 +3,7 @@
  * connection reset. Raw TCP, so the order of events is fixed: the body is sent only after the answer arrived.
  */
 import { connect, type Socket } from 'node:net';
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import express from 'express';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { eventually } from '../helpers/temporal';
@@ -99,5 +99,29 @@ describe('requests the HTTP parser refuses', () => {
     await conn.ended;
     expect(conn.errors).toEqual([]);
     expect(conn.received()).toMatch(/^HTTP\/1\.1 202 [\s\S]*HTTP\/1\.1 431 /);
+  });
+});
+
+describe("an Express app's requests", () => {
+  it('are created with its prototypes when listen is given the app (Express then has none to change)', async () => {
+    const app = express();
+    app.get('/p', (req, res) => res.json({ path: req.path }));
+    const seen: boolean[] = [];
+    // A wrapper as the drain's (src/api/drain.ts): it hides the app, so listen is told which app it is.
+    const wrapped: RequestListener = (req, res) => {
+      seen.push(Object.getPrototypeOf(req) === app.request && Object.getPrototypeOf(res) === app.response);
+      app(req, res);
+    };
+    for (const prototypes of [app, undefined]) {
+      const s = await listen(wrapped, 0, '127.0.0.1', 'PORT', prototypes);
+      try {
+        const answer = await fetch(`http://127.0.0.1:${boundPort(s)}/p`);
+        expect(answer.status).toBe(200);
+        expect(await answer.json()).toEqual({ path: '/p' });
+      } finally {
+        await closeServer(s, 100);
+      }
+    }
+    expect(seen).toEqual([true, false]);
   });
 });
