@@ -135,6 +135,8 @@ runEntry<MainConfig>(
       'Pay-later integration is running:',
       `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
       `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
+      `  API reference             ${internalUrl}/docs`,
+      `  Merchant console          ${internalUrl}/console`,
       uiUrl
         ? `  Temporal Web UI           ${uiUrl}`
         : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
