@@ -4,7 +4,7 @@
 import './entry/compile-cache';
 import './entry/load-env-file';
 import { processTracing } from './entry/tracing-preload';
-import { devServerProcessOptions, early } from './entry/early-dev-server';
+import { devServerProcessOptions, early, releaseEarlySignals } from './entry/early-dev-server';
 import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
@@ -27,6 +27,8 @@ import { sandboxStateFile } from './sandbox/persistence';
  * (Web UI, SQLite state under data/), the bank sandbox, the worker and the Express app. TEMPORAL_ADDRESS
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
+// From here runEntry's graceful shutdown owns SIGINT and SIGTERM (installed synchronously in runEntry).
+releaseEarlySignals();
 runEntry<MainConfig>(
   'paylater',
   async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {

@@ -27,7 +27,22 @@ function earlyStart(): EarlyStart {
   if (config.temporal.address) return { config };
   const cliPath = findTemporalCli(config.env);
   if (!cliPath) return { config };
-  return { config, devServer: spawnDevServer(devServerProcessOptions(config, cliPath)) };
+  const devServer = spawnDevServer(devServerProcessOptions(config, cliPath));
+  // A signal while the modules load (before runEntry has its handlers) would end the process without its 'exit'
+  // event, leaving the server running: until then a signal stops it and exits as the signal would.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const onSignal = () => void devServer.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    process.once(signal, onSignal);
+    earlySignalHandlers.push([signal, onSignal]);
+  }
+  return { config, devServer };
+}
+
+const earlySignalHandlers: [NodeJS.Signals, () => void][] = [];
+
+/** Called by main.ts just before runEntry installs its own shutdown on SIGINT and SIGTERM. */
+export function releaseEarlySignals(): void {
+  for (const [signal, handler] of earlySignalHandlers.splice(0)) process.removeListener(signal, handler);
 }
 
 /** The embedded dev server's settings, from the configuration. */
