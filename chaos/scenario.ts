@@ -16,7 +16,7 @@ import { financeApplicationWorkflowId } from '../src/shared/ids';
 import { DuplicateFinanceApplicationId, RefreshTaskId } from '../src/shared/search-attributes';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../src/temporal/binaries';
 import { RECONNECT_CHANNEL_ARGS } from '../src/temporal/connection';
-import { devServerArgs } from '../src/temporal/dev-server';
+import { devServerArgs } from '../src/temporal/dev-server-process';
 import {
   attemptFigures,
   backAfter,

@@ -1,7 +1,10 @@
-// First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
-// are loaded.
+// First: Node's compile cache (src/entry/compile-cache.ts), .env (src/entry/load-env-file.ts), then tracing, whose
+// instrumentations must be registered before http and express are loaded, then the dev server's spawn, so that it
+// boots while the modules below load (src/entry/early-dev-server.ts).
+import './entry/compile-cache';
 import './entry/load-env-file';
 import { processTracing } from './entry/tracing-preload';
+import { devServerProcessOptions, early, releaseEarlySignals } from './entry/early-dev-server';
 import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
@@ -9,11 +12,12 @@ import { createPayloadCodec } from './security/payload-codec';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
-import { startDevServer } from './temporal/dev-server';
+import { devServerReady } from './temporal/dev-server';
+import { spawnDevServer } from './temporal/dev-server-process';
 import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker/factory';
 import { temporalMetricsOptions } from './worker/metrics';
-import { loadMainConfig } from './config/main';
+import { loadMainConfig, type MainConfig } from './config/main';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
@@ -23,7 +27,9 @@ import { sandboxStateFile } from './sandbox/persistence';
  * (Web UI, SQLite state under data/), the bank sandbox, the worker and the Express app. TEMPORAL_ADDRESS
  * and BANK_BASE_URL switch to an existing server and the real bank.
  */
-runEntry(
+// From here runEntry's graceful shutdown owns SIGINT and SIGTERM (installed synchronously in runEntry).
+releaseEarlySignals();
+runEntry<MainConfig>(
   'paylater',
   async ({ config, logger, onShutdown, shutdown, stopping, stopSignal, runtimeMetricsUrl }) => {
     // First: a missing or stale bundle stops start-up before any server is started.
@@ -33,17 +39,9 @@ runEntry(
     if (!address) {
       const cliPath = findTemporalCli(config.env);
       if (!cliPath) throw new StartupError(`No Temporal CLI found for the embedded dev server. ${MISSING_BINARY_HELP}`);
-      const dev = await startDevServer({
-        cliPath,
-        port: config.temporal.devServer.port,
-        uiPort: config.temporal.devServer.uiPort,
-        dataDir: config.temporal.devServer.dataDir,
-        cwd: projectRoot(),
-        namespace: config.temporal.namespace,
-        // The Web UI decodes payloads through the internal listener's codec endpoint.
-        uiCodecEndpoint: `http://localhost:${config.internalPort}/codec`,
-        logger,
-      });
+      // Spawned before the modules loaded (src/entry/early-dev-server.ts); here only when that did not happen.
+      const spawned = early.devServer ?? spawnDevServer(devServerProcessOptions(config, cliPath));
+      const dev = await devServerReady(spawned, { namespace: config.temporal.namespace, logger });
       onShutdown(() => dev.stop());
       address = dev.address;
       uiUrl = dev.uiUrl;
@@ -139,6 +137,8 @@ runEntry(
       'Pay-later integration is running:',
       `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
       `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
+      `  API reference             ${internalUrl}/docs`,
+      `  Merchant console          ${internalUrl}/console`,
       uiUrl
         ? `  Temporal Web UI           ${uiUrl}`
         : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
@@ -174,5 +174,6 @@ runEntry(
       process.stdout.write(`${lines.join('\n')}\n`);
     }
   },
-  { load: loadMainConfig, runtimeMetrics: temporalMetricsOptions },
+  // The configuration read before the modules loaded, when it was valid; read (and reported) again otherwise.
+  { load: (env): MainConfig => early.config ?? loadMainConfig(env), runtimeMetrics: temporalMetricsOptions },
 );

@@ -144,7 +144,9 @@ export function generatedKeyNotice(
   if (config.merchantApiKeys.generated) {
     const { name, key } = config.merchantApiKeys.keys[0]!;
     lines.push(
-      `  Merchant API key (development, generated for this run; set MERCHANT_API_KEYS to choose keys):`,
+      config.developmentKeysFile
+        ? `  Merchant API key (development, kept in ${config.developmentKeysFile}; set MERCHANT_API_KEYS to choose keys):`
+        : `  Merchant API key (development, generated for this run; set MERCHANT_API_KEYS to choose keys):`,
       `    ${name}:${key}`,
       `    send it as: Authorization: Bearer ${key}`,
     );
@@ -152,9 +154,13 @@ export function generatedKeyNotice(
   if (config.operatorApiKeys.generated) {
     const { name, key } = config.operatorApiKeys.keys[0]!;
     lines.push(
-      `  Operator API key (development, generated for this run; set OPERATOR_API_KEYS to choose keys):`,
+      config.developmentKeysFile
+        ? `  Operator API key (development, kept in ${config.developmentKeysFile}; set OPERATOR_API_KEYS to choose keys):`
+        : `  Operator API key (development, generated for this run; set OPERATOR_API_KEYS to choose keys):`,
       `    ${name}:${key}`,
-      `    decode with it: temporal workflow show -w <id> --codec-endpoint ${internalUrl}/codec --codec-auth 'Bearer ${key}'`,
+      config.developmentKeysFile
+        ? `    the Temporal CLI with it (and the codec): npm run temporal -- workflow show -w <id>`
+        : `    decode with it: temporal workflow show -w <id> --codec-endpoint ${internalUrl}/codec --codec-auth 'Bearer ${key}'`,
     );
   }
   return lines.length === 0 ? undefined : lines.join('\n');

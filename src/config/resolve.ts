@@ -35,6 +35,7 @@ import {
 } from './schema';
 import { callbackAllowList, resolveServiceSettings } from './settings';
 import type { CallbackPayloadVersion } from '../activities/callback-payload';
+import type { DevelopmentKeys } from './development-keys';
 
 /**
  * The environment resolved into what the processes run with, in one place: every default that depends on another
@@ -75,6 +76,8 @@ export interface Config {
   merchants: MerchantDirectory;
   /** Keys of the operator routes, /codec (OPERATOR_API_KEYS); `generated`: a development key made for this run. */
   operatorApiKeys: { keys: OperatorApiKey[]; generated: boolean };
+  /** The file the generated development keys are kept in (`npm start`: src/config/development-keys.ts); else unset. */
+  developmentKeysFile?: string;
   temporal: {
     /** From TEMPORAL_ADDRESS or the profile; undefined: start the embedded dev server. */
     address?: string;
@@ -163,7 +166,14 @@ export const DEV_OPERATOR_KEY_NAME = 'operator';
 
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
-  options: { role?: ConfigRole } = {},
+  options: {
+    role?: ConfigRole;
+    /**
+     * Where the embedded stack's development keys come from when MERCHANT_API_KEYS or OPERATOR_API_KEYS is unset
+     * (`npm start`: kept in the data folder, ./development-keys.ts); unset: new keys for this run.
+     */
+    developmentKeys?: (dataDir: string) => DevelopmentKeys;
+  } = {},
 ): Config {
   const parsed = envSchema(options.role ?? 'all').safeParse(env);
   if (!parsed.success) {
@@ -179,9 +189,13 @@ export function loadConfig(
   if (!temporal.profile) throw new ConfigError(temporal.issues);
   const embeddedBank = !e.BANK_BASE_URL;
   // Unset keys only on the embedded stack (the schema requires them with a real bank): one made for this run.
+  const kept =
+    e.MERCHANT_API_KEYS === undefined || e.OPERATOR_API_KEYS === undefined
+      ? options.developmentKeys?.(e.TEMPORAL_DATA_DIR)
+      : undefined;
   const merchantApiKeys =
     e.MERCHANT_API_KEYS === undefined
-      ? { keys: [{ name: DEV_API_KEY_NAME, key: generateApiKey() }], generated: true }
+      ? { keys: [{ name: DEV_API_KEY_NAME, key: kept?.merchant ?? generateApiKey() }], generated: true }
       : { keys: parseMerchantApiKeys(e.MERCHANT_API_KEYS).keys, generated: false };
   const callbacks = {
     allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
@@ -192,7 +206,7 @@ export function loadConfig(
   const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
   const operatorApiKeys =
     e.OPERATOR_API_KEYS === undefined
-      ? { keys: [{ name: DEV_OPERATOR_KEY_NAME, key: generateApiKey() }], generated: true }
+      ? { keys: [{ name: DEV_OPERATOR_KEY_NAME, key: kept?.operator ?? generateApiKey() }], generated: true }
       : { keys: parseOperatorApiKeys(e.OPERATOR_API_KEYS).keys, generated: false };
   return {
     nodeEnv: e.NODE_ENV ?? 'development',
@@ -205,6 +219,7 @@ export function loadConfig(
     merchantApiKeys,
     merchants,
     operatorApiKeys,
+    developmentKeysFile: kept?.file,
     temporal: {
       address: temporal.profile.address,
       namespace: temporal.profile.namespace,

@@ -5,7 +5,14 @@ import { applyEnvFile, type EnvFileResult } from '../config/env-file';
  * The entry points (src/main.ts, src/worker/main.ts, src/api/server.ts, src/sandbox/server.ts, and the replay gate
  * src/tools/replay-check.ts, which shares the worker's configuration), as built into dist/.
  */
-const ENTRY_POINTS = new Set(['main', 'worker/main', 'api/server', 'sandbox/server', 'tools/replay-check']);
+const ENTRY_POINTS = new Set([
+  'main',
+  'worker/main',
+  'api/server',
+  'sandbox/server',
+  'tools/replay-check',
+  'tools/temporal-cli',
+]);
 
 /**
  * Imported first by every entry point (before the tracing preload, which reads OTEL_* from the environment):

@@ -129,6 +129,8 @@ export function runEntry<C extends EntryConfig>(
     });
   }
 
+  watchNpmParent(logger, () => void shutdown(0));
+
   // The worker's own listener serves the Runtime's exporter on WORKER_METRICS_PORT.
   const { runtimeMetrics } = options;
   const runtimeReady: Promise<string | undefined> = runtimeMetrics
@@ -156,4 +158,22 @@ export function runEntry<C extends EntryConfig>(
       else logger.fatal({ err }, 'start-up failed');
       await shutdown(1);
     });
+}
+
+/**
+ * Started by an npm script (`npm start`, `npm run worker`…; npm sets npm_lifecycle_event): the process stops when
+ * npm is gone. The scripts `exec` node, so npm 11 forwards SIGINT and SIGTERM to this process itself; an npm that dies
+ * without forwarding (SIGKILL, or a version that does not forward) leaves this process reparented, which this
+ * notices within half a second, so nothing keeps running on its ports.
+ */
+function watchNpmParent(logger: Logger, stop: () => void): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    logger.info({ parentPid: parent }, 'npm, which started this process, is gone: shutting down');
+    stop();
+  }, 500);
+  timer.unref();
 }

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
 import { loadSandboxConfig } from '../../src/sandbox/config';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
-import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../../src/temporal/dev-server-process';
 import { DEFAULT_WORKER_DEPLOYMENT_NAME } from '../../src/temporal/worker-deployment';
 import {
   interpolate,

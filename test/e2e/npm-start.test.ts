@@ -130,18 +130,18 @@ describe('npm start (embedded default)', () => {
       ]);
       expect(app.output()).toContain('merchant callbacks are signed with the development secret');
 
-      // Both listeners printed, and the development key generated for this run (MERCHANT_API_KEYS unset), once.
+      // Both listeners printed, and the development key kept in the data folder (MERCHANT_API_KEYS unset), once.
       const output = app.output();
       expect(output).toContain(`Public listener (bank)    http://localhost:${port}`);
       expect(output).toContain(`Internal listener         http://localhost:${internalPort}`);
       const key = /^ {4}dev:(\S+)$/m.exec(output)?.[1];
       expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      expect(output).toMatch(/Merchant API key \(development, generated for this run/);
-      // Beside it, the operator key generated for this run (OPERATOR_API_KEYS unset), for /codec.
+      expect(output).toContain(`Merchant API key (development, kept in ${join(dataDir, 'development-keys.json')}`);
+      // Beside it, the operator key (OPERATOR_API_KEYS unset), for /codec.
       const operatorKey = /^ {4}operator:(\S+)$/m.exec(output)?.[1];
       expect(operatorKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(operatorKey).not.toBe(key);
-      expect(output).toMatch(/Operator API key \(development, generated for this run/);
+      expect(output).toContain(`Operator API key (development, kept in ${join(dataDir, 'development-keys.json')}`);
       // Printed in the banner, never in a log line.
       const logLines = output.split('\n').filter((l) => l.startsWith('{'));
       expect(logLines.length).toBeGreaterThan(0);

@@ -6,7 +6,8 @@ import { findTemporalCli, MISSING_BINARY_HELP } from '../../src/temporal/binarie
 import { spawn } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { DATETIME_SEARCH_ATTRIBUTE_NAMES, SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
-import { devServerArgs, startDevServer } from '../../src/temporal/dev-server';
+import { startDevServer } from '../../src/temporal/dev-server';
+import { devServerArgs } from '../../src/temporal/dev-server-process';
 import { eventually } from '../helpers/temporal';
 import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 

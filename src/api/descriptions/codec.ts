@@ -8,14 +8,21 @@ import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPath
 const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
 export const CodecBodySchema = z
   .object({
-    payloads: z.array(
-      z.object({
-        metadata: z.record(z.string(), base64).nullish(),
-        data: base64.nullish(),
-      }),
-    ),
+    // Absent or null means none: proto3 JSON leaves an empty list out, so the Temporal CLI sends `{}` for a query
+    // without arguments (`temporal workflow query`).
+    payloads: z
+      .array(
+        z.object({
+          metadata: z.record(z.string(), base64).nullish(),
+          data: base64.nullish(),
+        }),
+      )
+      .nullish(),
   })
-  .meta({ id: 'CodecPayloads', description: 'Payloads in proto3 JSON: metadata values and data in base64' });
+  .meta({
+    id: 'CodecPayloads',
+    description: 'Payloads in proto3 JSON: metadata values and data in base64; `payloads` absent means none',
+  });
 
 /** The answer: the same shape, every field present. */
 export const CodecAnswerSchema = z

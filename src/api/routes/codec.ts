@@ -37,7 +37,7 @@ export interface CodecRoutesDeps {
 export const CODEC_ALLOWED_HEADERS = 'Authorization, Content-Type, X-Namespace';
 const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
-type JsonPayload = z.infer<typeof CodecBodySchema>['payloads'][number];
+type JsonPayload = NonNullable<z.infer<typeof CodecBodySchema>['payloads']>[number];
 
 const fromJson = ({ metadata, data }: JsonPayload): Payload => ({
   metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
@@ -86,7 +86,7 @@ export function codecRoutes(deps: CodecRoutesDeps): Router {
         req.resume();
         throw new HttpError(415, 'Content-Type must be application/json');
       }
-      const { payloads } = CodecBodySchema.parse(await readJsonBody(req, limit));
+      const payloads = CodecBodySchema.parse(await readJsonBody(req, limit)).payloads ?? [];
       let result: Payload[];
       try {
         result = await deps.codec[operation](payloads.map(fromJson));
