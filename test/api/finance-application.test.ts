@@ -65,7 +65,8 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
-        pushed.push({ key: String(req.headers['idempotency-key']), event: JSON.parse(body) });
+        // The Standard Webhooks payload: the event is its `data`.
+        pushed.push({ key: String(req.headers['idempotency-key']), event: (JSON.parse(body) as { data: never }).data });
         res.writeHead(204).end();
       });
     });

@@ -13,9 +13,10 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { sc
 
 describe('production scripts', () => {
   it('start the build output with node, and their pre-scripts need nothing but node', () => {
-    expect(pkg.scripts.worker).toBe('node dist/worker/main.js');
-    expect(pkg.scripts.api).toBe('node dist/api/server.js');
-    expect(pkg.scripts.sandbox).toBe('node dist/sandbox/server.js');
+    // `exec`: the shell npm runs the script in becomes node, so npm's SIGTERM/SIGINT reaches node itself.
+    expect(pkg.scripts.worker).toBe('exec node dist/worker/main.js');
+    expect(pkg.scripts.api).toBe('exec node dist/api/server.js');
+    expect(pkg.scripts.sandbox).toBe('exec node dist/sandbox/server.js');
     for (const name of ['worker', 'api', 'sandbox']) {
       const pre = pkg.scripts[`pre${name}`] ?? '';
       expect(pre).toMatch(/^node scripts\/check-build\.mjs [a-z/]+$/);

@@ -4,6 +4,8 @@ export interface HistoryPayload {
   /** Where it is: `events[3].workflowExecutionStartedEventAttributes.input.payloads[0]`. */
   path: string;
   encoding: string;
+  /** The data as text, for a `json/plain` payload only. */
+  plain?: string;
 }
 
 /**
@@ -22,7 +24,13 @@ export function historyPayloads(history: temporal.api.history.v1.IHistory): Hist
     const record = value as Record<string, unknown>;
     const metadata = record.metadata as Record<string, Uint8Array> | undefined;
     if (metadata && typeof metadata === 'object' && 'data' in record && metadata.encoding) {
-      found.push({ path, encoding: Buffer.from(metadata.encoding).toString('utf8') });
+      const encoding = Buffer.from(metadata.encoding).toString('utf8');
+      const data = record.data as Uint8Array | null | undefined;
+      found.push({
+        path,
+        encoding,
+        ...(encoding === 'json/plain' && data ? { plain: Buffer.from(data).toString('utf8') } : {}),
+      });
       return;
     }
     for (const [k, v] of Object.entries(record)) visit(v, `${path}.${k}`, k);
