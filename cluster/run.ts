@@ -268,7 +268,11 @@ async function main(): Promise<number> {
     await Promise.all(internalUrls.map((url) => waitForHttp(`${url}/readyz`, 90_000)));
     const identities = await waitForPollers(connection, stack.workers, 90_000);
     // Versioned workers get tasks only once their version is current (what `npm start`, or the deploy procedure, does).
-    await makeCurrentVersion(connection.workflowService, NAMESPACE, A, { identity: 'cluster' });
+    await makeCurrentVersion(connection.workflowService, NAMESPACE, A, {
+      identity: 'cluster',
+      // The routing's propagation on the SQL-backed server took over the default 60 s once in this session's runs.
+      timeoutMs: 180_000,
+    });
     const tApp = Date.now();
     out(
       `  sandbox, 2 API processes (${publicUrls.join(' ')}), 2 workers (${identities.join(', ')}) of build ` +

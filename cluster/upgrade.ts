@@ -304,7 +304,11 @@ export async function rollingUpgrade(ctx: UpgradeContext): Promise<{ findings: s
 
   // ---- the switch ---------------------------------------------------------------------------------------------
   const tSwitch = Date.now();
-  await makeCurrentVersion(connection.workflowService, NAMESPACE, B, { identity: 'cluster-upgrade' });
+  await makeCurrentVersion(connection.workflowService, NAMESPACE, B, {
+    identity: 'cluster-upgrade',
+    // The routing's propagation on the SQL-backed server took over the default 60 s once in this session's runs.
+    timeoutMs: 180_000,
+  });
   const tCurrent = Date.now();
   // Changes while the runs move: each acknowledged webhook must reach the run that takes it.
   const walks = Promise.all(driven.map((r) => walk(r)));

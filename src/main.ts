@@ -139,9 +139,9 @@ runEntry<MainConfig>(
       `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
       `  API reference             ${internalUrl}/docs`,
       `  Merchant console          ${internalUrl}/console`,
-      uiUrl
-        ? `  Temporal Web UI           ${uiUrl}`
-        : `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
+      // The address too: the typed client and `npm run temporal` need it when the dev server's port was moved.
+      `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
+      ...(uiUrl ? [`  Temporal Web UI           ${uiUrl}`] : []),
       sandboxUrl
         ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
         : `  Bank                      ${bank.baseUrl}`,

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 import { eventually } from '../helpers/temporal';
+import { descendants } from '../helpers/process-tree';
 
 /**
  * Start and stop as the README says (issue 23): `npm start` as a person runs it (npm, which runs `node dist/main.js`);
@@ -18,20 +19,6 @@ import { eventually } from '../helpers/temporal';
  */
 const root = join(__dirname, '..', '..');
 const run = promisify(execFile);
-
-function descendants(pid: number): number[] {
-  let children: number[] = [];
-  try {
-    children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-  return children.flatMap((child) => [child, ...descendants(child)]);
-}
 
 const alive = (pid: number): boolean => {
   try {

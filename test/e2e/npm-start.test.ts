@@ -12,6 +12,7 @@ import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signatur
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 import { TEST_MERCHANT } from '../helpers/merchants';
+import { childPids } from '../helpers/process-tree';
 
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
@@ -54,18 +55,6 @@ function run(
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => output, exit };
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
 }
 
 function alive(pid: number): boolean {

@@ -7,6 +7,15 @@ import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type 
 import { ConsentParams } from './consent-refresh';
 
 /** A consent as its owner sees it. */
+/** The errors of a route on the caller's own consent (read, release). */
+const ownConsentErrors = errors(
+  [400, 'Invalid consentId, or an unknown parameter'],
+  401,
+  [404, "Not claimed, or another merchant's"],
+  429,
+  503,
+);
+
 export const ConsentSchema = z
   .object({
     consentId: z.string(),
@@ -61,13 +70,7 @@ export const consentPaths: ApiPaths = {
       requestParams: { path: ConsentParams, query: NoQuery },
       responses: {
         '200': json(ConsentSchema, "The caller's consent"),
-        ...errors(
-          [400, 'Invalid consentId, or an unknown parameter'],
-          401,
-          [404, "Not claimed, or another merchant's"],
-          429,
-          503,
-        ),
+        ...ownConsentErrors,
       },
     },
     delete: {
@@ -79,13 +82,7 @@ export const consentPaths: ApiPaths = {
       requestParams: { path: ConsentParams, query: NoQuery },
       responses: {
         '200': json(ConsentSchema, 'Released'),
-        ...errors(
-          [400, 'Invalid consentId, or an unknown parameter'],
-          401,
-          [404, "Not claimed, or another merchant's"],
-          429,
-          503,
-        ),
+        ...ownConsentErrors,
       },
     },
   },
