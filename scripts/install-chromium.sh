@@ -10,5 +10,5 @@ fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 $sudo apt-get update
-$sudo apt-get install -y --no-install-recommends chromium
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 "$path" --version
