@@ -1,5 +1,6 @@
 import { condition, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import type { StatusChange } from '../../shared/finance-application';
+import type { CallbackDelivery } from '../../shared/merchant-callbacks';
 import { merchant } from './proxies';
 import { failureType } from './failures';
 import type { Reporter } from './reporting';
@@ -67,10 +68,6 @@ export class MerchantNotifier {
     }
   }
 
-  /**
-   * Records the outcome in the state for the console (a merchant that keeps failing is given up on: counted, logged).
-   * No command of its own: the same activity as before, so recorded histories replay.
-   */
   private async notifyChange(url: string, change: StatusChange): Promise<void> {
     const sent: CallbackSent = {
       idempotencyKey: statusCallbackKey(workflowInfo().workflowId, change.status),
@@ -83,23 +80,8 @@ export class MerchantNotifier {
         ...change,
       },
     };
-    try {
-      const result = await merchant(`Notify merchant: ${change.status}`).notifyMerchant({
-        merchantId: this.merchantId,
-        url,
-        idempotencyKey: sent.idempotencyKey,
-        event: sent.event,
-      });
-      this.app.notificationDone(true, deliveredRecord(sent, result, new Date().toISOString()));
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      log.warn('Merchant callback gave up', {
-        ...this.report.ids(),
-        status: change.status,
-        failureType: failureType(err),
-      });
-      this.app.notificationDone(false, failedRecord(sent, err, new Date().toISOString()));
-    }
+    const record = await this.deliver(`Notify merchant: ${change.status}`, sent, { status: change.status });
+    this.app.notificationDone(record.outcome === 'delivered', record);
   }
 
   private async reportDuplicate(url: string, duplicateFinanceApplicationId: string): Promise<void> {
@@ -115,22 +97,34 @@ export class MerchantNotifier {
         at: new Date().toISOString(),
       },
     };
+    const record = await this.deliver('Notify merchant: duplicate application', sent, {
+      duplicateFinanceApplicationId,
+    });
+    this.app.duplicateReportDone(record.outcome === 'delivered', record);
+  }
+
+  /**
+   * One callback through notifyMerchant, and the record of its outcome for the state (the console reads it). A
+   * merchant that keeps failing is given up on: logged with `logFields`, counted by the caller. No command of its own:
+   * the same activity as before, so recorded histories replay.
+   */
+  private async deliver(
+    summary: string,
+    sent: CallbackSent,
+    logFields: Record<string, string>,
+  ): Promise<CallbackDelivery> {
     try {
-      const result = await merchant('Notify merchant: duplicate application').notifyMerchant({
+      const result = await merchant(summary).notifyMerchant({
         merchantId: this.merchantId,
-        url,
+        url: sent.url,
         idempotencyKey: sent.idempotencyKey,
         event: sent.event,
       });
-      this.app.duplicateReportDone(true, deliveredRecord(sent, result, new Date().toISOString()));
+      return deliveredRecord(sent, result, new Date().toISOString());
     } catch (err) {
       if (isCancellation(err)) throw err;
-      log.warn('Merchant callback gave up', {
-        ...this.report.ids(),
-        duplicateFinanceApplicationId,
-        failureType: failureType(err),
-      });
-      this.app.duplicateReportDone(false, failedRecord(sent, err, new Date().toISOString()));
+      log.warn('Merchant callback gave up', { ...this.report.ids(), ...logFields, failureType: failureType(err) });
+      return failedRecord(sent, err, new Date().toISOString());
     }
   }
 }
