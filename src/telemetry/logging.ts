@@ -8,6 +8,7 @@ import {
 } from '@temporalio/worker';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { loggableCallbackUrl, loggablePath, loggableUrl, REDACT_PATHS } from '../security/redaction';
+import { bankReadsTaskQueue } from '../shared/task-queues';
 import { requestLogIds } from './request-context';
 import { activeTraceIds } from './trace-ids';
 
@@ -63,13 +64,30 @@ const LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = 
   ERROR: 'error',
 };
 
+/**
+ * An SDK warning that describes this service's design rather than a fault: the bank-reads worker registers
+ * activities only (src/worker/factory.ts), so the SDK's "No workflows registered" on that queue is expected at every
+ * start, and logged at debug. The same warning for any other queue stays a warning.
+ */
+export function isExpectedSdkWarning(message: string, meta: LogMetadata | undefined): boolean {
+  const taskQueue = (meta as { taskQueue?: unknown } | undefined)?.taskQueue;
+  return (
+    message.startsWith('No workflows registered') &&
+    typeof taskQueue === 'string' &&
+    taskQueue.length > BANK_READS_SUFFIX.length &&
+    taskQueue.endsWith(BANK_READS_SUFFIX)
+  );
+}
+const BANK_READS_SUFFIX = bankReadsTaskQueue('');
+
 /** The Temporal SDK logger interface over pino: workflow `log` (via sinks), activity `log` and the worker. */
 export class PinoTemporalLogger implements TemporalLogger {
   constructor(private readonly logger: Logger) {}
 
   log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    const at = level === 'WARN' && isExpectedSdkWarning(message, meta) ? 'debug' : LEVELS[level];
     // SDK metadata carries workflowId, runId, activityType… as plain fields: they land on the JSON line.
-    this.logger[LEVELS[level]]({ ...(meta as Record<string, unknown>) }, message);
+    this.logger[at]({ ...(meta as Record<string, unknown>) }, message);
   }
   trace(message: string, meta?: LogMetadata): void {
     this.log('TRACE', message, meta);

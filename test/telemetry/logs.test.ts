@@ -13,7 +13,7 @@ import { createMetrics } from '../../src/api/metrics';
 import { requestIdFrom, requestLineLevel } from '../../src/api/request-log';
 import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
-import { createLogger, resolveLogFormat } from '../../src/telemetry/logging';
+import { createLogger, PinoTemporalLogger, resolveLogFormat } from '../../src/telemetry/logging';
 import { financeApplicationWebhookUrl, webhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
@@ -274,6 +274,24 @@ describe('the request id on every line of a request, whichever logger writes it 
     const { lines: outside, sink: outsideSink } = capture();
     createLogger({ destination: outsideSink }).info('not in a request');
     expect(outside[0]).not.toHaveProperty('reqId');
+  });
+});
+
+describe("the Temporal SDK's own lines", () => {
+  it('logs the bank-reads worker\'s "No workflows registered" at debug (it registers activities only); any other queue\'s stays a warning', () => {
+    const { lines, sink } = capture();
+    const sdk = new PinoTemporalLogger(createLogger({ level: 'debug', format: 'json', destination: sink }));
+    const message = 'No workflows registered, not polling for workflow tasks';
+    sdk.warn(message, { sdkComponent: 'worker', taskQueue: 'paylater-bank-reads' });
+    sdk.warn(message, { sdkComponent: 'worker', taskQueue: 'paylater' });
+    sdk.warn(message, { sdkComponent: 'worker', taskQueue: '-bank-reads' });
+    sdk.warn('Something else', { sdkComponent: 'worker', taskQueue: 'paylater-bank-reads' });
+    expect(lines.map((l) => [l.level, l.taskQueue, l.msg])).toEqual([
+      [20, 'paylater-bank-reads', message],
+      [40, 'paylater', message],
+      [40, '-bank-reads', message],
+      [40, 'paylater-bank-reads', 'Something else'],
+    ]);
   });
 });
 
