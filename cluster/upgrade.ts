@@ -297,7 +297,7 @@ export async function rollingUpgrade(ctx: UpgradeContext): Promise<{ findings: s
     ...openRefs.map(wfId),
     consentClaimWorkflowId(claimConsent),
     consentRefreshWorkflowId(refreshA),
-    transactionEventsWorkflowId(txConsent),
+    transactionEventsWorkflowId(merchantId, txConsent),
   ]) {
     if (!openOnA.has(id)) findings.push(`${id} was not open on A at the switch`);
   }

@@ -94,8 +94,9 @@ export async function releaseConsent(
   consentId: string,
 ): Promise<ConsentClaimState> {
   const { merchantId } = merchantScope(merchant);
+  let released: ConsentClaimState;
   try {
-    return await client.workflow
+    released = await client.workflow
       .getHandle<typeof consentClaimWorkflow>(consentClaimWorkflowId(consentId))
       .executeUpdate(releaseConsentClaimUpdate, { args: [{ merchantId }] });
   } catch (err) {
@@ -103,14 +104,31 @@ export async function releaseConsent(
       throw new ConsentNotFoundError(consentId);
     throw err;
   }
+  // This process's receiver no longer hands the consent's events to the merchant from now (others: within the TTL).
+  ConsentOwners.forClient(client).forget(consentId);
+  return released;
 }
 
 /**
  * Owners of consents, cached in a process: a claim does not change owner while it runs, so a positive answer is
- * kept for `ttlMs` (a release is seen by then); an unclaimed consent is asked again each time (a claim may come
- * any moment). Bounded: the oldest entries go first.
+ * kept for `ttlMs` (DEFAULT_CONSENT_OWNER_TTL_MS); an unclaimed consent is asked again each time (a claim may come
+ * any moment). A release through this process's client is seen at once (releaseConsent forgets the entry); one
+ * through another process within the TTL: until then this process's receiver still hands the consent's events to
+ * the merchant that released it. Bounded: the oldest entries go first.
  */
 export class ConsentOwners {
+  private static readonly byClient = new WeakMap<Client, ConsentOwners>();
+
+  /** The one cache of a client (its process's receiver and facade share it). */
+  static forClient(client: Client): ConsentOwners {
+    let owners = ConsentOwners.byClient.get(client);
+    if (!owners) {
+      owners = new ConsentOwners(client);
+      ConsentOwners.byClient.set(client, owners);
+    }
+    return owners;
+  }
+
   private readonly owners = new Map<string, { merchantId: string; until: number }>();
   constructor(
     private readonly client: Client,
@@ -127,9 +145,20 @@ export class ConsentOwners {
     return merchantId;
   }
 
+  /** Drops the consent's entry: its next event reads the claim again. */
+  forget(consentId: string): void {
+    this.owners.delete(consentId);
+  }
+
   private remember(consentId: string, merchantId: string, now = Date.now()): void {
-    this.owners.set(consentId, { merchantId, until: now + (this.options.ttlMs ?? 60_000) });
+    this.owners.set(consentId, { merchantId, until: now + (this.options.ttlMs ?? DEFAULT_CONSENT_OWNER_TTL_MS) });
     const max = this.options.maxEntries ?? 10_000;
     while (this.owners.size > max) this.owners.delete(this.owners.keys().next().value!);
   }
 }
+
+/**
+ * How long a process trusts a consent's owner it has read: the longest a release through another API process goes
+ * unseen by this one's receiver. One describe of the claim per consent and TTL at most, whatever the events.
+ */
+export const DEFAULT_CONSENT_OWNER_TTL_MS = 10_000;

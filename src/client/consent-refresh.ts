@@ -14,7 +14,11 @@ import {
   type ConsentRefreshResult,
   type LateAccountEventsState,
 } from '../shared/consent-refresh';
-import { consentRefreshWorkflowId, lateAccountEventsWorkflowId } from '../shared/ids';
+import {
+  consentRefreshWorkflowId,
+  lateAccountEventsWorkflowId,
+  legacyLateAccountEventsWorkflowId,
+} from '../shared/ids';
 import { learnedBankCodes, mergeLateReports } from '../shared/late-reports';
 import { ConsentId, MerchantId } from '../shared/search-attributes';
 import { claimConsent, ConsentNotFoundError, consentOwner } from './consent-claims';
@@ -68,7 +72,7 @@ export async function startConsentRefresh(
   input = { ...input, merchantId } as ConsentRefreshInput;
   const workflowId = consentRefreshWorkflowId(input.consentId);
   if (input.knownBankCodes === undefined) {
-    const known = await lookUpKnownBankCodes(client, input.consentId);
+    const known = await lookUpKnownBankCodes(client, merchantId, input.consentId);
     if (known !== undefined && known.length > 0) input = { ...input, knownBankCodes: known };
   }
   if (input.lateReportsCallbackUrl === undefined && options.lateReportsCallbackUrl !== undefined)
@@ -172,20 +176,32 @@ async function assertWorkflowOf(
   if (owner === undefined ? !scope.ownsLegacy : owner !== scope.merchantId) throw new ConsentNotFoundError(consentId);
 }
 
-/** The consent's late bank reports, when its late-reports workflow is the merchant's; none otherwise. */
+/**
+ * The consent's late bank reports that are the merchant's: those of its own late workflow, and those of the one keyed
+ * by the consent alone (started before late workflows were keyed by owner) when that one is the merchant's.
+ */
 async function ownLateBankReports(
   client: Client,
   merchant: MerchantScope | string,
   consentId: string,
 ): Promise<LateAccountEventsState> {
-  try {
-    await assertWorkflowOf(client, merchant, lateAccountEventsWorkflowId(consentId), consentId);
-  } catch (err) {
-    if (err instanceof ConsentNotFoundError || err instanceof WorkflowNotFoundError)
-      return { consentId, reports: [], received: 0, duplicates: 0 };
-    throw err;
-  }
-  return getLateBankReports(client, consentId);
+  const legacy = async (): Promise<LateAccountEventsState | undefined> => {
+    try {
+      await assertWorkflowOf(client, merchant, legacyLateAccountEventsWorkflowId(consentId), consentId);
+    } catch (err) {
+      if (err instanceof ConsentNotFoundError || err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
+    return lateReportsOf(client, legacyLateAccountEventsWorkflowId(consentId), consentId);
+  };
+  const [own, before] = await Promise.all([getLateBankReports(client, merchant, consentId), legacy()]);
+  if (!before) return own;
+  return {
+    consentId,
+    reports: [...before.reports, ...own.reports],
+    received: before.received + own.received,
+    duplicates: before.duplicates + own.duplicates,
+  };
 }
 
 /** Waits for the consent's latest refresh to end and returns its result, amended by the late reports so far. */
@@ -215,18 +231,32 @@ export async function assertConsentOf(
   throw new ConsentNotFoundError(consentId);
 }
 
-/** The consent's late-bank-reports workflow (latest run). */
+/** The merchant's late-bank-reports workflow of the consent (latest run). */
 export function lateBankReportsHandle(
   client: Client,
+  merchant: MerchantScope | string,
   consentId: string,
 ): WorkflowHandle<typeof lateAccountEventsWorkflow> {
-  return client.workflow.getHandle<typeof lateAccountEventsWorkflow>(lateAccountEventsWorkflowId(consentId));
+  return client.workflow.getHandle<typeof lateAccountEventsWorkflow>(
+    lateAccountEventsWorkflowId(merchantScope(merchant).merchantId, consentId),
+  );
 }
 
-/** The consent's kept late bank reports (none when no late report ever came, or none is retained). */
-export async function getLateBankReports(client: Client, consentId: string): Promise<LateAccountEventsState> {
+/**
+ * The reports kept by the merchant's own late workflow of the consent (none when no late report ever came, or none
+ * is retained). Those of a late workflow from before they were keyed by owner: getConsentRefreshProgress.
+ */
+export async function getLateBankReports(
+  client: Client,
+  merchant: MerchantScope | string,
+  consentId: string,
+): Promise<LateAccountEventsState> {
+  return lateReportsOf(client, lateAccountEventsWorkflowId(merchantScope(merchant).merchantId, consentId), consentId);
+}
+
+async function lateReportsOf(client: Client, workflowId: string, consentId: string): Promise<LateAccountEventsState> {
   try {
-    return await lateBankReportsHandle(client, consentId).query(lateAccountEventsQuery);
+    return await client.workflow.getHandle<typeof lateAccountEventsWorkflow>(workflowId).query(lateAccountEventsQuery);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { consentId, reports: [], received: 0, duplicates: 0 };
     throw err;
@@ -238,7 +268,11 @@ export async function getLateBankReports(client: Client, consentId: string): Pro
  * latest refresh (on time and late answers, or the set it carried) and the late reports. `undefined` while a
  * refresh runs: a start then attaches to it and its inputs are ignored anyway.
  */
-export async function lookUpKnownBankCodes(client: Client, consentId: string): Promise<string[] | undefined> {
+export async function lookUpKnownBankCodes(
+  client: Client,
+  merchant: MerchantScope | string,
+  consentId: string,
+): Promise<string[] | undefined> {
   let previous: ConsentRefreshProgress | undefined;
   try {
     previous = await refreshProgress(consentRefreshHandle(client, consentId));
@@ -246,5 +280,5 @@ export async function lookUpKnownBankCodes(client: Client, consentId: string): P
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (previous !== undefined && !previous.done) return undefined;
-  return learnedBankCodes(previous, (await getLateBankReports(client, consentId)).reports);
+  return learnedBankCodes(previous, (await ownLateBankReports(client, merchant, consentId)).reports);
 }

@@ -16,14 +16,30 @@ export const legacyFinanceApplicationWorkflowId = (merchantReference: string): s
 
 /**
  * Consent ids are the bank's and name one consent across merchants: a consent belongs to the merchant that first
- * claimed it (its consentClaimWorkflow), so the consent's own workflows are keyed by the consent id alone.
+ * claimed it (its consentClaimWorkflow), so its claim and its refresh (one at a time, whoever owns it) are keyed by
+ * the consent id alone.
  */
 export const consentRefreshWorkflowId = (consentId: string): string => `consent-refresh:${consentId}`;
 
-export const transactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
+/**
+ * The workflows that hand a consent's events to its owner are keyed by the owner too: when a consent changes hands
+ * (released, then claimed by another merchant), the new owner's events start its own workflow, and the previous
+ * owner's, still open, receive nothing more (decision 0024).
+ */
+export const transactionEventsWorkflowId = (merchantId: string, consentId: string): string =>
+  `consent-transactions:${merchantId}:${consentId}`;
 
-/** The consent's late bank reports: accountEvents that came when their refresh could no longer take them. */
-export const lateAccountEventsWorkflowId = (consentId: string): string => `consent-late-reports:${consentId}`;
+/** The consent's late bank reports (accountEvents that came when their refresh could no longer take them), per owner. */
+export const lateAccountEventsWorkflowId = (merchantId: string, consentId: string): string =>
+  `consent-late-reports:${merchantId}:${consentId}`;
+
+/**
+ * The same workflows as started before they were keyed by owner: by the receiver before this build, by refreshes
+ * before LATE_REPORTS_PER_MERCHANT_PATCH and by refreshes from before tenancy. Read, never started by this build's
+ * receiver.
+ */
+export const legacyTransactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
+export const legacyLateAccountEventsWorkflowId = (consentId: string): string => `consent-late-reports:${consentId}`;
 
 /** The consent's claim: which merchant owns it (the first to claim it). Runs until released. */
 export const consentClaimWorkflowId = (consentId: string): string => `consent-claim:${consentId}`;

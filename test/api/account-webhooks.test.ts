@@ -142,7 +142,10 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     expect(await signalsInHistory()).toBe(0);
     // Nothing started: no late-report or transaction workflow for any of these consents.
     for (const id of [consentId, txConsent, 'tx with spaces', 'c'.repeat(129)]) {
-      for (const workflowId of [lateAccountEventsWorkflowId(id), transactionEventsWorkflowId(id)]) {
+      for (const workflowId of [
+        lateAccountEventsWorkflowId(TEST_MERCHANT, id),
+        transactionEventsWorkflowId(TEST_MERCHANT, id),
+      ]) {
         await expect(stack.t.client.workflow.getHandle(workflowId).describe()).rejects.toThrow(/not found/i);
       }
     }
@@ -154,7 +157,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     const accounts = Array.from({ length: 2_500 }, (_, i) => ({ accountId: `OPB-${String(i).padStart(5, '0')}` }));
     const res = await send(JSON.stringify({ consentId: txConsent, accounts }), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
-    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent));
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, txConsent));
     const state = await eventually(async () => {
       const s = await handle.query(transactionEventsStateQuery);
       return s.events === 3 && s.batches === 3 && s.pendingAccountIds.length === 0 ? s : undefined;
@@ -180,8 +183,8 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     const other = { ...event(), taskId: `earlier-${taskId}` };
     const res = await send(JSON.stringify(other), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ workflowId: lateAccountEventsWorkflowId(consentId) });
-    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId));
+    expect(res.body).toMatchObject({ workflowId: lateAccountEventsWorkflowId(TEST_MERCHANT, consentId) });
+    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(TEST_MERCHANT, consentId));
     const state = await eventually(async () => {
       const s = await handle.query(lateAccountEventsQuery);
       return s.reports.length === 1 ? s : undefined;
@@ -208,8 +211,11 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     const lateBefore = await webhookCount('accountEvent', 'late');
     const res = await send(JSON.stringify(orphan), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ status: 'accepted', workflowId: lateAccountEventsWorkflowId(orphan.consentId) });
-    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(orphan.consentId));
+    expect(res.body).toMatchObject({
+      status: 'accepted',
+      workflowId: lateAccountEventsWorkflowId(TEST_MERCHANT, orphan.consentId),
+    });
+    const handle = stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId(TEST_MERCHANT, orphan.consentId));
     const state = await eventually(async () => {
       const s = await handle.query(lateAccountEventsQuery);
       return s.reports.length === 1 ? s : undefined;
@@ -227,7 +233,7 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
     await claim(txConsent);
     const res = await send(JSON.stringify(body), json(stack.webhooks.securityHeader));
     expect(res.status).toBe(202);
-    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent));
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, txConsent));
     const state = await eventually(async () => {
       const s = await handle.query(transactionEventsStateQuery);
       return s.events === 1 ? s : undefined;
@@ -298,7 +304,9 @@ describe('POST /webhooks/accounts (receiver on the real stack)', () => {
       await res.arrayBuffer();
     } finally {
       await closeServer(server, 100);
-      await stack.t.client.workflow.getHandle(transactionEventsWorkflowId(txConsent)).terminate('test done');
+      await stack.t.client.workflow
+        .getHandle(transactionEventsWorkflowId(TEST_MERCHANT, txConsent))
+        .terminate('test done');
       await release(txConsent);
     }
   });

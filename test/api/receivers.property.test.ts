@@ -312,8 +312,8 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
     for (const id of [
       financeApplicationWorkflowId(TEST_MERCHANT, ref),
       consentRefreshWorkflowId(consentId),
-      lateAccountEventsWorkflowId(consentId),
-      transactionEventsWorkflowId(txConsentId),
+      lateAccountEventsWorkflowId(TEST_MERCHANT, consentId),
+      transactionEventsWorkflowId(TEST_MERCHANT, txConsentId),
       consentClaimWorkflowId(consentId),
       consentClaimWorkflowId(txConsentId),
     ])
@@ -545,8 +545,8 @@ describe('receivers and facade under generated requests (fast-check, real HTTP, 
     expect(accepted.late).toBeGreaterThan(RUNS / 40);
     expect(accepted.transaction).toBeGreaterThan(0);
     await expectSignals(consentRefreshWorkflowId(consentId), accepted.account);
-    await expectSignals(lateAccountEventsWorkflowId(consentId), accepted.late);
-    await expectSignals(transactionEventsWorkflowId(txConsentId), accepted.transaction);
+    await expectSignals(lateAccountEventsWorkflowId(TEST_MERCHANT, consentId), accepted.late);
+    await expectSignals(transactionEventsWorkflowId(TEST_MERCHANT, txConsentId), accepted.transaction);
   });
 
   it('merchant facade: never a 5xx, 401 on every merchant path without the key, and nothing started', async () => {

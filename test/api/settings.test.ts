@@ -163,7 +163,7 @@ describe('settings from the environment and per request (whole stack)', () => {
     const consentId = `consent-${randomUUID()}`;
     await claimTestConsent(stack.t, consentId);
     await stack.sandbox.control.emitTransactionEvents(consentId, { count: 2 });
-    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, consentId));
     const timers = await eventually(async () => {
       const seconds = timerSeconds(await handle.fetchHistory());
       return seconds.includes(3) ? seconds : undefined;

@@ -14,8 +14,11 @@ import {
   financeApplicationWorkflowId,
   lateAccountEventsWorkflowId,
   legacyFinanceApplicationWorkflowId,
+  legacyLateAccountEventsWorkflowId,
+  legacyTransactionEventsWorkflowId,
   transactionEventsWorkflowId,
 } from '../../src/shared/ids';
+import { transactionEventsStateQuery } from '../../src/shared/transaction-events';
 import { MerchantId } from '../../src/shared/search-attributes';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { startMerchant } from '../activities/helpers/merchant-server';
@@ -248,8 +251,8 @@ describe('merchants as tenants (whole stack)', () => {
       hooksA.received.some((r) => r.body.includes(consentId) && r.body.includes('acc-1')) ? true : undefined,
     );
     expect(hooksB.received.some((r) => r.body.includes(consentId))).toBe(false);
-    const handedOff = await stack.t.client.workflow.getHandle(transactionEventsWorkflowId(consentId)).describe();
-    expect(handedOff.typedSearchAttributes.get(MerchantId)).toBe('shop-a');
+    const handedOffA = stack.t.client.workflow.getHandle(transactionEventsWorkflowId('shop-a', consentId));
+    expect((await handedOffA.describe()).typedSearchAttributes.get(MerchantId)).toBe('shop-a');
 
     // Released, the consent may be claimed by another merchant.
     expect((await shopA(`/consents/${consentId}`, { method: 'DELETE' })).status).toBe(200);
@@ -260,6 +263,37 @@ describe('merchants as tenants (whole stack)', () => {
       (await shopB(`/consents/${consentId}`, { method: 'PUT' })).status === 201 ? true : undefined,
     );
     expect((await shopA(`/consents/${consentId}`)).status).toBe(404);
+    // The new owner's events go to it alone, though shop-a's transactionEvents workflow is still open (it closes
+    // when idle): the hand-off workflows are keyed by owner, and the release was seen by this process's receiver.
+    expect((await handedOffA.describe()).status.name).toBe('RUNNING');
+    const afterMove = await accountWebhook({ consentId, eventType: 'NEW', accounts: [{ accountId: 'acc-2' }] });
+    expect(afterMove.status).toBe(202);
+    expect(await afterMove.json()).toMatchObject({ workflowId: transactionEventsWorkflowId('shop-b', consentId) });
+    const lateAfterMove = await accountWebhook({
+      consentId,
+      taskId: `task-after-move-${randomUUID()}`,
+      taskStatus: 'FINISHED',
+      bankCode: 'B9',
+      bankName: 'Bank Nine',
+      accounts: [{ accountId: 'acc-3', eventType: 'ADDED' }],
+    });
+    expect(lateAfterMove.status).toBe(202);
+    expect(await lateAfterMove.json()).toMatchObject({ workflowId: lateAccountEventsWorkflowId('shop-b', consentId) });
+    await eventually(() =>
+      hooksB.received.some((r) => r.body.includes('acc-2')) && hooksB.received.some((r) => r.body.includes('acc-3'))
+        ? true
+        : undefined,
+    );
+    expect(hooksA.received.some((r) => r.body.includes('acc-2') || r.body.includes('acc-3'))).toBe(false);
+    expect((await handedOffA.query(transactionEventsStateQuery)).events).toBe(1);
+    const lateB = await stack.t.client.workflow.getHandle(lateAccountEventsWorkflowId('shop-b', consentId)).describe();
+    expect(lateB.typedSearchAttributes.get(MerchantId)).toBe('shop-b');
+    for (const id of [
+      transactionEventsWorkflowId('shop-a', consentId),
+      transactionEventsWorkflowId('shop-b', consentId),
+      lateAccountEventsWorkflowId('shop-b', consentId),
+    ])
+      await finish(id);
     // shop-a's refresh of it stays shop-a's: the new owner does not read it, nor attach to it while it runs.
     expect((await shopB(`/consents/${consentId}/refresh`)).status).toBe(404);
     const attach = await shopB(`/consents/${consentId}/refresh`, { method: 'POST', body: '{}' });
@@ -286,8 +320,12 @@ describe('merchants as tenants (whole stack)', () => {
     }
     expect(await webhookCount('unclaimed')).toBe(before + 2);
     for (const id of [
-      transactionEventsWorkflowId(consentId),
-      lateAccountEventsWorkflowId(consentId),
+      transactionEventsWorkflowId('shop-a', consentId),
+      transactionEventsWorkflowId('shop-b', consentId),
+      legacyTransactionEventsWorkflowId(consentId),
+      lateAccountEventsWorkflowId('shop-a', consentId),
+      lateAccountEventsWorkflowId('shop-b', consentId),
+      legacyLateAccountEventsWorkflowId(consentId),
       consentClaimWorkflowId(consentId),
     ])
       await notFound(id);

@@ -189,7 +189,11 @@ describe('the public app: webhook answers through Express', () => {
       transactionEvent,
       'accept',
       202,
-      { status: 'accepted', kind: 'transactionEvent', workflowId: transactionEventsWorkflowId('consent-1') },
+      {
+        status: 'accepted',
+        kind: 'transactionEvent',
+        workflowId: transactionEventsWorkflowId(TEST_MERCHANT, 'consent-1'),
+      },
     ],
     [
       'accounts: wrong Authorization',

@@ -40,6 +40,8 @@ describe('replay of committed consent-refresh and transaction-events histories',
       expect(files).toContain(`consent-refresh-v2-${name}.json`);
     // Under RECORDED_CLOCK_PATCH: a quiet-period timer's lateness read from a recorded local activity.
     expect(files).toContain('consent-refresh-v3-quiet-period-after-outage.json');
+    // Under LATE_REPORTS_PER_MERCHANT_PATCH: another task's event handed to the merchant's own late workflow.
+    expect(files).toContain('consent-refresh-v4-early-event-of-another-task.json');
     // Under BOUNDED_BATCHES_PATCH: a backlog delivered in batches of at most 1,000 accounts, then continue-as-new.
     expect(files).toContain('transaction-events-v2-bounded-batches.json');
     // The console's resend of a callback (callbackRedeliveryWorkflow), recorded by test/api/console.test.ts.

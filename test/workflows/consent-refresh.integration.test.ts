@@ -148,7 +148,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const afterStale = (await get(consentId)).body;
     expect(afterStale).toMatchObject({ done: false, staleEvents: 0, missing: ['BBBB'] });
     const reports = await eventually(async () => {
-      const r = (await getLateBankReports(stack.t.client, consentId)).reports;
+      const r = (await getLateBankReports(stack.t.client, TEST_MERCHANT, consentId)).reports;
       return r.length === 1 ? r : undefined;
     });
     expect(reports[0]).toMatchObject({ taskId: 'an-earlier-task', bankCode: 'BBBB', reason: 'other-task' });
@@ -161,7 +161,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     expect(result.lateReports).toBe(0);
     expect(result.banks.find((b) => b.bankCode === 'BBBB')?.accounts).toEqual(late.accounts);
     await recordConsentHistory('consent-refresh-v2-stale-event', consentRefreshHandle(stack.t.client, consentId));
-    await lateBankReportsHandle(stack.t.client, consentId).terminate('test done');
+    await lateBankReportsHandle(stack.t.client, TEST_MERCHANT, consentId).terminate('test done');
   });
 
   it('one bank never answers: ends at the timeout with the others and that bank missing', async () => {
@@ -245,7 +245,9 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
         reason: 'refresh-closed',
         at: expect.any(String),
       });
-      expect(r.headers['webhook-id']).toBe(`consent-late-reports:${consentId}:${taskId}:${r.event.bankCode}`);
+      expect(r.headers['webhook-id']).toBe(
+        `consent-late-reports:${TEST_MERCHANT}:${consentId}:${taskId}:${r.event.bankCode}`,
+      );
       expect(new Webhook(TEST_CALLBACK_SIGNING_SECRET).verify(r.body, r.headers as Record<string, string>)).toEqual(
         r.payload,
       );
@@ -271,8 +273,11 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
       'consent-refresh-v2-before-late-reports',
       consentRefreshHandle(stack.t.client, consentId),
     );
-    await recordConsentHistory('consent-late-reports-delivered', lateBankReportsHandle(stack.t.client, consentId));
-    await lateBankReportsHandle(stack.t.client, consentId).terminate('test done');
+    await recordConsentHistory(
+      'consent-late-reports-delivered',
+      lateBankReportsHandle(stack.t.client, TEST_MERCHANT, consentId),
+    );
+    await lateBankReportsHandle(stack.t.client, TEST_MERCHANT, consentId).terminate('test done');
   });
 
   it('a second refresh, no expectedBankCodes: waits for the three banks the first one saw, not the quiet period after the first', async () => {
@@ -309,7 +314,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     ]);
     const [, task] = tasksOf(consentId);
     expect(task!.banks.find((b) => b.bankCode === 'CCCC')?.delayMs).toBeGreaterThan(1_000);
-    expect((await getLateBankReports(stack.t.client, consentId)).reports).toEqual([]);
+    expect((await getLateBankReports(stack.t.client, TEST_MERCHANT, consentId)).reports).toEqual([]);
     await recordConsentHistory('consent-refresh-v2-learned-banks', consentRefreshHandle(stack.t.client, consentId));
   });
 

@@ -12,6 +12,7 @@ import {
 import { lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import type { lateAccountEventsWorkflow } from '../../src/workflows/late-account-events/workflow';
 import { connectTestTemporal, eventually, startTestWorker, type TemporalTestContext } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * lateAccountEventsWorkflow's logic on the real dev server with a typed jest.fn notifyMerchant (the real path,
@@ -61,7 +62,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
     t.client.workflow.signalWithStart<typeof lateAccountEventsWorkflow, [LateAccountEventSignalInput]>(
       'lateAccountEventsWorkflow',
       {
-        workflowId: lateAccountEventsWorkflowId(input.consentId),
+        workflowId: lateAccountEventsWorkflowId(TEST_MERCHANT, input.consentId),
         taskQueue: t.taskQueue,
         args: [input],
         signal: lateAccountEventSignal,
@@ -69,7 +70,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
       },
     );
   const query = (consentId: string) =>
-    t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId)).query(lateAccountEventsQuery);
+    t.client.workflow.getHandle(lateAccountEventsWorkflowId(TEST_MERCHANT, consentId)).query(lateAccountEventsQuery);
   const delivered = (consentId: string) =>
     notifyMerchant.mock.calls
       .map(([call]) => call)
@@ -100,7 +101,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
     const [first] = delivered(consentId);
     expect(first).toEqual({
       url: 'https://merchant.example/late',
-      idempotencyKey: `${lateAccountEventsWorkflowId(consentId)}:task-1:AAA`,
+      idempotencyKey: `${lateAccountEventsWorkflowId(TEST_MERCHANT, consentId)}:task-1:AAA`,
       event: {
         type: 'consent.late-bank-report',
         consentId,
@@ -115,7 +116,9 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
       },
     });
     // Two deliveries per run: the third was made by a continued run, which kept the reports and the dedup keys.
-    const described = await t.client.workflow.getHandle(lateAccountEventsWorkflowId(consentId)).describe();
+    const described = await t.client.workflow
+      .getHandle(lateAccountEventsWorkflowId(TEST_MERCHANT, consentId))
+      .describe();
     expect(described.runId).not.toBe(firstRunId);
     await signalWithStart(input, { event: event(consentId, 'FAIL'), reason: 'refresh-closed' });
     await eventually(async () => ((await query(consentId)).duplicates === 2 ? true : undefined));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { transactionEventsStateQuery, type TransactionsChangedEvent } from '../../src/shared/transaction-events';
 import { transactionEventsWorkflowId } from '../../src/shared/ids';
-import { claimTestConsent } from '../helpers/merchants';
+import { claimTestConsent, TEST_MERCHANT } from '../helpers/merchants';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -84,7 +84,7 @@ describe('transactionEvents end to end (sandbox → receiver → workflow → me
       ),
     );
     // Mid-burst, once the receiver has handed some events off: a graceful worker restart, as on a deploy.
-    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
+    const handle = stack.t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, consentId));
     await eventually(async () => ((await handle.describe()).status.name === 'RUNNING' ? true : undefined), 10_000, 20);
     await stack.stopWorker();
     await stack.startWorker();

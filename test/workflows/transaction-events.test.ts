@@ -20,6 +20,7 @@ import {
   testPayloadCodec,
   type TemporalTestContext,
 } from '../helpers/temporal';
+import { TEST_MERCHANT } from '../helpers/merchants';
 
 /**
  * transactionEventsWorkflow's logic on the real dev server with a typed jest.fn notifyMerchant (the real HTTP
@@ -60,7 +61,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     t.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
       'transactionEventsWorkflow',
       {
-        workflowId: transactionEventsWorkflowId(input.consentId),
+        workflowId: transactionEventsWorkflowId(TEST_MERCHANT, input.consentId),
         taskQueue: t.taskQueue,
         args: [input],
         signal: transactionEventSignal,
@@ -85,7 +86,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
       await signalWithStart(input, { consentId, eventType: 'NEW', accounts: [{ accountId: `acc-${i % 7}` }] });
     }
     const state = await t.client.workflow
-      .getHandle<typeof transactionEventsWorkflow>(transactionEventsWorkflowId(consentId))
+      .getHandle<typeof transactionEventsWorkflow>(transactionEventsWorkflowId(TEST_MERCHANT, consentId))
       .result();
     expect(state).toMatchObject({ consentId, events: 20, batches: 1, pendingAccountIds: [] });
 
@@ -95,7 +96,9 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     expect(event).toMatchObject({ type: 'transactionsChanged', consentId, eventType: 'NEW', events: 20, batch: 1 });
     expect(event.accounts.map((a) => a.accountId).sort()).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `acc-${i}`));
     expect(calls[0]!.url).toBe('http://merchant.test/tx');
-    expect(calls[0]!.idempotencyKey).toMatch(new RegExp(`^${transactionEventsWorkflowId(consentId)}:.+:1$`));
+    expect(calls[0]!.idempotencyKey).toMatch(
+      new RegExp(`^${transactionEventsWorkflowId(TEST_MERCHANT, consentId)}:.+:1$`),
+    );
   });
 
   it('continues as new at the batch threshold, carrying counts, with a distinct idempotency key per batch', async () => {
@@ -114,7 +117,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     await signalWithStart(input, { consentId, accounts: [{ accountId: 'b' }] });
     await eventually(() => (callsFor(consentId).length === 2 ? true : undefined));
 
-    const latest = t.client.workflow.getHandle(transactionEventsWorkflowId(consentId));
+    const latest = t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, consentId));
     const state = await latest.query(transactionEventsStateQuery);
     expect(state).toMatchObject({ events: 2, batches: 2 });
     expect((await latest.describe()).runId).not.toBe(first.signaledRunId);
@@ -124,7 +127,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
       calls.flatMap((c) => (c.event as unknown as TransactionsChangedEvent).accounts.map((a) => a.accountId)),
     ).toEqual(['a', 'b']);
     expect(new Set(calls.map((c) => c.idempotencyKey)).size).toBe(2);
-    await t.client.workflow.getHandle(transactionEventsWorkflowId(consentId)).terminate('test done');
+    await t.client.workflow.getHandle(transactionEventsWorkflowId(TEST_MERCHANT, consentId)).terminate('test done');
   });
 
   it('delivers a backlog in batches of at most 1,000 accounts, and continues as new carrying at most one batch', async () => {
@@ -156,7 +159,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     expect(new Set(callsFor(consentId).map((c) => c.idempotencyKey)).size).toBe(sizes.length);
 
     // Every run after the first started from a snapshot of at most one batch.
-    const workflowId = transactionEventsWorkflowId(consentId);
+    const workflowId = transactionEventsWorkflowId(TEST_MERCHANT, consentId);
     const carried: number[] = [];
     let first = '';
     let runId: string | undefined = (await t.client.workflow.getHandle(workflowId).describe()).runId;

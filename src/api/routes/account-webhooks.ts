@@ -127,7 +127,8 @@ async function handOffLateReport(
   report: LateAccountEventSignalInput,
 ): Promise<string> {
   const { consentId } = report.event;
-  const workflowId = lateAccountEventsWorkflowId(consentId);
+  // The owner's own late workflow: a previous owner's, still open, gets nothing more (src/shared/ids.ts).
+  const workflowId = lateAccountEventsWorkflowId(merchantId, consentId);
   await deps.client.workflow.signalWithStart<typeof lateAccountEventsWorkflow, [LateAccountEventSignalInput]>(
     lateAccountEventsWorkflowType,
     {
@@ -163,7 +164,8 @@ async function deliverTransactionEvent(
 ): Promise<{ workflowId: string; outcome?: string }> {
   // Only for a consent a merchant claimed, and then for that merchant.
   const merchantId = await ownerOrIgnore(owners, event.consentId);
-  const workflowId = transactionEventsWorkflowId(event.consentId);
+  // The owner's own workflow: a previous owner's, still open, gets nothing more (src/shared/ids.ts).
+  const workflowId = transactionEventsWorkflowId(merchantId, event.consentId);
   for (let from = 0; from < event.accounts.length; from += MAX_ACCOUNTS_PER_BATCH) {
     const part = { ...event, accounts: event.accounts.slice(from, from + MAX_ACCOUNTS_PER_BATCH) };
     await deps.client.workflow.signalWithStart<typeof transactionEventsWorkflow, [TransactionEventSignalInput]>(
@@ -202,7 +204,8 @@ async function deliverTransactionEvent(
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
 export function accountWebhookRoutes(deps: AccountWebhookRouteDeps): Router {
-  const owners = new ConsentOwners(deps.client);
+  // Shared with this process's facade: a release through it is seen here at once.
+  const owners = ConsentOwners.forClient(deps.client);
   // Described in src/api/descriptions/account-webhooks.ts.
   const router = tracedRouter();
   router.post(
@@ -234,7 +237,6 @@ export function accountWebhookRoutes(deps: AccountWebhookRouteDeps): Router {
               consentId: webhook.event.consentId,
               accounts: webhook.event.accounts.length,
               signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
-              workflowId: transactionEventsWorkflowId(webhook.event.consentId),
             },
       // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
       ignoredReason: 'no workflow for this consent',

@@ -5,19 +5,44 @@ import {
   lateAccountEventsWorkflowType,
   type LateAccountEventSignalInput,
 } from '../../shared/consent-refresh';
-import { lateAccountEventsWorkflowId } from '../../shared/ids';
-import { ConsentId } from '../../shared/search-attributes';
+import { lateAccountEventsWorkflowId, legacyLateAccountEventsWorkflowId } from '../../shared/ids';
+import { ConsentId, MerchantId } from '../../shared/search-attributes';
 import type { lateAccountEventsWorkflow } from '../late-account-events/workflow';
 import type { ConsentRefresh } from './refresh';
+import type { RefreshVersion } from './patches';
 
 /** Hand-off attempts (signal, else start) before an event is given up; each failure means the target just changed. */
 export const HAND_OFF_ATTEMPTS = 5;
 
-/** Where late reports go: the consent's lateAccountEventsWorkflow, started with this if none runs. */
+/** Where late reports go: the lateAccountEventsWorkflow `workflowId`, started with the rest if none runs. */
 export interface LateReportsTarget {
+  workflowId: string;
+  /** The merchant's own late workflow (LATE_REPORTS_PER_MERCHANT_PATCH): started with its MerchantId too. */
+  perMerchant: boolean;
   merchantId?: string;
   consentId: string;
   callbackUrl?: string;
+}
+
+/**
+ * The refresh's late workflow: its merchant's own under LATE_REPORTS_PER_MERCHANT_PATCH (a consent that changed hands
+ * never sends the new owner's reports to the previous owner's late workflow), else the one keyed by the consent.
+ */
+export function lateReportsTarget(
+  input: { merchantId?: string; consentId: string; lateReportsCallbackUrl?: string },
+  version: Pick<RefreshVersion, 'lateReportsPerMerchant'>,
+): LateReportsTarget {
+  const { merchantId, consentId } = input;
+  const perMerchant = version.lateReportsPerMerchant && merchantId !== undefined;
+  return {
+    workflowId: perMerchant
+      ? lateAccountEventsWorkflowId(merchantId, consentId)
+      : legacyLateAccountEventsWorkflowId(consentId),
+    perMerchant,
+    merchantId,
+    consentId,
+    callbackUrl: input.lateReportsCallbackUrl,
+  };
 }
 
 /** Hands the recorded events the refresh cannot take to the late workflow, in order (LEARNED_BANKS_PATCH). */
@@ -43,8 +68,10 @@ export async function handOffPending(refresh: ConsentRefresh, target: LateReport
  * receiver) each mean the other will work.
  */
 async function handOffLateReport(report: LateAccountEventSignalInput, target: LateReportsTarget): Promise<boolean> {
-  const { merchantId, consentId, callbackUrl } = target;
-  const workflowId = lateAccountEventsWorkflowId(consentId);
+  const { workflowId, merchantId, consentId, callbackUrl } = target;
+  // Its owner, as the receiver's late workflows carry it (the facade shows the reports to that merchant only); only
+  // under the patch, so runs from before start their child as they recorded it.
+  const owner = target.perMerchant && merchantId !== undefined ? [{ key: MerchantId, value: merchantId }] : [];
   for (let attempt = 1; attempt <= HAND_OFF_ATTEMPTS; attempt++) {
     try {
       await getExternalWorkflowHandle(workflowId).signal(lateAccountEventSignal, report);
@@ -57,7 +84,7 @@ async function handOffLateReport(report: LateAccountEventSignalInput, target: La
         workflowId,
         args: [{ merchantId, consentId, callbackUrl, handedOff: [report] }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        typedSearchAttributes: [{ key: ConsentId, value: consentId }],
+        typedSearchAttributes: [...owner, { key: ConsentId, value: consentId }],
         staticSummary: `Late bank reports of consent ${consentId}`,
       });
       return true;

@@ -24,16 +24,27 @@ export const LEARNED_BANKS_PATCH = 'refresh-learned-banks-late-reports';
  */
 export const RECORDED_CLOCK_PATCH = 'quiet-period-lateness-on-recorded-clock';
 
+/**
+ * Late reports go to the consent's late workflow of the refresh's merchant (`consent-late-reports:{merchant}:{consent}`,
+ * with its MerchantId), not to one keyed by the consent alone: a consent released by one merchant and claimed by
+ * another must not hand the new owner's reports to the previous owner's late workflow, still open. Asked only under
+ * LEARNED_BANKS_PATCH (the only fan-in that hands off) and for runs with a merchant (not those from before tenancy).
+ */
+export const LATE_REPORTS_PER_MERCHANT_PATCH = 'late-reports-per-merchant';
+
 export interface RefreshVersion {
   /** LEARNED_BANKS_PATCH: learned banks, quiet period restarted after an outage, late reports handed off. */
   learnedBanks: boolean;
   /** RECORDED_CLOCK_PATCH: a late quiet-period timer is judged on a recorded clock reading. */
   recordedClock: boolean;
+  /** LATE_REPORTS_PER_MERCHANT_PATCH: late reports go to the merchant's own late workflow. */
+  lateReportsPerMerchant: boolean;
 }
 
 /** Asked first thing in the run, in this order: it decides the fan-in for the whole run. */
-export function refreshVersion(): RefreshVersion {
+export function refreshVersion(merchantId: string | undefined): RefreshVersion {
   const learnedBanks = patched(LEARNED_BANKS_PATCH);
   const recordedClock = learnedBanks && patched(RECORDED_CLOCK_PATCH);
-  return { learnedBanks, recordedClock };
+  const lateReportsPerMerchant = learnedBanks && merchantId !== undefined && patched(LATE_REPORTS_PER_MERCHANT_PATCH);
+  return { learnedBanks, recordedClock, lateReportsPerMerchant };
 }

@@ -29,7 +29,7 @@ import { BANK_ACTIVITY_OPTIONS, CLOCK_READ_OPTIONS } from '../activity-options';
 import { workflowMetrics } from '../metrics';
 import { refreshDetails } from './details';
 import { nextFanInStep, onQuietPeriodTimer } from './fan-in';
-import { handOffPending, type LateReportsTarget } from './hand-off';
+import { handOffPending, lateReportsTarget, type LateReportsTarget } from './hand-off';
 import { legacyFanIn } from './legacy';
 import { refreshVersion, type RefreshVersion } from './patches';
 import { ConsentRefresh, isNotStarted, notStartedMessage, type AccountEventOutcome } from './refresh';
@@ -51,14 +51,10 @@ const now = (): number => new Date().getTime();
  */
 export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promise<ConsentRefreshResult> {
   // First, before anything else: decides the fan-in for the whole run.
-  const version = refreshVersion();
+  const version = refreshVersion(input.merchantId);
   const refresh = new ConsentRefresh(input, version.learnedBanks);
   const { consentId, settings } = refresh;
-  const lateReports: LateReportsTarget = {
-    merchantId: input.merchantId,
-    consentId,
-    callbackUrl: input.lateReportsCallbackUrl,
-  };
+  const lateReports = lateReportsTarget(input, version);
 
   // --- Handlers first, so an update-with-start or an early signal finds them in the first workflow task.
   setHandler(accountEventSignal, (event) => logOutcome(refresh, event, refresh.receive(event, now())));
