@@ -575,7 +575,7 @@ export class ConfigError extends Error {
   constructor(readonly issues: ConfigIssue[]) {
     super(
       `Invalid configuration:\n${issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n')}\n` +
-        'See .env.example and the README\'s "Configuration" table.',
+        'See .env.example and docs/configuration.md.',
     );
     this.name = 'ConfigError';
   }
