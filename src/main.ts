@@ -18,6 +18,8 @@ import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
 import { startWorker, type BankEndpoints } from './worker/factory';
 import { temporalMetricsOptions } from './worker/metrics';
 import { loadMainConfig, type MainConfig } from './config/main';
+import { merchantsOnDevelopmentSecret } from './config/resolve';
+import { DEVELOPMENT_SIGNING_SECRET } from './security/callback-signature';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
@@ -131,6 +133,7 @@ runEntry<MainConfig>(
     }
 
     const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
+    const onDevelopmentSecret = merchantsOnDevelopmentSecret(config);
     const notice = generatedKeyNotice(config, internalUrl);
     const lines = [
       '',
@@ -151,8 +154,11 @@ runEntry<MainConfig>(
         ? [`  Worker build              ${versionString(worker.deployment)}   (current version)`]
         : []),
       // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
-      ...(config.callbacks.developmentSecret
-        ? [`  Callback signing secret   ${config.callbacks.signingSecrets[0]}   (development only)`]
+      // Printed only when some merchant falls back to it (no callbackSigningSecrets of its own), naming them.
+      ...(onDevelopmentSecret.length > 0
+        ? [
+            `  Callback signing secret   ${DEVELOPMENT_SIGNING_SECRET}   (development only; signs for ${onDevelopmentSecret.join(', ')})`,
+          ]
         : []),
       // The keys chosen in the environment by name; a key generated for this run in full (generatedKeyNotice).
       ...(config.merchantApiKeys.generated

@@ -27,7 +27,7 @@ export const ProblemType = {
   Validation: `${PROBLEM_TYPE_BASE}validation`,
   /** 400: the request cannot be read at all (not JSON, bad percent-encoding, a cut body). */
   MalformedRequest: `${PROBLEM_TYPE_BASE}malformed-request`,
-  /** 400: callbackUrl's origin is not in CALLBACK_ALLOWED_ORIGINS. */
+  /** 400: callbackUrl's origin is not in the merchant's allow-list (MERCHANTS_FILE, else CALLBACK_ALLOWED_ORIGINS). */
   CallbackUrlRefused: `${PROBLEM_TYPE_BASE}callback-url-refused`,
   /** 401: no API key, or not one of the configured keys (also a bank webhook failing its check). */
   Unauthorized: `${PROBLEM_TYPE_BASE}unauthorized`,

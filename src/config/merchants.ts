@@ -186,7 +186,7 @@ export function buildMerchantDirectory(input: {
   for (const id of names) {
     const entry = file.merchants[id] ?? {};
     const allowList: CallbackAllowList = entry.callbackAllowedOrigins
-      ? { origins: entry.callbackAllowedOrigins, loopback: false }
+      ? { origins: entry.callbackAllowedOrigins, loopback: false, source: merchantAllowListSource(id) }
       : input.defaults.allowList;
     const transactionsCallbackUrl = entry.transactionsCallbackUrl ?? input.defaults.transactionsCallbackUrl;
     if (entry.transactionsCallbackUrl !== undefined) {
@@ -194,7 +194,7 @@ export function buildMerchantDirectory(input: {
       if (!verdict.allowed)
         problems.push({
           variable: MERCHANTS_FILE,
-          message: `merchant "${id}", transactionsCallbackUrl: ${verdict.reason.replace('CALLBACK_ALLOWED_ORIGINS', 'its callbackAllowedOrigins')}`,
+          message: `merchant "${id}", transactionsCallbackUrl: ${verdict.reason}`,
         });
     }
     merchants.set(id, {
@@ -214,6 +214,11 @@ export function buildMerchantDirectory(input: {
   }
   if (problems.length > 0) return { problems };
   return { directory: merchantDirectory([...merchants.values()], legacyMerchantId!, input.defaults), problems };
+}
+
+/** How refusals name a merchant's own allow-list (src/security/callback-url.ts). */
+export function merchantAllowListSource(id: string): { variable: string; name: string } {
+  return { variable: MERCHANTS_FILE, name: `${MERCHANTS_FILE} callbackAllowedOrigins of merchant "${id}"` };
 }
 
 /** A directory over a fixed list (tests build their own). */

@@ -280,6 +280,18 @@ export function loadConfig(
 }
 
 /** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
+/**
+ * The merchants whose callbacks the development secret signs: on the embedded stack with CALLBACK_SIGNING_SECRETS
+ * unset, those without callbackSigningSecrets of their own in MERCHANTS_FILE. Empty when no merchant falls back to
+ * it: start-up warns (worker) and prints the secret (`npm start` banner) only otherwise, naming these merchants.
+ */
+export function merchantsOnDevelopmentSecret(config: Pick<Config, 'callbacks' | 'merchants'>): string[] {
+  if (!config.callbacks.developmentSecret) return [];
+  return config.merchants
+    .ids()
+    .filter((id) => config.merchants.resolve(id).callbacks.signingSecrets.includes(DEVELOPMENT_SIGNING_SECRET));
+}
+
 function loadMerchants(
   e: Env,
   keys: MerchantApiKey[],

@@ -575,7 +575,7 @@ export class ConfigError extends Error {
   constructor(readonly issues: ConfigIssue[]) {
     super(
       `Invalid configuration:\n${issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n')}\n` +
-        'See .env.example and the README\'s "Configuration" table.',
+        'See .env.example and docs/configuration.md.',
     );
     this.name = 'ConfigError';
   }
@@ -639,8 +639,9 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   MERCHANTS_FILE: { processes: ALL, description: 'per-merchant settings (JSON) over the globals below' },
   LEGACY_MERCHANT: {
     processes: ALL,
-    description: 'the merchant that owns the workflows started before tenancy',
-    default: "`MERCHANT_API_KEYS`' first",
+    description:
+      'the merchant that owns the workflows started before tenancy; the typed client reads only this variable',
+    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins over it; neither: `MERCHANT_API_KEYS`' first",
   },
   MERCHANT_REQUESTS_PER_MINUTE: { processes: START_API, description: "every merchant's request budget per minute" },
   MERCHANT_MAX_LONG_POLLS: { processes: START_API, description: "every merchant's long polls open at once" },

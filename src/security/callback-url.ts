@@ -21,6 +21,11 @@ export interface CallbackAllowList {
   origins: readonly string[];
   /** Any loopback origin, any port: the embedded stack's default only. */
   loopback: boolean;
+  /**
+   * Where this list is configured, as refusals name it; absent: CALLBACK_ALLOWED_ORIGINS. A merchant's own list is
+   * `{ variable: 'MERCHANTS_FILE', name: 'MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"' }`.
+   */
+  source?: { variable: string; name: string };
 }
 
 /** Allows nothing: what an absent allow-list means. */
@@ -28,8 +33,11 @@ export const NO_CALLBACKS: CallbackAllowList = { origins: [], loopback: false };
 
 export type CallbackUrlVerdict =
   | { allowed: true; origin: string }
-  /** `origin` when the URL parsed (safe to show: no path, query or credentials); `reason` names the rule. */
-  | { allowed: false; origin?: string; reason: string };
+  /**
+   * `origin` when the URL parsed (safe to show: no path, query or credentials); `reason` names the rule and the list
+   * that applied; `variable` is where that list is configured (absent in verdicts recorded before it existed).
+   */
+  | { allowed: false; origin?: string; reason: string; variable?: string };
 
 /**
  * One entry of CALLBACK_ALLOWED_ORIGINS → its normalised origin, or the problem. A trailing slash is accepted
@@ -67,17 +75,18 @@ export function parseAllowedOrigins(value: string): { origins: string[]; problem
 
 /** The verdict on one callback URL. Pure and synchronous: no DNS (see `permitsResolvedAddress` for that). */
 export function checkCallbackUrl(url: string, allowList: CallbackAllowList): CallbackUrlVerdict {
+  const { variable, name } = allowListSource(allowList);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return { allowed: false, reason: 'callback URL is not an absolute URL' };
+    return { allowed: false, reason: 'callback URL is not an absolute URL', variable };
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
-    return { allowed: false, reason: `callback URL scheme ${parsed.protocol} is not http or https` };
+    return { allowed: false, reason: `callback URL scheme ${parsed.protocol} is not http or https`, variable };
   const { origin } = parsed;
   if (parsed.username !== '' || parsed.password !== '')
-    return { allowed: false, origin, reason: 'callback URL must not carry credentials (user:password@)' };
+    return { allowed: false, origin, reason: 'callback URL must not carry credentials (user:password@)', variable };
   if (allowList.origins.includes(origin)) return { allowed: true, origin };
   if (allowList.loopback && isLoopbackHost(parsed.hostname)) return { allowed: true, origin };
   return {
@@ -85,9 +94,15 @@ export function checkCallbackUrl(url: string, allowList: CallbackAllowList): Cal
     origin,
     reason:
       allowList.origins.length === 0 && !allowList.loopback
-        ? `callback origin ${origin} is not allowed: ${CALLBACK_ALLOWED_ORIGINS} is empty`
-        : `callback origin ${origin} is not in ${CALLBACK_ALLOWED_ORIGINS}`,
+        ? `callback origin ${origin} is not allowed: ${name} is empty`
+        : `callback origin ${origin} is not in ${name}`,
+    variable,
   };
+}
+
+/** The list's variable and its name in refusals: CALLBACK_ALLOWED_ORIGINS unless the list says otherwise. */
+export function allowListSource(allowList: CallbackAllowList): { variable: string; name: string } {
+  return allowList.source ?? { variable: CALLBACK_ALLOWED_ORIGINS, name: CALLBACK_ALLOWED_ORIGINS };
 }
 
 /** `localhost`, `*.localhost`, or an address of this host's loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.1; a URL's hostname: IPv6 in brackets). */

@@ -44,7 +44,7 @@ export const FinanceApplicationFailureType = {
   CreateRejected: 'FinanceApplicationCreateRejected',
   /** The bank could not be reached to create the application within the activity's retries. */
   CreateFailed: 'FinanceApplicationCreateFailed',
-  /** The callbackUrl is outside the worker's CALLBACK_ALLOWED_ORIGINS: the bank was never called. */
+  /** The callbackUrl is outside the merchant's allow-list on the worker (MERCHANTS_FILE, else CALLBACK_ALLOWED_ORIGINS): the bank was never called. */
   CallbackUrlNotAllowed: 'FinanceApplicationCallbackUrlNotAllowed',
   /** The workflow's input settings break their bounds (a caller's bug: the same input fails again). */
   InvalidInput: 'InvalidFinanceApplicationInput',

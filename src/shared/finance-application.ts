@@ -101,7 +101,8 @@ export interface FinanceApplicationInput {
   application: Record<string, unknown>;
   /**
    * Optional merchant URL that receives a signed POST for each status change (Standard Webhooks headers); its
-   * origin must be in the worker's CALLBACK_ALLOWED_ORIGINS, checked before the bank is called.
+   * origin must be in the merchant's allow-list on the worker (MERCHANTS_FILE callbackAllowedOrigins, else
+   * CALLBACK_ALLOWED_ORIGINS), checked before the bank is called.
    */
   callbackUrl?: string;
   settings?: FinanceApplicationSettings;

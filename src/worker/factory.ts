@@ -11,7 +11,7 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, type WorkerTuning } from '../config';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, merchantsOnDevelopmentSecret, type WorkerTuning } from '../config';
 import type { WorkerConfig } from '../config/worker';
 import { merchantsOnLegacyPayload } from '../config/merchants';
 import {
@@ -275,9 +275,15 @@ export async function startWorker(options: {
   );
   // One dispatcher per allow-list: the DNS rebinding guard lets loopback through only where that list allows it.
   const dispatchers = callbackDispatchers();
-  if (config.callbacks.developmentSecret) {
+  const onDevelopmentSecret = merchantsOnDevelopmentSecret(config);
+  if (onDevelopmentSecret.length > 0) {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
-    logger.warn('CALLBACK_SIGNING_SECRETS unset: merchant callbacks are signed with the development secret');
+    logger.warn(
+      { merchants: onDevelopmentSecret },
+      `CALLBACK_SIGNING_SECRETS unset: callbacks of merchant${onDevelopmentSecret.length > 1 ? 's' : ''} ` +
+        `${onDevelopmentSecret.join(', ')} are signed with the development secret ` +
+        '(give them callbackSigningSecrets in MERCHANTS_FILE, or set CALLBACK_SIGNING_SECRETS)',
+    );
   }
   const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
   if (onLegacyPayload.length > 0 || config.callbacks.payloadVersion === 'legacy') {

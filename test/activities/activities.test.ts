@@ -310,6 +310,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
           allowed: false,
           origin: 'https://evil.example',
           reason: 'callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
+          variable: 'CALLBACK_ALLOWED_ORIGINS',
         },
       );
     });

@@ -190,7 +190,13 @@ describe('merchants as tenants (whole stack)', () => {
     const ref = `own-${randomUUID()}`;
     const refused = await start(shopB, { merchantReference: ref, callbackUrl: hooksA.url });
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toMatchObject({ details: { field: 'callbackUrl' } });
+    // The list that applied is shop-b's own (MERCHANTS_FILE), not CALLBACK_ALLOWED_ORIGINS; the problem type is unchanged.
+    const originA = new URL(hooksA.url).origin;
+    expect(await refused.json()).toMatchObject({
+      type: 'https://paylater.example/problems/callback-url-refused',
+      message: `callbackUrl refused: callback origin ${originA} is not in MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-b"`,
+      details: { field: 'callbackUrl', origin: originA, variable: 'MERCHANTS_FILE' },
+    });
     await notFound(financeApplicationWorkflowId('shop-b', ref));
 
     const created = await start(shopA, { merchantReference: ref });

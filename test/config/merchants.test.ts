@@ -7,7 +7,7 @@ import {
   merchantsOnLegacyPayload,
   type MerchantDefaults,
 } from '../../src/config/merchants';
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, loadConfig, merchantsOnDevelopmentSecret } from '../../src/config';
 
 const keys = [
   { name: 'shop-a', key: 'shop-a-key-0123456789abcdefghij' },
@@ -43,7 +43,12 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     });
     expect(problems).toEqual([]);
     const a = directory!.get('shop-a')!;
-    expect(a.callbacks.allowList).toEqual({ origins: ['https://hooks.shop-a.example'], loopback: false });
+    expect(a.callbacks.allowList).toEqual({
+      origins: ['https://hooks.shop-a.example'],
+      loopback: false,
+      // Refusals name the list that applied (src/security/callback-url.ts).
+      source: { variable: 'MERCHANTS_FILE', name: 'MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"' },
+    });
     expect(a.callbacks.signingSecrets).toEqual([secret('a-new'), secret('a-old')]);
     expect(a.callbacks.payloadVersion).toBe('legacy');
     expect(merchantsOnLegacyPayload(directory!)).toEqual(['shop-a']); // named by the workers at start-up
@@ -111,7 +116,8 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       expect.arrayContaining([
         expect.stringContaining('merchant "shop-c" has no key in MERCHANT_API_KEYS'),
         expect.stringContaining('names "shop-x", which has no key in MERCHANT_API_KEYS'),
-        expect.stringMatching(/merchant "shop-a", transactionsCallbackUrl: .*callbackAllowedOrigins/),
+        'merchant "shop-a", transactionsCallbackUrl: callback origin https://elsewhere.example is not in ' +
+          'MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"',
       ]),
     );
   });
@@ -137,6 +143,42 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       ]);
       expect((error as Error).message).not.toContain('TOPSECRET');
     }
+  });
+
+  it('names the merchants the development secret signs for: those without callbackSigningSecrets of their own, on the embedded stack with CALLBACK_SIGNING_SECRETS unset', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
+    const fileWith = (merchants: Record<string, object>) => {
+      const file = join(dir, `merchants-${Object.keys(merchants).join('-') || 'none'}.json`);
+      writeFileSync(file, JSON.stringify({ merchants }));
+      return file;
+    };
+    const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
+    const own = { callbackSigningSecrets: [secret('own')] };
+    const both = fileWith({ 'shop-a': own, 'shop-b': own });
+    // Every merchant has its own: no warning, no banner line.
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: both }))).toEqual([]);
+    // One falls back: only it is named.
+    const onlyA = fileWith({ 'shop-a': own });
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: onlyA }))).toEqual(['shop-b']);
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS }))).toEqual(['shop-a', 'shop-b']);
+    // Nothing configured: the development key's merchant.
+    expect(merchantsOnDevelopmentSecret(loadConfig({}))).toEqual(['dev']);
+    // CALLBACK_SIGNING_SECRETS set: nobody is on the development secret.
+    expect(
+      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, CALLBACK_SIGNING_SECRETS: secret('global') })),
+    ).toEqual([]);
+  });
+
+  it('takes the legacy merchant from MERCHANTS_FILE legacyMerchant, then LEGACY_MERCHANT, then the first key', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
+    const file = join(dir, 'merchants.json');
+    writeFileSync(file, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
+    const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
+    expect(
+      loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: file, LEGACY_MERCHANT: 'shop-a' }).merchants.legacyMerchantId,
+    ).toBe('shop-b');
+    expect(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT: 'shop-b' }).merchants.legacyMerchantId).toBe('shop-b');
+    expect(loadConfig({ MERCHANT_API_KEYS }).merchants.legacyMerchantId).toBe('shop-a');
   });
 
   it('loads the file through loadConfig, with LEGACY_MERCHANT', () => {

@@ -115,9 +115,9 @@ describe('npm start (embedded default)', () => {
         .split('\n')
         .filter((l) => l.includes(DEVELOPMENT_SIGNING_SECRET));
       expect(withSecret).toEqual([
-        expect.stringMatching(/^ {2}Callback signing secret {3}whsec_\S+ {3}\(development only\)$/),
+        expect.stringMatching(/^ {2}Callback signing secret {3}whsec_\S+ {3}\(development only; signs for dev\)$/),
       ]);
-      expect(app.output()).toContain('merchant callbacks are signed with the development secret');
+      expect(app.output()).toContain('callbacks of merchant dev are signed with the development secret');
 
       // Both listeners printed, and the development key kept in the data folder (MERCHANT_API_KEYS unset), once.
       const output = app.output();

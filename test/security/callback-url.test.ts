@@ -89,6 +89,7 @@ describe('checkCallbackUrl: exact origin match', () => {
       allowed: false,
       origin: 'https://shop.example',
       reason: 'callback URL must not carry credentials (user:password@)',
+      variable: 'CALLBACK_ALLOWED_ORIGINS',
     });
     expect(allowed('https://user@shop.example/x')).toBe(false);
     expect(allowed('https://:pw@shop.example/x')).toBe(false);
@@ -111,10 +112,35 @@ describe('checkCallbackUrl: exact origin match', () => {
       allowed: false,
       origin: 'https://evil.example',
       reason: 'callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
+      variable: 'CALLBACK_ALLOWED_ORIGINS',
     });
     expect(checkCallbackUrl('https://shop.example/x', { origins: [], loopback: false })).toMatchObject({
       allowed: false,
       reason: 'callback origin https://shop.example is not allowed: CALLBACK_ALLOWED_ORIGINS is empty',
+    });
+  });
+
+  it("names a merchant's own list (MERCHANTS_FILE callbackAllowedOrigins) when that is the one that applied", () => {
+    const own: CallbackAllowList = {
+      origins: ['https://hooks.shop-a.example'],
+      loopback: false,
+      source: { variable: 'MERCHANTS_FILE', name: 'MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"' },
+    };
+    expect(checkCallbackUrl('https://evil.example/x', own)).toEqual({
+      allowed: false,
+      origin: 'https://evil.example',
+      reason:
+        'callback origin https://evil.example is not in MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"',
+      variable: 'MERCHANTS_FILE',
+    });
+    expect(checkCallbackUrl('https://evil.example/x', { ...own, origins: [] })).toMatchObject({
+      reason:
+        'callback origin https://evil.example is not allowed: MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a" is empty',
+      variable: 'MERCHANTS_FILE',
+    });
+    expect(checkCallbackUrl('https://hooks.shop-a.example/x', own)).toEqual({
+      allowed: true,
+      origin: 'https://hooks.shop-a.example',
     });
   });
 });

@@ -38,7 +38,9 @@ export const StartApplicationSchema = z
     redirectUrl: httpUrl.meta({ description: "Where the bank sends the customer back (the bank's create request)" }),
     /** Ours, not the bank's: where each status change is pushed. */
     callbackUrl: httpUrl.optional().meta({
-      description: 'Receives a signed POST per status change; its origin must be in CALLBACK_ALLOWED_ORIGINS',
+      description:
+        "Receives a signed POST per status change; its origin must be in the merchant's allow-list " +
+        '(MERCHANTS_FILE callbackAllowedOrigins, else CALLBACK_ALLOWED_ORIGINS)',
     }),
     /** Ours, not the bank's: this application's poll policy and deadline, over the operator's defaults. */
     settings: ApplicationSettingsSchema.optional(),
@@ -247,7 +249,8 @@ export const financeApplicationPaths: ApiPaths = {
           [
             400,
             'A field is missing, unknown or invalid (`errors` names each), the body is not JSON, or callbackUrl is ' +
-              'outside CALLBACK_ALLOWED_ORIGINS (`details` names the origin)',
+              "outside the merchant's allow-list (`details` names the origin and the variable: MERCHANTS_FILE or " +
+              'CALLBACK_ALLOWED_ORIGINS)',
             [ProblemType.Validation, ProblemType.MalformedRequest, ProblemType.CallbackUrlRefused],
           ],
           401,

@@ -81,7 +81,7 @@ export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDe
  * The merchant facade over src/client/finance-applications.ts:
  * - `POST /applications` → 201 with Location (200 when the reference already existed with the same body)
  *   `{ merchantReference, workflowId, financeApplicationId, bank }`; 400 when `callbackUrl` is outside
- *   CALLBACK_ALLOWED_ORIGINS (here, or in the worker's verdict), 409 when the reference exists with another body,
+ *   the merchant's allow-list (here, or in the worker's verdict), 409 when the reference exists with another body,
  *   422 when the bank refused the application, 502 when it could not be reached.
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
@@ -126,7 +126,7 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
     const settingsNamed = POLL_SETTING_FIELDS.filter((field) => overrides[field] !== undefined);
     if (callbackUrl !== undefined) {
       const verdict = checkCallbackUrl(callbackUrl, merchant.callbacks.allowList);
-      if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin);
+      if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin, verdict.variable);
     }
     let started;
     try {
@@ -283,8 +283,12 @@ function creationError(err: unknown): unknown {
   const { type, message } = err.cause;
   if (type === FinanceApplicationFailureType.CallbackUrlNotAllowed) {
     // The worker's verdict (its allow-list may differ from this process's): the same answer as a refusal here.
-    const [details] = (err.cause.details ?? []) as { callbackOrigin?: string | null; reason?: string }[];
-    return callbackRefused(details?.reason ?? message, details?.callbackOrigin ?? undefined);
+    const [details] = (err.cause.details ?? []) as {
+      callbackOrigin?: string | null;
+      reason?: string;
+      variable?: string;
+    }[];
+    return callbackRefused(details?.reason ?? message, details?.callbackOrigin ?? undefined, details?.variable);
   }
   if (type === FinanceApplicationFailureType.CreateRejected) return new HttpError(422, `The bank refused: ${message}`);
   if (type === FinanceApplicationFailureType.CreateFailed)
@@ -292,13 +296,16 @@ function creationError(err: unknown): unknown {
   return err;
 }
 
-/** 400 naming the refused origin and the variable that would allow it. */
-function callbackRefused(reason: string, origin: string | undefined): HttpError {
+/**
+ * 400 naming the refused origin and the variable that would allow it: MERCHANTS_FILE when the merchant's own
+ * callbackAllowedOrigins applied (the reason names the merchant), else CALLBACK_ALLOWED_ORIGINS.
+ */
+function callbackRefused(reason: string, origin: string | undefined, variable?: string): HttpError {
   return new ProblemError(
     400,
     ProblemType.CallbackUrlRefused,
     PROBLEM_TITLES[ProblemType.CallbackUrlRefused],
     `callbackUrl refused: ${reason}`,
-    { details: { field: 'callbackUrl', origin: origin ?? null, variable: CALLBACK_ALLOWED_ORIGINS } },
+    { details: { field: 'callbackUrl', origin: origin ?? null, variable: variable ?? CALLBACK_ALLOWED_ORIGINS } },
   );
 }

@@ -60,12 +60,20 @@ export function callbackCheckFailed(err: unknown, merchantReference: string): Ap
 
 type Refusal = Extract<Awaited<ReturnType<Activities['checkCallbackUrl']>>, { allowed: false }>;
 
-/** The worker refused the callback URL (outside the merchant's allow-list). */
+/** The worker refused the callback URL (outside the merchant's allow-list: the reason and `variable` name which). */
 export function callbackRefused(verdict: Refusal, merchantReference: string): ApplicationFailure {
   return ApplicationFailure.create({
     type: FinanceApplicationFailureType.CallbackUrlNotAllowed,
     message: `The finance application was not created: ${verdict.reason}`,
     nonRetryable: true,
-    details: [{ merchantReference, callbackOrigin: verdict.origin ?? null, reason: verdict.reason }],
+    details: [
+      {
+        merchantReference,
+        callbackOrigin: verdict.origin ?? null,
+        reason: verdict.reason,
+        // Absent from verdicts recorded before it existed: the facade then names CALLBACK_ALLOWED_ORIGINS.
+        ...(verdict.variable !== undefined ? { variable: verdict.variable } : {}),
+      },
+    ],
   });
 }

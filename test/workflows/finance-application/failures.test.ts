@@ -55,6 +55,23 @@ describe('what an activity failure means to the finance application', () => {
       type: FinanceApplicationFailureType.CallbackUrlNotAllowed,
       details: [{ merchantReference: 'o', callbackOrigin: 'https://evil.example', reason: 'not allowed' }],
     });
+    // The variable of the list that applied travels to the facade's 400; a verdict recorded before it has none.
+    expect(
+      callbackRefused(
+        { allowed: false, origin: 'https://evil.example', reason: 'not allowed', variable: 'MERCHANTS_FILE' },
+        'o',
+      ).details,
+    ).toEqual([
+      {
+        merchantReference: 'o',
+        callbackOrigin: 'https://evil.example',
+        reason: 'not allowed',
+        variable: 'MERCHANTS_FILE',
+      },
+    ]);
+    expect(
+      callbackRefused({ allowed: false, origin: 'https://evil.example', reason: 'not allowed' }, 'o').details,
+    ).toEqual([{ merchantReference: 'o', callbackOrigin: 'https://evil.example', reason: 'not allowed' }]);
   });
 
   it("reads another id's confirmation failure: a 404 means invented, anything else unchecked", () => {
