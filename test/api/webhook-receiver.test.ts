@@ -12,7 +12,7 @@ import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
-import { consentClaimWorkflowId } from '../../src/shared/ids';
+import { consentClaimWorkflowId, lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';
 import { postRaw } from '../../harness/http';
 import { TEST_MERCHANT, testMerchants } from '../helpers/merchants';
@@ -173,7 +173,7 @@ describe('receiver pipeline (both webhook routes)', () => {
       const account = await post(routes.account);
       expect(account).toMatchObject({
         status: 202,
-        json: { status: 'accepted', workflowId: 'consent-late-reports:c-1' },
+        json: { status: 'accepted', workflowId: lateAccountEventsWorkflowId(TEST_MERCHANT, 'c-1') },
       });
       expect(await late()).toBe(before + 1);
       expect((await post(routes.transaction)).status).toBe(202);
