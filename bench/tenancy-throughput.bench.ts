@@ -328,22 +328,42 @@ function prepareBaseline(): Baseline {
   };
   try {
     git(['worktree', 'add', '--detach', dir, sha]);
-    for (const name of ['node_modules', '.temporal']) {
+    // The baseline's own dependencies when its lockfile differs from this checkout's (a dependency moved since:
+    // this checkout's node_modules may no longer build it); else this checkout's, linked. The Temporal binaries are
+    // this checkout's either way (the baseline's postinstall finds them there).
+    const ownDependencies = !sameFile(sha, 'package-lock.json');
+    const linked = ownDependencies ? ['.temporal'] : ['node_modules', '.temporal'];
+    for (const name of linked) {
       if (existsSync(join(ROOT, name))) symlinkSync(realpathSync(join(ROOT, name)), join(dir, name));
     }
     const t0 = performance.now();
-    try {
-      execFileSync('npm', ['run', 'build', '--silent'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
-      throw new Error(`npm run build of ${BASELINE_REF} failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
-    }
-    const note = `, built in ${((performance.now() - t0) / 1000).toFixed(0)} s`;
+    const run = (args: string[]) => {
+      try {
+        execFileSync('npm', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (err) {
+        const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
+        throw new Error(`npm ${args[0]} of ${BASELINE_REF} failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
+      }
+    };
+    if (ownDependencies) run(['ci', '--no-audit', '--no-fund']);
+    run(['run', 'build', '--silent']);
+    const how = ownDependencies ? 'installed (its own lockfile) and built' : 'built';
+    const note = `, ${how} in ${((performance.now() - t0) / 1000).toFixed(0)} s`;
     const name = sha.startsWith(BASELINE_REF) ? sha.slice(0, 7) : `${BASELINE_REF} ${sha.slice(0, 7)}`;
     return { build: { label: 'A', name, root: dir }, note, cleanup };
   } catch (err) {
     cleanup();
     throw err;
+  }
+}
+
+/** Whether `path` is the same at `sha` as in this checkout's HEAD. */
+function sameFile(sha: string, path: string): boolean {
+  try {
+    git(['diff', '--quiet', sha, 'HEAD', '--', path]);
+    return true;
+  } catch {
+    return false;
   }
 }
 
