@@ -52,6 +52,8 @@ export interface TestStackOptions {
   operatorApiKeys?: OperatorApiKey[];
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
+  /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
+  readDeadlineMs?: number;
   /**
    * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS (default: loopback origins allowed, as on the embedded stack) and
    * CALLBACK_SIGNING_SECRETS (default: TEST_CALLBACK_SIGNING_SECRET), for the facade and the worker alike.
@@ -206,6 +208,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     operatorApiKeys,
     settings: options.settings,
     startDeadlineMs: options.startDeadlineMs,
+    readDeadlineMs: options.readDeadlineMs,
     logger,
     metrics,
     checkTemporal: () => checkTemporal(t.connection, t.namespace),

@@ -61,6 +61,11 @@ export interface AppDeps {
    * answer through the workflow before it gets a 503 telling it to retry (both are idempotent). Default 30 s.
    */
   startDeadlineMs?: number;
+  /**
+   * How long a merchant's plain read (GET /applications/:ref, a query a worker answers) waits before a 503 telling
+   * it to retry: no worker running, or none of the build a closed run is pinned to. Default 10 s.
+   */
+  readDeadlineMs?: number;
   /** Readiness: resolves when Temporal answers. */
   checkTemporal(): Promise<void>;
   /**

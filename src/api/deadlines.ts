@@ -122,6 +122,35 @@ export async function withStartDeadline<T>(deps: StartDeadlineDeps, what: string
   }
 }
 
+/** How long a merchant's read may wait for a worker to answer its query. */
+export const DEFAULT_READ_DEADLINE_MS = 10_000;
+
+/**
+ * Runs a merchant's read (a query, which a worker must answer) under a deadline: when none answers in time (every
+ * worker down, or a closed run whose query goes to a build no worker runs any more), the merchant gets a 503 with
+ * Retry-After instead of an answer that never comes.
+ */
+export async function withReadDeadline<T>(
+  deps: Pick<StartDeadlineDeps, 'client'> & { readDeadlineMs?: number },
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const ms = deps.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
+  try {
+    // The gRPC deadline, and a hard bound a little after it whatever the client library does.
+    return await hardBound(deps.client.withDeadline(Date.now() + ms, fn), ms + 1_000, what);
+  } catch (err) {
+    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */))
+      throw new HttpError(
+        503,
+        `${what} did not answer within ${ms} ms (no worker answered); retry later`,
+        undefined,
+        5,
+      );
+    throw err;
+  }
+}
+
 function hasGrpcCode(err: unknown, code: number): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e) && Number(e.code) === code) return true;

@@ -12,6 +12,7 @@ import {
 import { financeApplicationStateQuery, type FinanceApplicationState } from '../shared/finance-application';
 import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
+import { FinanceApplicationId } from '../shared/search-attributes';
 import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
 import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
@@ -81,8 +82,40 @@ export async function readFinanceApplication(
 ): Promise<{ workflowId: string; state: FinanceApplicationState; description: WorkflowExecutionDescription }> {
   const { workflowId, status, description } = await describeFinanceApplication(client, merchant, merchantReference);
   const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
-  const state = status.name === 'COMPLETED' ? await handle.result() : await handle.query(financeApplicationStateQuery);
+  const state =
+    status.name === 'COMPLETED'
+      ? await handle.result()
+      : ((status.name === 'FAILED' ? neverCreated(description, merchantReference) : undefined) ??
+        (await handle.query(financeApplicationStateQuery)));
   return { workflowId, state: merchantView(state), description };
+}
+
+/**
+ * The state of a run that failed before the bank created anything, from its description alone: every way a finance
+ * application's run fails is before creation (invalid input, the callback URL refused, the create refused or failed),
+ * so nothing was learned. Not a query: a closed run's query goes to the build it was pinned to (Worker Versioning),
+ * whose workers are gone once a deploy has drained it, and the query would never be answered. `done`: the run has
+ * ended. Undefined when the run did record an application id (a failure this reading does not know): queried then.
+ */
+export function neverCreated(
+  description: Pick<WorkflowExecutionDescription, 'typedSearchAttributes' | 'closeTime' | 'startTime'>,
+  merchantReference: string,
+): FinanceApplicationState | undefined {
+  if (description.typedSearchAttributes.get(FinanceApplicationId) !== undefined) return undefined;
+  return {
+    merchantReference,
+    history: [],
+    done: true,
+    webhooksLive: false,
+    webhooksReceived: 0,
+    mismatchedWebhooks: 0,
+    statusReads: 0,
+    failedReads: 0,
+    notificationsSent: 0,
+    notificationsFailed: 0,
+    deadlineAt: (description.closeTime ?? description.startTime).toISOString(),
+    runs: 1,
+  };
 }
 
 /**

@@ -9,7 +9,7 @@ import { eventually } from '../helpers/temporal';
 describe('merchant start calls under a deadline', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ startDeadlineMs: 1_500 });
+    stack = await startTestStack({ startDeadlineMs: 1_500, readDeadlineMs: 1_500 });
   });
   afterAll(async () => stack?.close());
 
@@ -62,5 +62,22 @@ describe('merchant start calls under a deadline', () => {
         .filter((t) => t.consentId === consentId)
         .map((t) => t.taskId),
     ).toEqual([taskId]);
+  });
+
+  it('answers a plain read 503 with Retry-After while no worker can answer its query, then 200 once one runs', async () => {
+    const merchantReference = `read-deadline-${Date.now()}`;
+    const created = await post('/applications', { merchantReference, redirectUrl: 'https://shop.example/return' });
+    expect(created.status).toBe(201);
+    await stack.stopWorker();
+    const read = await stack.facade(`/applications/${merchantReference}`, { signal: AbortSignal.timeout(15_000) });
+    expect(read.status).toBe(503);
+    expect(read.headers.get('retry-after')).toBe('5');
+    expect(await read.json()).toMatchObject({ message: expect.stringMatching(/no worker answered/) });
+    await stack.startWorker();
+    const again = await eventually(async () => {
+      const res = await stack.facade(`/applications/${merchantReference}`);
+      return res.status === 503 ? undefined : res;
+    });
+    expect(again.status).toBe(200);
   });
 });

@@ -27,7 +27,7 @@ import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import { merchantOf, scopeOf } from '../authenticate';
 import { LongPollSlots, type BudgetDeps } from '../budgets';
-import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
+import { withReadDeadline, withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import {
   HttpError,
   parseInput,
@@ -66,6 +66,8 @@ const POLL_SETTING_FIELDS = [
 const POLL_INTERVAL_FIELDS = ['fastPollIntervalMs', 'slowPollIntervalMs', 'noWebhookPollIntervalMs'] as const;
 
 export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDeps {
+  /** How long a plain read waits for a worker to answer its query (DEFAULT_READ_DEADLINE_MS). */
+  readDeadlineMs?: number;
   client: Client;
   taskQueue: string;
   /** The merchants: each one's callback allow-list, poll floor and long-poll budget. */
@@ -163,7 +165,10 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
     const scope = scopeOf(res, deps.merchants);
     try {
       if (waitForChangeFrom === undefined) {
-        sendAs(res, 200, ApplicationSchema, applicationBody(await getFinanceApplication(deps.client, scope, ref)));
+        const state = await withReadDeadline(deps, 'Reading the finance application', () =>
+          getFinanceApplication(deps.client, scope, ref),
+        );
+        sendAs(res, 200, ApplicationSchema, applicationBody(state));
         return;
       }
       // The merchant's long-poll budget: a slot held until the answer, or until the merchant hangs up.
