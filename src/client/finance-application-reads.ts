@@ -9,7 +9,11 @@ import {
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { financeApplicationStateQuery, type FinanceApplicationState } from '../shared/finance-application';
+import {
+  financeApplicationStateQuery,
+  initialFinanceApplicationState,
+  type FinanceApplicationState,
+} from '../shared/finance-application';
 import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
 import { FinanceApplicationId } from '../shared/search-attributes';
@@ -102,20 +106,11 @@ export function neverCreated(
   merchantReference: string,
 ): FinanceApplicationState | undefined {
   if (description.typedSearchAttributes.get(FinanceApplicationId) !== undefined) return undefined;
-  return {
+  return initialFinanceApplicationState(
     merchantReference,
-    history: [],
-    done: true,
-    webhooksLive: false,
-    webhooksReceived: 0,
-    mismatchedWebhooks: 0,
-    statusReads: 0,
-    failedReads: 0,
-    notificationsSent: 0,
-    notificationsFailed: 0,
-    deadlineAt: (description.closeTime ?? description.startTime).toISOString(),
-    runs: 1,
-  };
+    (description.closeTime ?? description.startTime).toISOString(),
+    true,
+  );
 }
 
 /**

@@ -175,6 +175,28 @@ export interface FinanceApplicationState {
   runs: number;
 }
 
+/** The state of an application nothing has been learned of yet: a new run's, or one that failed before the create. */
+export function initialFinanceApplicationState(
+  merchantReference: string,
+  deadlineAt: string,
+  done = false,
+): FinanceApplicationState {
+  return {
+    merchantReference,
+    history: [],
+    done,
+    webhooksLive: false,
+    webhooksReceived: 0,
+    mismatchedWebhooks: 0,
+    statusReads: 0,
+    failedReads: 0,
+    notificationsSent: 0,
+    notificationsFailed: 0,
+    deadlineAt,
+    runs: 1,
+  };
+}
+
 /** Result of the start update (contract: the body of POST /applications, plus `created`). */
 export interface FinanceApplicationStarted {
   merchantReference: string;

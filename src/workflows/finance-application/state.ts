@@ -2,6 +2,7 @@ import { SNAPSHOT_SCHEMA_VERSIONS } from '../snapshots';
 import { withoutWebhookUrl, type CreateApplicationResponse } from '../../shared/bank-wire';
 import {
   FINANCE_APPLICATION_DEFAULTS,
+  initialFinanceApplicationState,
   UNKNOWN_AT_BANK_GIVE_UP_MS,
   UNKNOWN_AT_BANK_MIN_READS,
   UNKNOWN_AT_BANK_STATUS,
@@ -93,20 +94,7 @@ export class FinanceApplication {
           ...(carried.state.bank ? { bank: withoutWebhookUrl(carried.state.bank) } : {}),
           runs: carried.state.runs + 1,
         }
-      : {
-          merchantReference,
-          history: [],
-          done: false,
-          webhooksLive: false,
-          webhooksReceived: 0,
-          mismatchedWebhooks: 0,
-          statusReads: 0,
-          failedReads: 0,
-          notificationsSent: 0,
-          notificationsFailed: 0,
-          deadlineAt: new Date(options.now + settings.deadlineMs).toISOString(),
-          runs: 1,
-        };
+      : initialFinanceApplicationState(merchantReference, new Date(options.now + settings.deadlineMs).toISOString());
     this.webhooks = new WebhookIds(this.state, carried);
     this.unsent = [...(carried?.unsentNotifications ?? [])];
     this.unsentDuplicates = [...(carried?.unsentDuplicateReports ?? [])];
