@@ -575,7 +575,10 @@ export class ConfigError extends Error {
   constructor(readonly issues: ConfigIssue[]) {
     super(
       `Invalid configuration:\n${issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n')}\n` +
-        'See .env.example and docs/configuration.md.',
+        'See .env.example and docs/configuration.md.' +
+        (issues.some((i) => i.variable === 'MERCHANTS_FILE')
+          ? " MERCHANTS_FILE's format: docs/merchant-api.md#merchants."
+          : ''),
     );
     this.name = 'ConfigError';
   }
@@ -636,7 +639,11 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     description: "`name:key,name:key`: each merchant's key of the facade (the names are the merchant ids)",
     default: `embedded: a key generated and printed at start-up; ${WITH_REAL_BANK} (API processes)`,
   },
-  MERCHANTS_FILE: { processes: ALL, description: 'per-merchant settings (JSON) over the globals below' },
+  MERCHANTS_FILE: {
+    processes: ALL,
+    description:
+      'per-merchant settings (JSON) over the globals below; format: [merchant-api.md](merchant-api.md#merchants)',
+  },
   LEGACY_MERCHANT: {
     processes: ALL,
     description:

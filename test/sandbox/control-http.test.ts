@@ -127,4 +127,19 @@ describe('sandbox control over HTTP', () => {
     expect((await control('GET', '/refresh-tasks')).body).toEqual([]);
     expect((await control('GET', '/token-requests')).body).toEqual({ count: 0 });
   });
+
+  test('GET /_sandbox lists every control route and the JSON Schema of each body; unknown body fields are refused', async () => {
+    const index = await control('GET', '');
+    expect(index.status).toBe(200);
+    const { routes, bodies } = index.body as {
+      routes: { route: string; body?: string }[];
+      bodies: Record<string, { properties?: Record<string, { enum?: unknown[]; anyOf?: { enum?: unknown[] }[] }> }>;
+    };
+    expect(routes.map((r) => r.route)).toContain('POST /_sandbox/consents/:consentId/transaction-events');
+    // Every body a route names by schema is in `bodies`.
+    for (const { body } of routes) if (body && /^[A-Z]\w+$/.test(body)) expect(Object.keys(bodies)).toContain(body);
+    expect(JSON.stringify(bodies.ApiFault)).toContain('createApplication');
+    expect(Object.keys(bodies.TransactionEventsRequest!.properties ?? {})).toEqual(['count', 'accountIds', 'withinMs']);
+    expect((await control('POST', '/consents/c1/transaction-events', { bogus: 1 })).status).toBe(400);
+  });
 });

@@ -11,7 +11,8 @@ import type { SandboxControl } from '../types';
 
 /**
  * The control over HTTP, for other processes (benchmarks, a sandbox run with `npm run sandbox`). No auth: the
- * sandbox is a test double. JSON in, JSON out; invalid bodies get 400 with the zod issues.
+ * sandbox is a test double. JSON in, JSON out; invalid bodies get 400 with the zod issues. GET /_sandbox lists
+ * the routes and the JSON Schema of their bodies.
  *
  * | route | control method |
  * |---|---|
@@ -31,9 +32,62 @@ import type { SandboxControl } from '../types';
  * | GET /_sandbox/refresh-tasks, /_sandbox/account-webhooks, /_sandbox/api-calls | refreshTasks(), accountWebhooksSent(), apiCalls() |
  * | GET /_sandbox/token-requests → `{ count }` | tokenRequestCount() |
  */
+/** The routes below, as GET /_sandbox lists them: `body` names an entry of CONTROL_BODIES. */
+const CONTROL_ROUTES = [
+  { route: 'POST /_sandbox/application-scripts', body: 'ApplicationScriptRule', answer: '201 { ruleId }' },
+  { route: 'DELETE /_sandbox/application-scripts', answer: '204' },
+  { route: 'GET /_sandbox/applications', answer: '200 every application the bank holds' },
+  { route: 'GET /_sandbox/applications/:id', answer: '200 one application, 404 unknown' },
+  { route: 'POST /_sandbox/applications/:id/status', body: '{ status }', answer: '204' },
+  { route: 'POST /_sandbox/applications/:id/webhooks', body: '{ count }', answer: '202' },
+  { route: 'PUT /_sandbox/webhook-faults', body: 'WebhookFaults', answer: '204' },
+  { route: 'PUT /_sandbox/account-webhook', body: 'AccountWebhookSettings', answer: '200 { activeFrom }' },
+  { route: 'PUT /_sandbox/consents/:consentId', body: 'ConsentSetup', answer: '204' },
+  { route: 'GET /_sandbox/consents/:consentId', answer: '200 the consent as resolved' },
+  { route: 'POST /_sandbox/account-events', body: 'an accountEvent or transactionEvent body', answer: '202' },
+  { route: 'POST /_sandbox/consents/:consentId/transaction-events', body: 'TransactionEventsRequest', answer: '202' },
+  { route: 'POST /_sandbox/api-faults', body: 'ApiFault', answer: '204' },
+  { route: 'DELETE /_sandbox/api-faults', answer: '204' },
+  { route: 'POST /_sandbox/revoke-tokens', answer: '204' },
+  { route: 'POST /_sandbox/reset', answer: '204' },
+  { route: 'GET /_sandbox/refresh-tasks', answer: '200 the refresh tasks' },
+  { route: 'GET /_sandbox/account-webhooks', answer: '200 the account webhooks sent, with their attempts' },
+  { route: 'GET /_sandbox/api-calls', answer: '200 every bank API call, with its answer' },
+  { route: 'GET /_sandbox/token-requests', answer: '200 { count }' },
+];
+
+const TransactionEventsRequestSchema = z.strictObject({
+  count: z.number().int().min(1).max(10_000).optional(),
+  accountIds: z.array(z.string().min(1)).optional(),
+  withinMs: z.number().min(0).optional(),
+});
+
+const CONTROL_BODIES: Record<string, z.ZodType> = {
+  ApplicationScriptRule: z.object({
+    script: ApplicationScriptSchema,
+    match: z.record(z.string(), z.unknown()).optional(),
+  }),
+  WebhookFaults: WebhookFaultsSchema,
+  AccountWebhookSettings: AccountWebhookSettingsSchema,
+  ConsentSetup: ConsentSetupSchema,
+  TransactionEventsRequest: TransactionEventsRequestSchema,
+  ApiFault: ApiFaultSchema,
+};
+
 export function controlRoutes(control: SandboxControl): Router {
   const router = express.Router();
   router.use(express.json({ limit: '1mb' }));
+
+  // The index: every control route, what it takes and answers, and the JSON Schema of the bodies with one.
+  router.get('/', (_req, res) => {
+    res.json({
+      description: "The bank sandbox's test controls and ground truth (src/sandbox/routes/control.ts)",
+      routes: CONTROL_ROUTES,
+      bodies: Object.fromEntries(
+        Object.entries(CONTROL_BODIES).map(([name, schema]) => [name, z.toJSONSchema(schema, { io: 'input' })]),
+      ),
+    });
+  });
 
   const parse = <T>(schema: z.ZodType<T>, value: unknown): T => {
     const result = schema.safeParse(value ?? {});
@@ -101,14 +155,7 @@ export function controlRoutes(control: SandboxControl): Router {
     res.status(202).end();
   });
   router.post('/consents/:consentId/transaction-events', (req, res) => {
-    const request = parse(
-      z.object({
-        count: z.number().int().min(1).max(10_000).optional(),
-        accountIds: z.array(z.string().min(1)).optional(),
-        withinMs: z.number().min(0).optional(),
-      }),
-      req.body,
-    );
+    const request = parse(TransactionEventsRequestSchema, req.body);
     void control.emitTransactionEvents(req.params.consentId, request);
     res.status(202).end();
   });
