@@ -24,7 +24,7 @@ import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import type { Metrics } from '../metrics';
 import { LongPollSlots, type BudgetDeps } from '../budgets';
-import { CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
+import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
 import {
@@ -123,6 +123,11 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   router.get(['/console', '/console/sign-in'], (req, res) => {
     if (sessionOf(req)) return void res.redirect(303, '/console/applications');
     page(res, 200, 'Sign in', signInPage());
+  });
+  // Linked from every page; /console/favicon.ico too, for a browser that asks there anyway. A week in the cache.
+  router.get(['/console/assets/favicon.svg', '/console/favicon.ico'], (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=604800');
+    res.type('image/svg+xml').send(CONSOLE_FAVICON);
   });
 
   router.post('/console/sign-in', form, (req, res) => {
