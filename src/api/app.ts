@@ -19,7 +19,7 @@ import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
 import { apiDocsRoutes } from './routes/api-docs';
-import { consoleRoutes } from './routes/console';
+import { consoleRoutes, type ConsoleSignInLimit } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
@@ -54,6 +54,8 @@ export interface AppDeps {
    */
   settings?: ServiceSettings;
   logger: Logger;
+  /** The merchant console's sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
+  consoleSignIn?: ConsoleSignInLimit;
   /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;
   /**

@@ -32,6 +32,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     operatorApiKeys: config.operatorApiKeys.keys,
     settings: config.settings,
     merchants: config.merchants,
+    consoleSignIn: { attempts: config.console.signInAttemptsPer15Minutes },
     logger: deps.logger,
     metrics: createMetrics(),
     checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),

@@ -52,6 +52,15 @@ export function createMetrics() {
       labelNames: ['merchant', 'budget'] as const,
       registers: [registry],
     }),
+    /**
+     * Merchant console sign-ins refused with 429 before the key is checked: too many failed ones from one client
+     * address (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES, src/api/routes/console.ts). No label: an address is unbounded.
+     */
+    consoleSignInRefusals: new Counter({
+      name: 'paylater_console_sign_in_refusals_total',
+      help: 'Merchant console sign-ins refused with 429: too many failed sign-ins from the client address',
+      registers: [registry],
+    }),
     /** Long-polls held open now by this API process, by merchant (at most its maxLongPolls). */
     longPollsOpen: new Gauge({
       name: 'paylater_merchant_long_polls_open',

@@ -125,6 +125,11 @@ export interface Config {
     /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the embedded default's public development key is used. */
     developmentKey: boolean;
   };
+  /** The merchant console (src/api/routes/console.ts). */
+  console: {
+    /** CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: failed sign-ins per client address in 15 minutes. */
+    signInAttemptsPer15Minutes: number;
+  };
   /** The codec endpoint (src/api/routes/codec.ts). */
   codec: {
     /** Origins of the Temporal Web UI allowed by CORS (CODEC_CORS_ORIGINS). */
@@ -267,6 +272,7 @@ export function loadConfig(
       keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
       developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
     },
+    console: { signInAttemptsPer15Minutes: e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES },
     codec: {
       // The embedded dev server's Web UI, under either name a browser may use for it.
       corsOrigins: e.CODEC_CORS_ORIGINS ?? [

@@ -188,6 +188,14 @@ export const DEFAULT_SHUTDOWN_GRACE_PERIOD_MS = 10_000;
 export const DEFAULT_WORKER_SHUTDOWN_GRACE_MS = 10_000;
 const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
 
+/**
+ * Merchant console sign-in (docs/console.md, "Security model"): failed sign-ins allowed per client address in each
+ * CONSOLE_SIGN_IN_WINDOW_MS (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES), per API process; beyond them a sign-in answers
+ * 429 until the window ends, without checking the key.
+ */
+export const DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS = 10;
+export const CONSOLE_SIGN_IN_WINDOW_MS = 15 * 60_000;
+
 /** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
 export const MIN_SECURITY_HEADER_LENGTH = 16;
 
@@ -290,6 +298,8 @@ export const ENV_SHAPE = {
   MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
   /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
   OPERATOR_API_KEYS: optionalString,
+  /** Failed console sign-ins per client address in 15 minutes (DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS). */
+  CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: count(1, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS),
 
   // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
   // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -661,6 +671,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_API,
     description: "`name:key,…` for `/codec` and the operator routes; never a merchant's key",
     default: `embedded: a key generated and printed at start-up; ${WITH_REAL_BANK}`,
+  },
+  CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: {
+    processes: START_API,
+    description: "failed `/console` sign-ins per client address (the connection's) in 15 minutes; then 429",
   },
   TEMPORAL_ADDRESS: {
     processes: ALL,

@@ -157,6 +157,26 @@ describe('loadConfig', () => {
     });
   });
 
+  describe('merchant console (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () => {
+    it('allows 10 failed sign-ins per client address in 15 minutes by default, the variable otherwise', () => {
+      expect(loadConfig({}).console).toEqual({ signInAttemptsPer15Minutes: 10 });
+      expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '25' }).console.signInAttemptsPer15Minutes).toBe(25);
+      expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: ' ' }).console.signInAttemptsPer15Minutes).toBe(10);
+    });
+
+    it('stops start-up on a value that is not a whole number of at least 1, naming the variable', () => {
+      expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '0' })).toEqual([
+        { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be at least 1' },
+      ]);
+      expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: 'ten' })).toEqual([
+        { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be a whole number' },
+      ]);
+      expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '2.5' })).toEqual([
+        { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be a whole number' },
+      ]);
+    });
+  });
+
   it('keeps the default pollers within fewer slots, as the SDK does, and allows a disabled cache', () => {
     const config = loadConfig({
       WORKER_MAX_CACHED_WORKFLOWS: '0',

@@ -1,8 +1,9 @@
 /**
  * The merchant console in headless Chromium (Debian's chromium driven by playwright-core) on one whole stack:
  * sign-in through the form, merchant B not seeing A's application, a status change (the sandbox's webhook) appearing
- * on the open page without a reload and announced in its live region, keyboard navigation, no CSP violation, and a
- * screenshot kept in test-artifacts/console-application.png. `npm run test:console` (scripts/install-chromium.sh).
+ * on the open page without a reload and announced in its live region, keyboard navigation, no CSP violation, no
+ * failed sub-resource (the icon included) and no console error, and a screenshot kept in
+ * test-artifacts/console-application.png. `npm run test:console` (scripts/install-chromium.sh).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +23,38 @@ describe('merchant console in Chromium (whole stack)', () => {
   const contexts: BrowserContext[] = [];
   /** Content-Security-Policy violations the browser reported (none expected). */
   const violations: string[] = [];
+  /** Sub-resources (script, style, icon, live fetches) that failed or answered an error status: none expected. */
+  const failedRequests: string[] = [];
+  /** Errors the pages logged to their console: none expected. */
+  const consoleErrors: string[] = [];
+  /** Pages (documents) the tests expect refused: a wrong key's 401, another merchant's 404. */
+  const refusedPages = new Set<string>();
+  /** The icon's answers (the page links it; the browser fetches it). */
+  const icons: number[] = [];
+
+  /** Records what a page's browser says of it: CSP violations, console errors, failed or refused sub-resources. */
+  function watch(page: Page): Page {
+    page.on('console', (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
+      if (msg.type() !== 'error') return;
+      // Chromium logs a refused page's status too: that page is the test's business, not an error of the console.
+      if (/^Failed to load resource/.test(msg.text()) && refusedPages.has(msg.location().url)) return;
+      consoleErrors.push(`${msg.text()} (${msg.location().url})`);
+    });
+    page.on('requestfailed', (request) => {
+      // Cut by the browser when its page went away (a live fetch still waiting, an icon not yet loaded): not refused.
+      if (request.failure()?.errorText === 'net::ERR_ABORTED') return;
+      failedRequests.push(`${request.method()} ${request.url()}: ${request.failure()?.errorText}`);
+    });
+    page.on('response', (response) => {
+      if (new URL(response.url()).pathname.endsWith('/favicon.svg')) icons.push(response.status());
+      if (response.status() < 400) return;
+      // Pages the tests expect to be refused (a wrong key's 401, another merchant's 404) are documents.
+      if (response.request().resourceType() === 'document') refusedPages.add(response.url());
+      else failedRequests.push(`${response.request().method()} ${response.url()}: ${response.status()}`);
+    });
+    return page;
+  }
   const refA = `browser-a-${randomUUID()}`;
   const refB = `browser-b-${randomUUID()}`;
   let idA: string;
@@ -60,10 +93,7 @@ describe('merchant console in Chromium (whole stack)', () => {
   async function signedIn(key: string): Promise<Page> {
     const context = await browser.newContext({ baseURL: stack.internalUrl });
     contexts.push(context);
-    const page = await context.newPage();
-    page.on('console', (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
-    });
+    const page = watch(await context.newPage());
     await page.goto('/console');
     await page.getByLabel('Merchant API key').fill(key);
     await page.keyboard.press('Enter');
@@ -74,7 +104,7 @@ describe('merchant console in Chromium (whole stack)', () => {
   it('signs in through the form, and a wrong key is told so', async () => {
     const context = await browser.newContext({ baseURL: stack.internalUrl });
     contexts.push(context);
-    const page = await context.newPage();
+    const page = watch(await context.newPage());
     await page.goto('/console/applications'); // not signed in: sent to the form
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     await page.getByLabel('Merchant API key').fill('not-a-key');
@@ -111,10 +141,11 @@ describe('merchant console in Chromium (whole stack)', () => {
       'Skip to content',
     );
     await a.getByLabel('Reference starts with').fill(refA);
-    await a.keyboard.press('Enter');
+    // Each search is a navigation: wait for its page, or the next step would read (or Tab through) the old one.
+    await Promise.all([a.waitForEvent('load'), a.keyboard.press('Enter')]);
     await eventually(async () => {
       if ((await a.getByRole('link', { name: refA }).count()) === 1) return true;
-      await a.getByRole('button', { name: 'Search' }).press('Enter');
+      await Promise.all([a.waitForEvent('load'), a.getByRole('button', { name: 'Search' }).press('Enter')]);
       return undefined;
     });
     for (
@@ -139,6 +170,17 @@ describe('merchant console in Chromium (whole stack)', () => {
     await expectText(a.locator('#status-history'), 'APPROVED learned from a webhook');
     mkdirSync(ARTIFACTS, { recursive: true });
     await a.screenshot({ path: join(ARTIFACTS, 'console-application.png'), fullPage: true });
+    expect(violations).toEqual([]);
+  });
+
+  it('loaded every script, style and icon: no failed request, no console error, no 404 for the icon', async () => {
+    const page = await signedIn(KEY_A);
+    await page.goto('/console/consents');
+    // The icon is fetched once per browser profile at most (then cached): some page of the run fetched it.
+    await eventually(() => Promise.resolve(icons.length > 0 ? true : undefined), 10_000, 100);
+    expect(icons.every((status) => status === 200)).toBe(true);
+    expect(failedRequests).toEqual([]);
+    expect(consoleErrors).toEqual([]);
     expect(violations).toEqual([]);
   });
 });

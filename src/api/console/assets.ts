@@ -1,6 +1,6 @@
 /**
- * The console's two static files, served from /console/assets/ (files of their own: the Content-Security-Policy
- * allows no inline script or style). The script keeps a page live through the long-poll: it asks for the page's
+ * The console's static files, served from /console/assets/ (files of their own: the Content-Security-Policy
+ * allows no inline script or style; the icon loads under `img-src 'self'`). The script keeps a page live through the long-poll: it asks for the page's
  * live fragment with the state it shows, the server answers when that changes (or after its wait), and the script
  * swaps the fragment in and announces a new status through an aria-live region. Without script the page still works.
  */
@@ -78,4 +78,14 @@ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #ccc;
 .summary dd { margin: 0; }
 .timeline li { margin: .25rem 0; }
 td form { display: inline; }
+`;
+
+/**
+ * The console's icon (served at /console/assets/favicon.svg, linked from every page, and at /console/favicon.ico for
+ * a browser that asks there anyway): the header's colour with a white "P". No script, no external reference.
+ */
+export const CONSOLE_FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">
+<rect width="16" height="16" rx="3" fill="#0b3d5c"/>
+<path d="M5.5 13V3.5h3a2.75 2.75 0 0 1 0 5.5h-3" fill="none" stroke="#fff" stroke-width="2"/>
+</svg>
 `;

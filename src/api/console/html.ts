@@ -33,7 +33,7 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out);
 }
 
-/** The page around a body: landmarks (header, nav, main), the stylesheet and the live-update script. */
+/** The page around a body: landmarks (header, nav, main), the icon, the stylesheet and the live-update script. */
 export function layout(options: { title: string; body: Html; merchantId?: string; csrfToken?: string }): string {
   const signedIn = options.merchantId !== undefined;
   return html`<!doctype html>
@@ -42,6 +42,7 @@ export function layout(options: { title: string; body: Html; merchantId?: string
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${options.title} · Merchant console</title>
+        <link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/console/assets/console.css" />
         <script src="/console/assets/console.js" defer></script>
       </head>

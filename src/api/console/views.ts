@@ -288,7 +288,10 @@ export function refreshFragment(p: ConsentRefreshProgress): Html {
   </section>`;
 }
 
-export function errorPage(message: string): Html {
+export function errorPage(
+  message: string,
+  back: { href: string; label: string } = { href: '/console/applications', label: 'Back to the applications' },
+): Html {
   return html`<h1>${message}</h1>
-    <p><a href="/console/applications">Back to the applications</a></p>`;
+    <p><a href="${back.href}">${back.label}</a></p>`;
 }

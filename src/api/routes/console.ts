@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   FinanceApplicationWaits,
@@ -16,6 +17,7 @@ import { getConsentRefreshProgress } from '../../client/consent-refresh';
 import { ConsentNotFoundError } from '../../client/consent-claims';
 import type { MerchantScope } from '../../client/merchant-scope';
 import type { MerchantDirectory } from '../../config/merchants';
+import { CONSOLE_SIGN_IN_WINDOW_MS, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS } from '../../config/schema';
 import { identifyApiKey, type MerchantApiKey } from '../../security/api-keys';
 import { PAGE_TOKEN_PATTERN } from '../../client/finance-applications';
 import { REFERENCE_PREFIX_PATTERN, STATUS_FILTER_PATTERN } from '../../shared/application-search';
@@ -24,7 +26,7 @@ import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import type { Metrics } from '../metrics';
 import { LongPollSlots, type BudgetDeps } from '../budgets';
-import { CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
+import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
 import {
@@ -68,11 +70,21 @@ export interface ConsoleRouteDeps extends BudgetDeps {
   taskQueue: string;
   merchantApiKeys: readonly MerchantApiKey[];
   merchants: MerchantDirectory;
-  metrics: Pick<Metrics, 'merchantAuth' | 'budgetRefusals' | 'longPollsOpen'>;
+  metrics: Pick<Metrics, 'merchantAuth' | 'budgetRefusals' | 'longPollsOpen' | 'consoleSignInRefusals'>;
   logger: Logger;
   drain?: Pick<DrainSignals, 'closing'>;
   /** The sessions (tests pass their own, with a clock); one per router otherwise. */
   sessions?: ConsoleSessions;
+  /** The sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
+  consoleSignIn?: ConsoleSignInLimit;
+}
+
+/** Failed sign-ins allowed per client address in each window (one API process's count). */
+export interface ConsoleSignInLimit {
+  /** Default DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS (10). */
+  attempts?: number;
+  /** Default CONSOLE_SIGN_IN_WINDOW_MS (15 minutes); tests shorten it. */
+  windowMs?: number;
 }
 
 /** A console error: its status and the sentence the page shows. */
@@ -119,13 +131,19 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
     res.setHeader('Cache-Control', 'max-age=300');
     res.type('text/css').send(CONSOLE_STYLES);
   });
+  // Linked from every page; /console/favicon.ico too, for a browser that asks there anyway. A week in the cache.
+  router.get(['/console/assets/favicon.svg', '/console/favicon.ico'], (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=604800');
+    res.type('image/svg+xml').send(CONSOLE_FAVICON);
+  });
 
   router.get(['/console', '/console/sign-in'], (req, res) => {
     if (sessionOf(req)) return void res.redirect(303, '/console/applications');
     page(res, 200, 'Sign in', signInPage());
   });
 
-  router.post('/console/sign-in', form, (req, res) => {
+  // The limit comes first: a refused attempt is neither parsed nor checked.
+  router.post('/console/sign-in', signInLimit(deps), form, (req, res) => {
     const key = (req.body as Record<string, unknown> | undefined)?.key;
     const merchantId = typeof key === 'string' && key !== '' ? identifyApiKey(deps.merchantApiKeys, key) : undefined;
     if (merchantId === undefined) {
@@ -308,6 +326,58 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   }
 
   return router;
+}
+
+/**
+ * Express middleware: at most `attempts` failed sign-ins per client address in each window (express-rate-limit's
+ * fixed window, in this process's memory); a successful sign-in (303) gives its attempt back, so staff who sign in
+ * are never refused for their own use. Beyond the limit: 429 with Retry-After (seconds to the window's end) and the
+ * console's own page, before the body is read or the key compared; counted in
+ * paylater_console_sign_in_refusals_total and logged once at info (the address, never the key). Every answer carries
+ * the IETF RateLimit-Policy and RateLimit headers (draft-8), as the merchant budgets' (src/api/budgets.ts).
+ *
+ * The client address is the socket's (`req.ip` with `trust proxy` off, src/api/app.ts): X-Forwarded-For is not
+ * trusted, so behind a proxy every sign-in through it shares one count (docs/console.md, decision 0042's amendment).
+ * An IPv6 address counts with its /56, as express-rate-limit's ipKeyGenerator groups it; an IPv4-mapped one as IPv4.
+ */
+function signInLimit(deps: ConsoleRouteDeps): RequestHandler {
+  const windowMs = deps.consoleSignIn?.windowMs ?? CONSOLE_SIGN_IN_WINDOW_MS;
+  return rateLimit({
+    windowMs,
+    limit: deps.consoleSignIn?.attempts ?? DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS,
+    keyGenerator: (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown'),
+    identifier: 'console-sign-in',
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    // Only failures count: the accepted sign-in (a 303) is given back when it finishes.
+    skipSuccessfulRequests: true,
+    // The socket's address on purpose: a proxy's X-Forwarded-For or Forwarded is not trusted, so no warning about it.
+    validate: { xForwardedForHeader: false, forwardedHeader: false },
+    passOnStoreError: false,
+    logger: {
+      warn: (err: unknown, message?: string) => deps.logger.warn({ err }, message ?? 'express-rate-limit'),
+      error: (err: unknown, message?: string) => deps.logger.error({ err }, message ?? 'express-rate-limit'),
+    },
+    handler: (req, res) => {
+      const info = (req as { rateLimit?: { key: string; resetTime?: Date } }).rateLimit;
+      const retryAfterSeconds = Number(res.getHeader('Retry-After')) || Math.ceil(windowMs / 1000);
+      deps.metrics.consoleSignInRefusals.inc();
+      deps.logger.info(
+        { clientAddress: info?.key, retryAfterSeconds },
+        'console sign-in refused: too many failed sign-ins from this address',
+      );
+      const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
+      page(
+        res,
+        429,
+        'Too many sign-in attempts',
+        errorPage(
+          `Too many failed sign-ins from this address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`,
+          { href: '/console/sign-in', label: 'Back to sign in' },
+        ),
+      );
+    },
+  });
 }
 
 function current(res: Response): ConsoleSession {
