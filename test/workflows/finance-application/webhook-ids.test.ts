@@ -1,4 +1,4 @@
-import type { FinanceApplicationState } from '../../../src/shared/finance-application';
+import { initialFinanceApplicationState, type FinanceApplicationState } from '../../../src/shared/finance-application';
 import { FinanceApplication, resolveSettings } from '../../../src/workflows/finance-application/state';
 import { OTHER_ID_LIMITS, WebhookIds } from '../../../src/workflows/finance-application/webhook-ids';
 
@@ -8,19 +8,8 @@ const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 function freshState(ownIdKnown = true): FinanceApplicationState {
   return {
-    merchantReference: 'order-1',
+    ...initialFinanceApplicationState('order-1', new Date(T0).toISOString()),
     ...(ownIdKnown ? { financeApplicationId: 'fa-own' } : {}),
-    history: [],
-    done: false,
-    webhooksLive: false,
-    webhooksReceived: 0,
-    mismatchedWebhooks: 0,
-    statusReads: 0,
-    failedReads: 0,
-    notificationsSent: 0,
-    notificationsFailed: 0,
-    deadlineAt: new Date(T0).toISOString(),
-    runs: 1,
   };
 }
 
