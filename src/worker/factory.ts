@@ -341,7 +341,9 @@ export async function startWorker(options: {
       bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       ...config.worker,
-      // What callbacks may reach, and how many secrets sign them (never the secrets).
+      // The merchants this worker knows: their entries in MERCHANTS_FILE override the globals below.
+      merchants: config.merchants.ids(),
+      // What callbacks may reach by default, and how many secrets sign them (never the secrets).
       callbackAllowedOrigins: config.callbacks.allowList.origins,
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,

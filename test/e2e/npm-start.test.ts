@@ -402,6 +402,12 @@ describe('npm run worker (the production worker)', () => {
     try {
       await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 60_000);
       expectPrebuiltBundle(worker.output());
+      // The start line names the merchants the worker knows (MERCHANTS_FILE's entries override the globals it shows).
+      const running = worker
+        .output()
+        .split('\n')
+        .find((line) => line.includes('"msg":"workers running"'));
+      expect((JSON.parse(running!) as { merchants?: unknown }).merchants).toEqual(expect.any(Array));
 
       const started = await startFinanceApplication(
         t.client,
