@@ -254,9 +254,19 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       sandbox.control.setApplicationStatus(financeApplicationId, 'IN_PROGRESS');
 
       first.child.kill('SIGTERM');
-      const draining = await fetch(readyz);
+      // The signal is delivered asynchronously: a probe may still be served before the process has handled it (a
+      // loaded machine), so read until the answer turns; the hanging read holds the worker for its 1 s grace.
+      const draining = await eventually(
+        async () => {
+          const res = await fetch(readyz);
+          if (res.status === 200) return undefined;
+          return { status: res.status, body: await res.json() };
+        },
+        10_000,
+        20,
+      );
       expect(draining.status).toBe(503);
-      expect(await draining.json()).toMatchObject({ status: 'draining' });
+      expect(draining.body).toMatchObject({ status: 'draining' });
       expect(await first.exit).toBe(0);
       expect(first.output()).toContain('"msg":"stopped"');
       expect(first.output()).not.toMatch(/GracefulShutdownPeriodExpired/);
