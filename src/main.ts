@@ -126,9 +126,16 @@ runEntry<MainConfig>(
     });
     // npm start makes its own build current (in production the deploy procedure does: docs/deploying.md).
     if (worker.deployment) {
-      await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
+      const routing = await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
         signal: stopSignal,
+        routing: 'best-effort',
       });
+      if (routing === 'propagating') {
+        logger.warn(
+          { version: versionString(worker.deployment) },
+          'this build is current; Temporal is still routing its task queues to it (a loaded machine) and finishes on its own',
+        );
+      }
       await warnAboutOtherBuilds(client, config.temporal.namespace, worker.deployment, logger);
     }
 

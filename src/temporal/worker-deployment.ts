@@ -56,13 +56,24 @@ const ROUTING_PROPAGATED = 2;
  * asks again (every `intervalMs`) until it is accepted, `timeoutMs` passes, or `signal` aborts; then it waits until
  * the new routing has reached every task queue. What `npm start`
  * does for its own build; in production the deploy procedure does it (docs/deploying.md).
+ *
+ * The version is current once the server accepts it; the routing then reaches the task queues on its own. By
+ * default a routing still on its way at `timeoutMs` is an error (the deploy's nudge must not run before it);
+ * `routing: 'best-effort'` returns `'propagating'` instead (npm start: a loaded machine's dev server may take longer,
+ * and its own build serving a little later is no reason to stop).
  */
 export async function makeCurrentVersion(
   service: DeploymentService,
   namespace: string,
   version: DeploymentVersion,
-  options: { identity?: string; timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {},
-): Promise<void> {
+  options: {
+    identity?: string;
+    timeoutMs?: number;
+    intervalMs?: number;
+    signal?: AbortSignal;
+    routing?: 'required' | 'best-effort';
+  } = {},
+): Promise<'propagated' | 'propagating'> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
     try {
@@ -91,8 +102,9 @@ export async function makeCurrentVersion(
     });
     const state = workerDeploymentInfo?.routingConfigUpdateState ?? 0;
     // 0: a server that does not report it.
-    if (state === ROUTING_PROPAGATED || state === 0 || options.signal?.aborted) return;
+    if (state === ROUTING_PROPAGATED || state === 0 || options.signal?.aborted) return 'propagated';
     if (Date.now() >= deadline) {
+      if (options.routing === 'best-effort') return 'propagating';
       throw new Error(`${versionString(version)} is current, but its routing has not reached every task queue yet`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));

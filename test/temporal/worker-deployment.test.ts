@@ -61,6 +61,33 @@ describe('makeCurrentVersion', () => {
     expect(service.calls).toBe(3);
     expect(states).toEqual([]);
   });
+  it('with a best-effort routing, says the routing is still on its way at its timeout instead of failing', async () => {
+    const slow = Array.from({ length: 1_000 }, () => 1); // IN_PROGRESS for longer than the timeout
+    await expect(
+      makeCurrentVersion(fakeService(0, slow), 'default', version, {
+        intervalMs: 1,
+        timeoutMs: 20,
+        routing: 'best-effort',
+      }),
+    ).resolves.toBe('propagating');
+    await expect(
+      makeCurrentVersion(fakeService(0, [1, 1, 2]), 'default', version, { intervalMs: 1, routing: 'best-effort' }),
+    ).resolves.toBe('propagated');
+    await expect(
+      makeCurrentVersion(
+        fakeService(
+          0,
+          Array.from({ length: 1_000 }, () => 1),
+        ),
+        'default',
+        version,
+        {
+          intervalMs: 1,
+          timeoutMs: 20,
+        },
+      ),
+    ).rejects.toThrow(/is current, but its routing has not reached every task queue yet/);
+  });
   it('gives up after its timeout, naming the version and the reason', async () => {
     await expect(
       makeCurrentVersion(fakeService(1_000, []), 'default', version, { intervalMs: 1, timeoutMs: 20 }),
