@@ -195,14 +195,21 @@ describe('financeApplicationWorkflow (workflow logic, jest.fn activities)', () =
 
   it('polls without webhooks, ends at the deadline, and pushes each change to the merchant once', async () => {
     const { activities, statuses } = fakeBank();
+    // The bank moves the application on as soon as it has answered the create: the first poll finds it, however
+    // late a loaded machine runs it before the deadline.
+    const create = activities.createApplication.getMockImplementation()!;
+    activities.createApplication.mockImplementationOnce(async (...args) => {
+      const created = await create(...args);
+      statuses.set(created.financeApplicationId, 'IN_PROGRESS');
+      return created;
+    });
     const ref = `wf-poll-${randomUUID()}`;
     await run(activities, async () => {
-      const { financeApplicationId: id } = await start(
+      await start(
         ref,
-        { fastPollIntervalMs: 50, slowPollIntervalMs: 50, deadlineMs: 1_500 },
+        { fastPollIntervalMs: 50, slowPollIntervalMs: 50, deadlineMs: 3_000 },
         'https://merchant.example/hooks?token=secret',
       );
-      statuses.set(id, 'IN_PROGRESS');
       const final = await awaitFinanceApplication(t.client, TEST_MERCHANT, ref);
       expect(final).toMatchObject({ done: true, outcome: 'deadline', status: 'IN_PROGRESS', webhooksLive: false });
       expect(final.history.map((h) => [h.status, h.source])).toEqual([
