@@ -19,6 +19,11 @@ import { startMerchant } from '../activities/helpers/merchant-server';
 import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { webhookKey } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
+import {
+  financeApplicationStateQuery,
+  financeApplicationStatusChangedSignal,
+} from '../../src/shared/finance-application';
+import { STATUS_SIGNAL_SPANS_PER_TASK } from '../../src/workflows/interceptors';
 import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';
@@ -208,6 +213,65 @@ describe('tracing', () => {
     }
     recordFinanceHistory(history, 'traced-webhooks');
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(hash);
+  });
+
+  it('a burst of status webhooks in one workflow task: the first STATUS_SIGNAL_SPANS_PER_TASK traced, every one counted', async () => {
+    const ref = `trace-burst-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
+    const res = await stack.facade('/applications', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done' }),
+    });
+    expect(res.status).toBe(201);
+    const { financeApplicationId, workflowId } = (await res.json()) as {
+      financeApplicationId: string;
+      workflowId: string;
+    };
+    const handle = stack.t.client.workflow.getHandle(workflowId);
+    // With no worker, every webhook's signal waits in the history: the next worker gets them in one workflow task.
+    await stack.stopWorker();
+    const since = exporter.getFinishedSpans().length;
+    const burst = STATUS_SIGNAL_SPANS_PER_TASK * 3;
+    const url = `${stack.publicUrl}/webhooks/finance-applications/${webhookKey(TEST_MERCHANT, ref)}/${tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref)}`;
+    for (let i = 0; i < burst; i++) {
+      const hook = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ financeApplicationId }),
+      });
+      expect(hook.status).toBe(202);
+    }
+    await stack.startWorker();
+    const state = await eventually(async () => {
+      const s = await stack.t.client.workflow.getHandle(workflowId).query(financeApplicationStateQuery);
+      return s.webhooksReceived >= burst ? s : undefined;
+    }, 60_000);
+    expect(state.webhooksReceived).toBe(burst);
+    // This workflow's spans only (another test's late webhook may still be finishing its spans).
+    const signalled = exporter
+      .getFinishedSpans()
+      .slice(since)
+      .filter((s) => s.name.startsWith('SignalWorkflow:') && s.attributes.temporalWorkflowId === workflowId);
+    expect(signalled).toHaveLength(burst);
+    const signalSpanIds = new Set(signalled.map((s) => s.spanContext().spanId));
+    // The traced ones, each a child of its webhook's SignalWorkflow span; the rest were handled without a span.
+    const exported = () =>
+      exporter
+        .getFinishedSpans()
+        .slice(since)
+        .filter(
+          (s) =>
+            s.name === `HandleSignal:${financeApplicationStatusChangedSignal.name}` &&
+            signalSpanIds.has(s.parentSpanContext?.spanId ?? ''),
+        );
+    await eventually(() => (exported().length >= STATUS_SIGNAL_SPANS_PER_TASK ? true : undefined));
+    expect(exported()).toHaveLength(STATUS_SIGNAL_SPANS_PER_TASK);
+
+    // The run goes on: a terminal change ends it; its history (60 signals in one task) replays under the interceptors.
+    stack.sandbox.control.setApplicationStatus(financeApplicationId, 'COMPLETED');
+    expect((await handle.result()) as { status: string }).toMatchObject({ status: 'COMPLETED' });
+    recordFinanceHistory(await handle.fetchHistory(), 'traced-webhook-burst');
   });
 
   describe('what leaves the process', () => {
