@@ -45,8 +45,14 @@ export async function waitForPollers(connection: Connection, workers: ManagedPro
   }
 }
 
-/** Running workflows' activities started by `identity`; looked at again until there is at least one. */
-export async function snapshotUntilBusy(connection: Connection, identity: string, timeoutMs: number) {
+/** Running workflows' activities started by `identity`; looked at again until one is of a `wanted` type. */
+export async function snapshotUntilBusy(
+  connection: Connection,
+  identity: string,
+  timeoutMs: number,
+  /** Wait until one of the worker's activities is of a type this accepts (one the bank's slowness holds). */
+  wanted: (activityType: string) => boolean = () => true,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pending: PendingAtKill[] = [];
@@ -73,7 +79,7 @@ export async function snapshotUntilBusy(connection: Connection, identity: string
         }
       }
     }
-    if (pending.length > 0 || Date.now() > deadline) return pending;
+    if (pending.some((p) => wanted(p.activityType)) || Date.now() > deadline) return pending;
     await sleep(250);
   }
 }
