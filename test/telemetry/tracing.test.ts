@@ -16,7 +16,7 @@ import { CallbackSigner } from '../../src/security/callback-signature';
 import { loggableCallbackUrl, loggableUrl } from '../../src/security/redaction';
 import { startTracing, type Tracing } from '../../src/telemetry/tracing';
 import { startMerchant } from '../activities/helpers/merchant-server';
-import { tenantWebhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationWebhookUrl, tenantWebhookHash } from '../../src/security/webhook-hash';
 import { webhookKey } from '../../src/shared/ids';
 import { recordFinanceHistory } from '../helpers/histories';
 import {
@@ -233,7 +233,7 @@ describe('tracing', () => {
     await stack.stopWorker();
     const since = exporter.getFinishedSpans().length;
     const burst = STATUS_SIGNAL_SPANS_PER_TASK * 3;
-    const url = `${stack.publicUrl}/webhooks/finance-applications/${webhookKey(TEST_MERCHANT, ref)}/${tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref)}`;
+    const url = financeApplicationWebhookUrl(stack.publicUrl, stack.webhooks.hashSecret, ref, TEST_MERCHANT);
     for (let i = 0; i < burst; i++) {
       const hook = await fetch(url, {
         method: 'POST',
