@@ -4,6 +4,8 @@
 FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The pinned Node of the npm scripts (a development dependency: pruned below; the image runs the base image's Node).
+COPY packages/node-runtime/package.json ./packages/node-runtime/
 # No Temporal binaries in the image (the postinstall toolchain is for local runs): the cluster is separate.
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json temporal-toolchain.json ./
