@@ -33,4 +33,4 @@ USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).
 EXPOSE 3000 3001 9464
-CMD ["node", "dist/worker/main.js"]
+CMD ["node", "dist/worker.js"]

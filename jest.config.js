@@ -24,4 +24,11 @@ module.exports = {
   testTimeout: 120_000,
   maxWorkers: 2,
   verbose: true,
+  // PAYLATER_TEST_RESULTS=<file>: the run's counts as `--json` writes them, for CI's closing line (.ci/run).
+  reporters: [
+    'default',
+    ...(process.env.PAYLATER_TEST_RESULTS
+      ? [['<rootDir>/test/setup/results-file-reporter.cjs', { file: process.env.PAYLATER_TEST_RESULTS }]]
+      : []),
+  ],
 };

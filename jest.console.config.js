@@ -1,6 +1,6 @@
 /**
  * The console's browser tests (test/console): `npm run test:console`, a step of its own in CI (.ci/run) after
- * scripts/install-chromium.sh, since they need Debian's chromium. One stack, one browser, one file at a time.
+ * scripts/install-system-packages.sh, since they need Debian's chromium. One stack, one browser, one file at a time.
  */
 const base = require('./jest.config');
 

@@ -140,7 +140,7 @@ function extraEnv(): Record<string, string> {
  * a Temporal dev server, every process of the service separate and driven over HTTP only:
  * - the bank sandbox (`node dist/sandbox/server.js`), which holds each application at the status the bench sets
  *   and sends no webhook of its own (the bench is the bank's webhook sender, so it knows every answer);
- * - `node dist/api/server.js`, and build A: BENCH_DEPLOY_WORKERS `node dist/worker/main.js` (default 1) joining a
+ * - `node dist/api/server.js`, and build A: BENCH_DEPLOY_WORKERS `node dist/worker.js` (default 1) joining a
  *   fresh Worker Deployment (WORKER_DEPLOYMENT_NAME unique per run) with the bundle's build id, made current;
  * - BENCH_OPEN_APPLICATIONS applications (default 10,000) created through `POST /applications` by two merchants:
  *   the idle ones with the operator's poll policy, and BENCH_DEPLOY_CHANGING (default max(200, N/10)) created

@@ -15,7 +15,7 @@ const CMD = 'npm run bench -- open-applications';
 
 /**
  * The cost of an open application (issue: 10,000 waiting applications on one worker). The production entry
- * points as separate processes (`node dist/worker/main.js` with its default sizing, `node dist/api/server.js`)
+ * points as separate processes (`node dist/worker.js` with its default sizing, `node dist/api/server.js`)
  * against a real dev server and the bank sandbox (in this process), which holds every application's status
  * and sends no webhook. Merchants create BENCH_OPEN_APPLICATIONS applications (default 10,000) through
  * `POST /applications`, 16 at a time; then the worker is left alone until every application is past its
@@ -61,7 +61,7 @@ export async function benchOpenApplications(): Promise<void> {
     WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
     LOG_LEVEL: 'warn',
   };
-  const worker = spawnEntry('dist/worker/main.js', childEnv);
+  const worker = spawnEntry('dist/worker.js', childEnv);
   const api = spawnEntry('dist/api/server.js', childEnv);
   const rssSamples: number[] = [];
   const sampler = setInterval(() => rssSamples.push(rssMiB(worker.pid!)), 1_000);

@@ -46,7 +46,7 @@ interface Build {
   label: 'A' | 'B';
   /** What the tables print: the ref and its commit. */
   name: string;
-  /** A checkout with `npm run build` done: dist/worker/main.js, dist/api/server.js, dist/temporal/dev-server.js. */
+  /** A checkout with `npm run build` done: dist/worker.js, dist/api/server.js, dist/temporal/dev-server.js. */
   root: string;
 }
 
@@ -72,7 +72,7 @@ interface RoundFigures {
  * - B, this checkout's dist/ (`npm run bench` builds it).
  * Each round starts a fresh stack of one build: the Temporal dev server with the build's own options
  * (dist/temporal/dev-server.js: its search attributes and dynamic config), the bank sandbox (`node
- * dist/sandbox/server.js` of this checkout for both: the bank stays the same), `node dist/worker/main.js` and
+ * dist/sandbox/server.js` of this checkout for both: the bank stays the same), `node dist/worker.js` and
  * `node dist/api/server.js` of the build, all on free ports. Merchants (MERCHANT_API_KEYS, round robin) create
  * TENANCY_BENCH_CREATIONS applications through `POST /applications` at TENANCY_BENCH_CONCURRENCY; the bank then
  * holds each at its first status. Their webhook URLs are read from the sandbox's ground truth (the create answer
@@ -298,10 +298,10 @@ function describeCheckout(): string {
   return `${git(['rev-parse', '--abbrev-ref', 'HEAD'])} ${head}${dirty ? ' + uncommitted changes' : ''}`;
 }
 
-/** The worker's entry in a build: dist/worker/main.js, or dist/worker.js in a baseline from before src/worker/. */
+/** The worker's entry in a build: dist/worker.js, or dist/worker/main.js in a baseline built while the entry was there. */
 function workerEntry(root: string): string {
-  const current = join(root, 'dist', 'worker', 'main.js');
-  return existsSync(current) ? current : join(root, 'dist', 'worker.js');
+  const current = join(root, 'dist', 'worker.js');
+  return existsSync(current) ? current : join(root, 'dist', 'worker', 'main.js');
 }
 
 /** BENCH_BASELINE_REF checked out and built in a temporary worktree (or BENCH_BASELINE_DIR as it is). */
@@ -309,7 +309,7 @@ function prepareBaseline(): Baseline {
   const given = process.env.BENCH_BASELINE_DIR;
   if (given) {
     if (!existsSync(workerEntry(given)))
-      throw new Error(`BENCH_BASELINE_DIR=${given} has no dist/worker/main.js: run npm run build there`);
+      throw new Error(`BENCH_BASELINE_DIR=${given} has no dist/worker.js: run npm run build there`);
     const name = `${git(['rev-parse', '--short', 'HEAD'], given)} (BENCH_BASELINE_DIR)`;
     return { build: { label: 'A', name, root: given }, note: ', given', cleanup: () => undefined };
   }

@@ -16,7 +16,7 @@ const DAY = 24 * 60 * 60_000;
 const MERCHANT = 'bench';
 
 /**
- * The production worker process (`node dist/worker/main.js`, prebuilt bundle) holding many open, mostly idle finance
+ * The production worker process (`node dist/worker.js`, prebuilt bundle) holding many open, mostly idle finance
  * applications: its RSS once N applications are created (each waits on a long poll timer), and while every one of
  * them wakes at once on a webhook signal, so the applications evicted from the workflow cache are replayed. Run per
  * workflow cache size: the default (500), 1,000, and the SDK's default on this machine's heap. Not part of the default
@@ -41,7 +41,7 @@ export async function benchWorkerMemory(): Promise<void> {
   try {
     for (const cache of caches) {
       const taskQueue = `bench-memory-${cache}-${randomUUID().slice(0, 8)}`;
-      const child = spawn(process.execPath, ['dist/worker/main.js'], {
+      const child = spawn(process.execPath, ['dist/worker.js'], {
         cwd: root,
         env: {
           PATH: process.env.PATH ?? '',

@@ -7,7 +7,7 @@ import { buildIdOf } from '../src/temporal/worker-deployment';
 
 /**
  * A second build of the application from a compiled dist/: a copy with a change to the compiled workflow code and
- * its own workflow bundle (so its own manifest and build id), runnable as `node <distDir>/worker/main.js`. What the
+ * its own workflow bundle (so its own manifest and build id), runnable as `node <distDir>/worker.js`. What the
  * cluster test's rolling upgrade deploys as build B (and checks as build C), and what a bench can deploy beside
  * `dist/` without a second checkout. The change is a text edit of the compiled JavaScript: each patch must match
  * exactly once, so a change to the workflow source that moves the text fails here, loudly, instead of building a
@@ -24,7 +24,7 @@ export interface SourcePatch {
 }
 
 export interface VariantBuild {
-  /** The copy's dist folder (`node <distDir>/worker/main.js` runs it). */
+  /** The copy's dist folder (`node <distDir>/worker.js` runs it). */
   distDir: string;
   /** Its workflow bundle (what `npm run replay-check -- --bundle` takes). */
   codePath: string;
@@ -94,8 +94,7 @@ export async function buildVariant(options: {
   tracing?: boolean;
 }): Promise<VariantBuild> {
   const { fromDist, toDir, patches, logger } = options;
-  if (!existsSync(join(fromDist, 'worker', 'main.js')))
-    throw new Error(`${fromDist}/worker/main.js not found: npm run build first`);
+  if (!existsSync(join(fromDist, 'worker.js'))) throw new Error(`${fromDist}/worker.js not found: npm run build first`);
   if (patches.length === 0) throw new Error('a variant without a patch is the same build');
   const distDir = join(resolve(toDir), 'dist');
   rmSync(toDir, { recursive: true, force: true });

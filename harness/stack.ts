@@ -110,7 +110,7 @@ export function apiProcess(
   );
 }
 
-/** `node dist/worker/main.js` (npm run worker); `env` holds its PUBLIC_BASE_URL and WORKER_METRICS_PORT. */
+/** `node dist/worker.js` (npm run worker); `env` holds its PUBLIC_BASE_URL and WORKER_METRICS_PORT. */
 export function workerProcess(place: ProcessPlace, name: string, env: Record<string, string>): ManagedProcess {
-  return new ManagedProcess(name, process.execPath, ['dist/worker/main.js'], env, place.log(name), place.root);
+  return new ManagedProcess(name, process.execPath, ['dist/worker.js'], env, place.log(name), place.root);
 }

@@ -10,7 +10,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entries = process.argv.slice(2);
 if (entries.length === 0) {
   process.stderr.write(
-    'usage: node scripts/check-build.mjs <entry> (worker/main, api/server, sandbox/server, main, tools/replay-check)\n',
+    'usage: node scripts/check-build.mjs <entry> (worker, api/server, sandbox/server, main, tools/replay-check)\n',
   );
   process.exit(2);
 }

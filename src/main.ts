@@ -1,6 +1,7 @@
-// First: Node's compile cache (src/entry/compile-cache.ts), .env (src/entry/load-env-file.ts), then tracing, whose
+// First: the Node version check (src/entry/supported-node.ts), then Node's compile cache (src/entry/compile-cache.ts), .env (src/entry/load-env-file.ts), then tracing, whose
 // instrumentations must be registered before http and express are loaded, then the dev server's spawn, so that it
 // boots while the modules below load (src/entry/early-dev-server.ts).
+import './entry/supported-node';
 import './entry/compile-cache';
 import './entry/load-env-file';
 import { processTracing } from './entry/tracing-preload';

@@ -1,5 +1,6 @@
 // First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
+import '../entry/supported-node';
 import '../entry/load-env-file';
 import { processTracing } from '../entry/tracing-preload';
 import { runEntry, StartupError } from '../entry/run-entry';

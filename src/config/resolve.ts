@@ -43,7 +43,7 @@ import type { DevelopmentKeys } from './development-keys';
  * loadConfig(env) is called only by entry points (through src/config/main.ts, api.ts or worker.ts).
  */
 
-/** Sizing of one worker process (Worker options; src/worker/main.ts applies them). */
+/** Sizing of one worker process (Worker options; src/worker.ts applies them). */
 export interface WorkerTuning {
   /** maxCachedWorkflows (main worker: the only one with workflows). */
   maxCachedWorkflows: number;

@@ -2,12 +2,12 @@ import { join, relative } from 'node:path';
 import { applyEnvFile, type EnvFileResult } from '../config/env-file';
 
 /**
- * The entry points (src/main.ts, src/worker/main.ts, src/api/server.ts, src/sandbox/server.ts, and the replay gate
+ * The entry points (src/main.ts, src/worker.ts, src/api/server.ts, src/sandbox/server.ts, and the replay gate
  * src/tools/replay-check.ts, which shares the worker's configuration), as built into dist/.
  */
 const ENTRY_POINTS = new Set([
   'main',
-  'worker/main',
+  'worker',
   'api/server',
   'sandbox/server',
   'tools/replay-check',
@@ -17,7 +17,7 @@ const ENTRY_POINTS = new Set([
 /**
  * Imported first by every entry point (before the tracing preload, which reads OTEL_* from the environment):
  * `.env` in the working directory fills what the environment does not set. Only when the process was started as
- * one of the entry points: importing src/worker/main.ts into a test or a tool reads nothing. runEntry logs the result.
+ * one of the entry points: importing src/worker.ts into a test or a tool reads nothing. runEntry logs the result.
  */
 let result: EnvFileResult = { applied: [], overridden: [] };
 const entry = require.main

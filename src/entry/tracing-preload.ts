@@ -3,7 +3,7 @@ import { loadTracingConfig } from '../config';
 import { startTracing, type Tracing } from '../telemetry/tracing';
 
 /**
- * Imported first by every entry point (src/main.ts, src/worker/main.ts, src/api/server.ts): the instrumentations hook
+ * Imported first by every entry point (src/main.ts, src/worker.ts, src/api/server.ts): the instrumentations hook
  * `require`, so they must be registered before express and http are loaded by the entry's other imports. The one
  * process-wide state of this project, because OpenTelemetry's provider is process-wide itself.
  * With tracing off no provider or instrumentation is registered. Invalid OTEL_* variables leave tracing off here; loadConfig then
@@ -18,14 +18,13 @@ export function processTracing(): Tracing | undefined {
     started = true;
     const config = loadTracingConfig(process.env);
     if (config) {
-      // The entry's path under dist/ (or src/): worker/main, api/server, main…
+      // The entry's path under dist/ (or src/): worker, api/server, main…
       const entry = require.main
         ? relative(join(__dirname, '..'), require.main.filename)
             .replace(/\\/g, '/')
             .replace(/\.[jt]s$/, '')
         : '';
-      const serviceName =
-        entry === 'worker/main' ? 'paylater-worker' : entry === 'api/server' ? 'paylater-api' : 'paylater';
+      const serviceName = entry === 'worker' ? 'paylater-worker' : entry === 'api/server' ? 'paylater-api' : 'paylater';
       tracing = startTracing({ config, serviceName });
     }
   }

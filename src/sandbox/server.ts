@@ -3,6 +3,7 @@
  * (config.ts); a bad value stops start-up with a message naming the variable. SIGINT/SIGTERM close gracefully.
  */
 // First: .env in the working directory (src/entry/load-env-file.ts).
+import '../entry/supported-node';
 import '../entry/load-env-file';
 import pino from 'pino';
 import { loadSandboxConfig, SandboxConfigError } from './config';

@@ -1,5 +1,6 @@
 // `npm run deploy -- <command>`: the deploy procedure's steps against the Temporal the worker uses (same variables;
 // no configuration: the embedded stack of `npm start`). docs/deploying.md "Deploying a new version".
+import '../entry/supported-node';
 import '../entry/load-env-file';
 import { loadConfig } from '../config';
 import { loadWorkflowBundle } from '../worker/prebuilt-workflow-bundle';

@@ -1,4 +1,5 @@
 // First: .env (src/entry/load-env-file.ts), as for the worker whose configuration this check shares.
+import '../entry/supported-node';
 import '../entry/load-env-file';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';

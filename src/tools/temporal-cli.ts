@@ -1,3 +1,4 @@
+import '../entry/supported-node';
 import '../entry/load-env-file';
 import { spawn } from 'node:child_process';
 import { loadMainConfig } from '../config/main';

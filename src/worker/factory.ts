@@ -1,7 +1,7 @@
 /**
  * The worker's factories: `createWorker` (the two Temporal Workers of one process: the main task queue and the
  * rate-limited bank-reads queue) and `startWorker` (everything a worker process runs, wired from configuration).
- * Used by the entry points (src/worker/main.ts, src/main.ts), the tests, the benches and chaos.
+ * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
  */
 import type { DataConverter } from '@temporalio/common';
 import {

@@ -3,7 +3,7 @@
  * sign-in through the form, merchant B not seeing A's application, a status change (the sandbox's webhook) appearing
  * on the open page without a reload and announced in its live region, keyboard navigation, no CSP violation, no
  * failed sub-resource (the icon included) and no console error, and a screenshot kept in
- * test-artifacts/console-application.png. `npm run test:console` (scripts/install-chromium.sh).
+ * test-artifacts/console-application.png. `npm run test:console` (scripts/install-system-packages.sh).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

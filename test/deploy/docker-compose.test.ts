@@ -16,7 +16,7 @@ import {
   type ComposeService,
   type Publication,
 } from '../helpers/compose';
-import { findPromtool } from '../helpers/prometheus';
+import { findPromtool, requirePromtool } from '../helpers/prometheus';
 
 /**
  * No Docker engine runs here, so the compose file is rendered as compose would (test/helpers/compose.ts: anchors,
@@ -43,7 +43,7 @@ const rendered = renderCompose(composePath, HOST_ENV);
 const { services } = rendered.compose;
 /** The file as written, anchors and merge keys resolved but nothing interpolated. */
 const raw = parse(readFileSync(composePath, 'utf8'), { merge: true }) as ComposeFile;
-/** Node's version in CI's second run (.ci/run), which the image's base must be. */
+/** The pinned Node of the npm scripts (NODE_LTS in .ci/run), which the image's base must be. */
 const NODE_LTS = /^NODE_LTS=(\S+)$/m.exec(readFileSync(join(root, '.ci', 'run'), 'utf8'))?.[1];
 
 /** The Temporal Server version: compose's server and admin-tools, the dev server of the tests, the cluster test. */
@@ -105,7 +105,7 @@ const referencesIn = (value: string) =>
   }));
 
 const promtool = findPromtool();
-const withPromtool = promtool || process.env.CI ? it : it.skip;
+const withPromtool = requirePromtool("compose's Prometheus configuration check");
 
 describe('compose rendering (test/helpers/compose.ts)', () => {
   it('interpolates as compose does', () => {
@@ -164,7 +164,7 @@ describe('docker-compose.yml', () => {
       ].sort(),
     );
     // Production commands: the build output, never a compile at start.
-    expect(services.worker?.command).toEqual(['node', 'dist/worker/main.js']);
+    expect(services.worker?.command).toEqual(['node', 'dist/worker.js']);
     expect(services.api?.command).toEqual(['node', 'dist/api/server.js']);
     expect(services['bank-sandbox']?.command).toEqual(['node', 'dist/sandbox/server.js']);
   });
@@ -438,6 +438,13 @@ describe('docker-compose.yml', () => {
       const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
       const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
       expect(NODE_LTS).toMatch(/^24\.\d+\.\d+$/);
+      // The pinned Node of the npm scripts (docs/decisions/0044-pinned-node-for-npm-scripts.md) is the image's.
+      const runtime = JSON.parse(readFileSync(join(root, 'packages', 'node-runtime', 'package.json'), 'utf8')) as {
+        version: string;
+        optionalDependencies: Record<string, string>;
+      };
+      expect(runtime.version).toBe(NODE_LTS);
+      for (const version of Object.values(runtime.optionalDependencies)) expect(version).toBe(NODE_LTS);
       expect(bases).toEqual([`node:${NODE_LTS}-bookworm-slim`, `node:${NODE_LTS}-bookworm-slim`]);
       // The last stage is the image: its last USER is not root.
       const lastStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));

@@ -14,7 +14,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { sc
 describe('production scripts', () => {
   it('start the build output with node, and their pre-scripts need nothing but node', () => {
     // `exec`: the shell npm runs the script in becomes node, so npm's SIGTERM/SIGINT reaches node itself.
-    expect(pkg.scripts.worker).toBe('exec node dist/worker/main.js');
+    expect(pkg.scripts.worker).toBe('exec node dist/worker.js');
     expect(pkg.scripts.api).toBe('exec node dist/api/server.js');
     expect(pkg.scripts.sandbox).toBe('exec node dist/sandbox/server.js');
     for (const name of ['worker', 'api', 'sandbox']) {
@@ -30,15 +30,15 @@ describe('production scripts', () => {
     mkdirSync(join(project, 'scripts'));
     copyFileSync(join(root, 'scripts', 'check-build.mjs'), join(project, 'scripts', 'check-build.mjs'));
     const run = () =>
-      spawnSync(process.execPath, [join(project, 'scripts', 'check-build.mjs'), 'worker/main'], { encoding: 'utf8' });
+      spawnSync(process.execPath, [join(project, 'scripts', 'check-build.mjs'), 'worker'], { encoding: 'utf8' });
 
     const missing = run();
     expect(missing.status).toBe(1);
-    expect(missing.stderr).toContain('dist/worker/main.js is missing');
+    expect(missing.stderr).toContain('dist/worker.js is missing');
     expect(missing.stderr).toContain('npm run build');
 
-    mkdirSync(join(project, 'dist', 'worker'), { recursive: true });
-    writeFileSync(join(project, 'dist', 'worker', 'main.js'), '');
+    mkdirSync(join(project, 'dist'));
+    writeFileSync(join(project, 'dist', 'worker.js'), '');
     expect(run()).toMatchObject({ status: 0, stderr: '' });
 
     // A checkout whose sources changed after the build: started all the same, with a warning.
@@ -48,7 +48,7 @@ describe('production scripts', () => {
     utimesSync(join(project, 'src', 'main.ts'), later, later);
     const stale = run();
     expect(stale.status).toBe(0);
-    expect(stale.stderr).toContain('warning: src/ changed after dist/worker/main.js was built');
+    expect(stale.stderr).toContain('warning: src/ changed after dist/worker.js was built');
   });
 });
 
@@ -80,7 +80,7 @@ describe('.env in the working directory', () => {
       env: { PATH: process.env.PATH ?? '', HOME: cwd, ...env },
     });
 
-  it.each(['main.js', 'worker/main.js', 'api/server.js'])('is read by %s, and the environment wins', (entry) => {
+  it.each(['main.js', 'worker.js', 'api/server.js'])('is read by %s, and the environment wins', (entry) => {
     const result = start(entry, { INTERNAL_PORT: '3999' });
     expect(result.status).toBe(78); // EX_CONFIG: stopped at the configuration, naming the variable
     expect(result.stderr).toContain('PORT: must be a port number');
@@ -99,7 +99,7 @@ describe('.env in the working directory', () => {
   it('is not read by a process that only imports an entry module (tests, tools)', () => {
     const result = spawnSync(
       process.execPath,
-      ['-e', `require(${JSON.stringify(join(out, 'worker', 'main.js'))}); console.log(process.env.PORT ?? 'unset')`],
+      ['-e', `require(${JSON.stringify(join(out, 'worker.js'))}); console.log(process.env.PORT ?? 'unset')`],
       { cwd, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
     );
     expect(result.stdout.trim()).toBe('unset');

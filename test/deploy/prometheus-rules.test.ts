@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { createMetrics } from '../../src/api/metrics';
 import { WorkflowMetric } from '../../src/shared/metric-names';
 import { TEMPORAL_SDK_METRICS, createWorkerMetrics } from '../../src/worker/metrics';
-import { findPromtool } from '../helpers/prometheus';
+import { findPromtool, requirePromtool } from '../helpers/prometheus';
 
 /**
  * deploy/prometheus and deploy/grafana: promtool checks the rules and runs their unit tests, and every series an
@@ -19,10 +19,7 @@ const ruleFiles = readdirSync(rulesDir).filter((f) => f.endsWith('.rules.yml'));
 const testFiles = readdirSync(rulesDir).filter((f) => f.endsWith('.test.yml'));
 
 const promtool = findPromtool();
-const withPromtool = promtool || process.env.CI ? it : it.skip;
-if (!promtool && !process.env.CI) {
-  process.stderr.write('promtool not found: deploy/prometheus checks skipped (run `npm run toolchain`)\n');
-}
+const withPromtool = requirePromtool('the deploy/prometheus checks');
 
 function runPromtool(args: string[]): { status: number | null; output: string } {
   if (!promtool)

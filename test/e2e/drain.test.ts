@@ -14,7 +14,7 @@ import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '.
 
 /**
  * Drain on shutdown (docs/operations.md "Shutdown and draining"), with the entry points as production runs them
- * (`node dist/api/server.js`, `node dist/worker/main.js`, compiled here into a directory of this file's own) against the
+ * (`node dist/api/server.js`, `node dist/worker.js`, compiled here into a directory of this file's own) against the
  * suite's dev server: an API process taking a stream of webhooks and a long-poll gets SIGTERM; a worker process
  * with an activity running gets SIGTERM.
  */
@@ -226,7 +226,7 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       WORKER_SHUTDOWN_GRACE_TIME: '1s',
     });
     const envA = await env();
-    const first = run('worker/main.js', envA);
+    const first = run('worker.js', envA);
     let second: Child | undefined;
     const merchantReference = `drain-worker-${randomUUID()}`;
     try {
@@ -272,7 +272,7 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       expect(first.output()).not.toMatch(/GracefulShutdownPeriodExpired/);
 
       // Another worker takes the read over; the workflow goes on with what the bank says now.
-      second = run('worker/main.js', await env());
+      second = run('worker.js', await env());
       const state = await eventually(async () => {
         const s = await getFinanceApplication(t.client, TEST_MERCHANT, merchantReference);
         return s.status === 'IN_PROGRESS' ? s : undefined;

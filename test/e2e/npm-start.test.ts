@@ -17,7 +17,7 @@ import { childPids } from '../helpers/process-tree';
 /**
  * The entry points as a person runs them, after `npm run build` (tsc, then the workflow bundle): `npm start`
  * (node dist/main.js), the embedded default: the real dev server with its Web UI, the sandbox, the worker and
- * the app; then SIGTERM leaves no process behind. `npm run worker` (node dist/worker/main.js), the production
+ * the app; then SIGTERM leaves no process behind. `npm run worker` (node dist/worker.js), the production
  * worker against the suite's dev server and a sandbox. Both run the workflows from the prebuilt bundle.
  */
 const root = join(__dirname, '..', '..');
@@ -397,7 +397,7 @@ describe('npm run worker (the production worker)', () => {
   it('runs the workflows from the prebuilt bundle, serves an application, and exits 0 on SIGTERM', async () => {
     const sandbox = await startSandbox({ clientId: 'e2e-client', clientSecret: 'e2e-secret' });
     const t = await connectTestTemporal();
-    const worker = run(workerEnv(sandbox.url, t.taskQueue), 'dist/worker/main.js');
+    const worker = run(workerEnv(sandbox.url, t.taskQueue), 'dist/worker.js');
     const merchantReference = `e2e-worker-${randomUUID()}`;
     try {
       await eventually(() => (worker.output().includes('"msg":"workers running"') ? true : undefined), 60_000);
@@ -436,7 +436,7 @@ describe('npm run worker (the production worker)', () => {
     const original = readFileSync(file);
     appendFileSync(file, '\n// edited after the build\n');
     try {
-      const worker = run(workerEnv('http://127.0.0.1:9', `never-${randomUUID()}`), 'dist/worker/main.js');
+      const worker = run(workerEnv('http://127.0.0.1:9', `never-${randomUUID()}`), 'dist/worker.js');
       expect(await worker.exit).toBe(1);
       expect(worker.output()).toMatch(
         /worker: The workflow bundle .*workflow-bundle\.js is stale: .*Run `npm run build`/,
@@ -483,7 +483,7 @@ describe('start in any order', () => {
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       LOG_LEVEL: 'info',
     };
-    const worker = run(env, 'dist/worker/main.js');
+    const worker = run(env, 'dist/worker.js');
     const api = run(env, 'dist/api/server.js');
     let temporal: DevServer | undefined;
     const apiUrl = `http://127.0.0.1:${internalPort}`;

@@ -1,16 +1,17 @@
 // First: .env (src/entry/load-env-file.ts), then tracing, whose instrumentations must be registered before http and express
 // are loaded.
-import '../entry/load-env-file';
-import { processTracing } from '../entry/tracing-preload';
-import { runEntry, StartupError } from '../entry/run-entry';
-import { prebuiltWorkflowBundle } from './prebuilt-workflow-bundle';
-import { createPayloadCodec } from '../security/payload-codec';
-import { connectWorker } from '../temporal/connection';
-import { createDataConverter } from '../temporal/data-converter';
-import { startWorker } from './factory';
-import { temporalMetricsOptions } from './metrics';
-import { loadWorkerConfig } from '../config/worker';
-import { bootstrapCurrentVersion, versionString } from '../temporal/worker-deployment';
+import './entry/supported-node';
+import './entry/load-env-file';
+import { processTracing } from './entry/tracing-preload';
+import { runEntry, StartupError } from './entry/run-entry';
+import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
+import { createPayloadCodec } from './security/payload-codec';
+import { connectWorker } from './temporal/connection';
+import { createDataConverter } from './temporal/data-converter';
+import { startWorker } from './worker/factory';
+import { temporalMetricsOptions } from './worker/metrics';
+import { loadWorkerConfig } from './config/worker';
+import { bootstrapCurrentVersion, versionString } from './temporal/worker-deployment';
 
 /** `npm run worker`: a worker process alone, for production (stateless; scale out). */
 if (require.main === module) {
