@@ -36,8 +36,8 @@ export default tseslint.config(
     },
   },
   {
-    // The determinism boundary (STYLE.md, 1): workflow code may import only @temporalio/workflow,
-    // type-only activities, and src/shared.
+    // The determinism boundary (CONTRIBUTING.md, "Workflow code is deterministic"): workflow code may import only
+    // @temporalio/workflow, type-only activities, and src/shared.
     files: ['src/workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -136,8 +136,9 @@ function extraEnv(): Record<string, string> {
 }
 
 /**
- * Issue 21's target: a deploy under load answers no 5xx and acknowledges nothing that is later lost. One stack on
- * a Temporal dev server, every process of the service separate and driven over HTTP only:
+ * The target of Worker Versioning (docs/decisions/0025-worker-versioning.md): a deploy under load answers no 5xx and
+ * acknowledges nothing that is later lost. One stack on a Temporal dev server, every process of the service separate
+ * and driven over HTTP only:
  * - the bank sandbox (`node dist/sandbox/server.js`), which holds each application at the status the bench sets
  *   and sends no webhook of its own (the bench is the bank's webhook sender, so it knows every answer);
  * - `node dist/api/server.js`, and build A: BENCH_DEPLOY_WORKERS `node dist/worker.js` (default 1) joining a

@@ -14,7 +14,7 @@ const ROOT = join(__dirname, '..', '..');
 const CMD = 'npm run bench -- open-applications';
 
 /**
- * The cost of an open application (issue: 10,000 waiting applications on one worker). The production entry
+ * The cost of an open application (the target: 10,000 waiting applications on one worker). The production entry
  * points as separate processes (`node dist/worker.js` with its default sizing, `node dist/api/server.js`)
  * against a real dev server and the bank sandbox (in this process), which holds every application's status
  * and sends no webhook. Merchants create BENCH_OPEN_APPLICATIONS applications (default 10,000) through

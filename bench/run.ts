@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   // [name, bench, run only when named: `npm run bench -- <name>`]
   const benches: [string, () => Promise<void>, boolean?][] = [
     ['bank-client', benchBankClient],
-    // Issue 22: `npm start` from no dist, then again with nothing to rebuild (about a minute; removes dist).
+    // `npm start` from no dist, then again with nothing to rebuild (about a minute; removes dist).
     ['cold-start', benchColdStart],
     ['lifecycle', benchLifecycle],
     ['receiver', benchReceiver],
@@ -32,9 +32,9 @@ async function main(): Promise<void> {
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
-    // Issue 20: this checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
+    // This checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
     ['tenancy-throughput', benchTenancyThroughput],
-    // Issue 21: a Worker Versioning deploy under load; ≈10 min at BENCH_OPEN_APPLICATIONS=1000, far more at 10,000.
+    // A Worker Versioning deploy under load; ≈10 min at BENCH_OPEN_APPLICATIONS=1000, far more at 10,000.
     ['deploy-under-load', benchDeployUnderLoad, true],
   ];
   for (const [name, bench, whenNamed] of benches) {

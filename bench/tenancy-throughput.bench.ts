@@ -19,11 +19,11 @@ import {
 import { report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
-/** Issue 20: creation and webhook throughput with tenancy and rate limiting on, against the build before it. */
+/** Creation and webhook throughput with tenancy and rate limiting on, against the build before it. */
 const TARGET_RATIO = 0.95;
 /** The repository root (this file runs from dist-bench/bench/). */
 const ROOT = join(__dirname, '..', '..');
-/** main before issue 20. */
+/** main before tenancy and rate limiting. */
 const BASELINE_REF = process.env.BENCH_BASELINE_REF || 'a3f4fed';
 /** Stacks started per build alternate A B B A (TENANCY_BENCH_ROUNDS rounds in all), so drift hits both alike. */
 const ROUNDS = Number(process.env.TENANCY_BENCH_ROUNDS) || 4;
@@ -64,9 +64,9 @@ interface RoundFigures {
 }
 
 /**
- * Issue 20's throughput target: two builds in one run on this machine, each driven only over HTTP through its
- * production entry points, so that any two commits can be compared:
- * - A, the baseline: BENCH_BASELINE_REF (default a3f4fed, main before issue 20) checked out with `git worktree add`
+ * The throughput target of tenancy and rate limiting (docs/benchmarks.md): two builds in one run on this machine, each
+ * driven only over HTTP through its production entry points, so that any two commits can be compared:
+ * - A, the baseline: BENCH_BASELINE_REF (default a3f4fed, main before tenancy) checked out with `git worktree add`
  *   into a temporary folder (node_modules and .temporal linked to this checkout's) and built there with
  *   `npm run build`; BENCH_BASELINE_DIR=<folder> uses a folder already built instead (nothing is removed then);
  * - B, this checkout's dist/ (`npm run bench` builds it).
@@ -161,7 +161,7 @@ async function runRound(build: Build, round: number): Promise<RoundFigures> {
       INTERNAL_PORT: String(internalPort),
       WORKER_METRICS_PORT: String(workerMetricsPort),
       MERCHANT_API_KEYS: merchants.map((m) => `${m.name}:${m.key}`).join(','),
-      // Issue 20's operator keys; a build without them ignores the variable.
+      // Operator keys (since tenancy); a build without them ignores the variable.
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       ...extraEnv(),
     };

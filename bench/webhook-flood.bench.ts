@@ -22,11 +22,12 @@ const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
 const KiB = 1024;
 
 /**
- * Invented financeApplicationIds on one application's webhook URL (issue 20): whoever holds the URL can post any id.
+ * Invented financeApplicationIds on one application's webhook URL
+ * (docs/decisions/0022-duplicate-ids-believed-only-when-the-bank-confirms.md): whoever holds the URL can post any id.
  * The whole stack in this process (dev server, sandbox over HTTP, worker, receiver) with the application's default
- * settings: BENCH_FLOOD_WEBHOOKS webhooks (default 10,000), each naming a new id, 16 at a time; then one real
- * status change. Prints the largest continue-as-new snapshot (the start input of each later run) and the state
- * query's size beside the target, and whether the application still tracked its own status.
+ * settings: BENCH_FLOOD_WEBHOOKS webhooks (default 10,000), each naming a new id, 16 at a time; then one real status
+ * change. Prints the largest continue-as-new snapshot (the start input of each later run) and the state query's size
+ * beside the target, and whether the application still tracked its own status.
  */
 export async function benchWebhookFlood(): Promise<void> {
   const count = Number(process.env.BENCH_FLOOD_WEBHOOKS ?? 10_000);
@@ -110,7 +111,7 @@ export async function benchWebhookFlood(): Promise<void> {
       largestSnapshotKiB: largest / KiB,
       stateQueryKiB: stateBytes / KiB,
       target: '< 64 KiB',
-      before: '4.96 MB snapshot (issue 20), tracking stopped',
+      before: '4.96 MB snapshot (before decision 0022), tracking stopped',
       cmd: CMD,
     });
     report('webhook flood: own status tracked', {

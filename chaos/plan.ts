@@ -25,7 +25,7 @@ export interface ChaosSizes {
 
 export const DEFAULT_SIZES: ChaosSizes = { applications: 100, refreshes: 20, durationMs: 120_000, workers: 2, apis: 2 };
 
-/** The rates the plan aims at (the chaos run). */
+/** The rates the plan aims at (docs/testing.md, "Chaos test"). */
 export const RATES = {
   /** Finance webhooks dropped by the bank (per status change). */
   dropWebhook: 0.3,

@@ -56,14 +56,14 @@ import {
 import { judgeFailingGate, judgePassingGate, runReplayGate, type GateVerdict } from './replay-gate';
 
 /**
- * The rolling upgrade of `npm run test:cluster` (issue 21): runs open on build A (the repo's dist) — applications
- * waiting on webhooks and polls, one mid-create, one mid-read, one with a merchant's long-poll waiting, a consent
- * claim, a consent refresh, a transactionEvents consent — then build B (a copy of dist whose finance applications
- * add a field to their result: cluster/build-variant.ts) started beside A, gated, made current and nudged; A's
- * workers stopped (SIGTERM) once no run is pinned to A any more. Then every run is checked: finished as the bank
- * says, moved at its safe point (A's tasks, a continue-as-new after the switch, B's tasks), no run with tasks of
- * two builds, new runs on B alone, B's change on what B finished, every acknowledged webhook's change recorded,
- * and the replay gate passing for B and failing for C (an extra timer at the finance application's start).
+ * The rolling upgrade of `npm run test:cluster` (docs/decisions/0025-worker-versioning.md): runs open on build A (the
+ * repo's dist) — applications waiting on webhooks and polls, one mid-create, one mid-read, one with a merchant's
+ * long-poll waiting, a consent claim, a consent refresh, a transactionEvents consent — then build B (a copy of dist
+ * whose finance applications add a field to their result: cluster/build-variant.ts) started beside A, gated, made
+ * current and nudged; A's workers stopped (SIGTERM) once no run is pinned to A any more. Then every run is checked:
+ * finished as the bank says, moved at its safe point (A's tasks, a continue-as-new after the switch, B's tasks), no run
+ * with tasks of two builds, new runs on B alone, B's change on what B finished, every acknowledged webhook's change
+ * recorded, and the replay gate passing for B and failing for C (an extra timer at the finance application's start).
  */
 
 /** The two variants the upgrade deploys and checks, built from dist by a child process while the first phase runs. */

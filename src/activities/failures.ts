@@ -26,8 +26,8 @@ export interface BankFailureDetails {
 }
 
 /**
- * The one place bank errors become ApplicationFailure (STYLE.md, 5). Workflows branch on `failure.type`
- * (src/shared/failure-types.ts). Anything that is not a bank error (cancellation, an ApplicationFailure
+ * The one place bank errors become ApplicationFailure (docs/decisions/0011-bank-errors.md). Workflows branch on
+ * `failure.type` (src/shared/failure-types.ts). Anything that is not a bank error (cancellation, an ApplicationFailure
  * already, a bug) is returned unchanged.
  */
 export function toApplicationFailure(err: unknown): unknown {

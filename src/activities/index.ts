@@ -88,13 +88,13 @@ export interface CallbackMerchant {
   };
 }
 
-/** The counters the activities increment, passed in (STYLE.md 7) rather than imported from the worker. */
+/** The counters the activities increment, passed in rather than imported from the worker. */
 export interface ActivityMetrics {
   merchantCallbacks: { inc(labels: { event: string; outcome: string }): void };
 }
 
 /**
- * The worker's activities (STYLE.md, 7: dependencies passed in, no singletons, no process.env).
+ * The worker's activities (dependencies passed in, no singletons, no process.env).
  * Each one calls the bank with the activity's cancellation signal, logs through Temporal's activity logger
  * (workflow id attached) with the bank's ids, and turns bank errors into ApplicationFailure in one place.
  */

@@ -1,6 +1,6 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 
-/** The ids an activity's input may carry (STYLE.md, 3: one object parameter) that find its application or refresh. */
+/** The ids an activity's input may carry (one object parameter each) that find its application or refresh. */
 export const LOGGED_ACTIVITY_IDS = ['merchantReference', 'financeApplicationId', 'consentId', 'taskId'] as const;
 
 /**

@@ -20,7 +20,7 @@ export const PROBLEM_TYPE_BASE = 'https://paylater.example/problems/';
 
 /**
  * The stable problem types (`type` of every error answer), one per kind of failure; a slug never changes meaning.
- * docs/problems.md describes each (test/api/problems-doc.test.ts keeps the page and this list equal).
+ * docs/problems.md describes each (test/api/problem-details.test.ts keeps the page and this list equal).
  */
 export const ProblemType = {
   /** 400: a parameter or field is missing, unknown or out of its bounds (`errors` lists each). */

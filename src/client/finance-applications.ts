@@ -76,9 +76,9 @@ export interface StartFinanceApplicationRequest {
 }
 
 /**
- * The reference already names an application created with another request (docs/decisions/0038-reference-reuse-
- * conflict.md): `fields` lists where they differ (`application.redirectUrl`, `callbackUrl`, `settings.deadlineMs`).
- * Nothing was started or changed. The facade answers it 409.
+ * The reference already names an application created with another request
+ * (docs/decisions/0038-reference-reuse-conflict.md): `fields` lists where they differ (`application.redirectUrl`,
+ * `callbackUrl`, `settings.deadlineMs`). Nothing was started or changed. The facade answers it 409.
  */
 export class FinanceApplicationConflictError extends Error {
   constructor(

@@ -702,10 +702,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   TEMPORAL_UI_PORT: { processes: START_API, description: "the embedded dev server's Web UI (and the codec's CORS)" },
   TEMPORAL_DEV_SERVER_PORT: { processes: ['start'], description: 'the embedded dev server' },
   TEMPORAL_DATA_DIR: { processes: ['start'], description: "the embedded dev server's and sandbox's data" },
-  BANK_AUTH_URL: { processes: START_WORKER, description: "`{auth_url}` of the bank's document" },
+  BANK_AUTH_URL: { processes: START_WORKER, description: '`{auth_url}` of docs/bank-interface.md' },
   BANK_BASE_URL: {
     processes: ALL,
-    description: "`{base_url}` of the bank's document: set, a real bank (secrets required)",
+    description: '`{base_url}` of docs/bank-interface.md: set, a real bank (secrets required)',
     default: 'unset: the embedded bank sandbox',
   },
   BANK_CLIENT_ID: {

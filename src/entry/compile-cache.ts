@@ -6,8 +6,9 @@ import { join } from 'node:path';
 /**
  * Imported first by src/main.ts (`npm start`): Node's module compile cache (node:module enableCompileCache, Node ≥
  * 22.1) keeps V8's compiled code of the modules loaded, so a start after the first does not compile them again
- * (docs/benchmarks.md, issue 22). Node checks each entry against its source and its own version, so a changed file
- * or another Node is compiled afresh. NODE_COMPILE_CACHE (Node's own variable) wins when set.
+ * (docs/decisions/0033-npm-start-loads-while-temporal-boots.md). Node checks each entry against its source and its own
+ * version, so a changed file or another Node is compiled afresh. NODE_COMPILE_CACHE (Node's own variable) wins when
+ * set.
  */
 export const DEFAULT_COMPILE_CACHE_DIR = join(tmpdir(), `paylater-compile-cache-${process.getuid?.() ?? 'user'}`);
 

@@ -6,10 +6,10 @@ import { spawnDevServer, type DevServerProcess } from '../temporal/dev-server-pr
 /**
  * Imported by src/main.ts after the configuration's modules and before the heavy ones (the Temporal SDK, Express, the
  * worker): with no TEMPORAL_ADDRESS the embedded dev server is spawned here, so it boots (about 1.6 s) while the rest
- * of the process loads (about 1.5 s) instead of after it (docs/benchmarks.md, issue 22). main.ts waits for it to
- * answer (src/temporal/dev-server.ts devServerReady) and owns it from then on; until then the process's exit kills it
- * (src/temporal/dev-server-process.ts). An invalid configuration or a missing CLI spawns nothing: runEntry and
- * main.ts report those as before.
+ * of the process loads (about 1.5 s) instead of after it (docs/decisions/0033-npm-start-loads-while-temporal-boots.md).
+ * main.ts waits for it to answer (src/temporal/dev-server.ts devServerReady) and owns it from then on; until then the
+ * process's exit kills it (src/temporal/dev-server-process.ts). An invalid configuration or a missing CLI spawns
+ * nothing: runEntry and main.ts report those as before.
  */
 export interface EarlyStart {
   /** The configuration read here, reused by runEntry (read once: it may generate development keys). */

@@ -5,7 +5,7 @@ import { copiesOf, newDelivery } from './deliveries';
 import type { WebhookSender } from './webhook-sender';
 import type { AccountWebhookActivation, AccountWebhookSettings, Clock, WebhookDelivery, WebhookFaults } from './types';
 
-/** Throws when the settings break bank-interface 6.3; returns them normalised. */
+/** Throws when the settings break docs/bank-interface.md 6.3; returns them normalised. */
 export function validateAccountWebhookSettings(
   settings: AccountWebhookSettings,
 ): Required<Pick<AccountWebhookSettings, 'activation'>> & { endpoint: string | null; securityHeader: string | null } {
@@ -45,7 +45,7 @@ export interface EmitResult {
 }
 
 /**
- * The account Webhook Endpoint of bank-interface 6.2/6.3: accountEvent and transactionEvent go there, with the
+ * The account Webhook Endpoint of docs/bank-interface.md 6.2/6.3: accountEvent and transactionEvent go there, with the
  * Security Header as `Authorization`, and only once activation has taken place.
  */
 export class AccountWebhooks {

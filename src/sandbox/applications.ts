@@ -56,7 +56,7 @@ export interface ApplicationSnapshot {
 
 /**
  * Finance applications: creation, the scripted status lifecycle, and the finance-application webhook
- * (bank-interface 6.1) to the webhookUrl exactly as given.
+ * (docs/bank-interface.md 6.1) to the webhookUrl exactly as given.
  *
  * Decision: the Webhook Security Header (6.3) is sent as `Authorization` on these webhooks too, when set: 6.3
  * says "each webhook call", and activation (6.2) concerns the account webhooks only, so it does not gate these.

@@ -7,7 +7,7 @@ export const systemClock: Clock = () => Date.now();
 export const isoAt = (ms: number): string => new Date(ms).toISOString();
 
 /**
- * bank-interface 6.2: "activation takes place at the start of the next full hour (enabled at hh:31, active from
+ * docs/bank-interface.md 6.2: "activation takes place at the start of the next full hour (enabled at hh:31, active from
  * the next hh:00)". Full hours are UTC hours. Enabled exactly at hh:00:00.000 still waits for the next hour:
  * "next" is read strictly.
  */

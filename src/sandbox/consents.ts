@@ -71,7 +71,7 @@ export interface ConsentsSnapshot {
 }
 
 /**
- * Consents and refresh tasks (bank-interface 4.4 and 6.2): PUT /refresh starts a task; each linked bank other
+ * Consents and refresh tasks (docs/bank-interface.md 4.4 and 6.2): PUT /refresh starts a task; each linked bank other
  * than the operating bank answers separately, after its own delay, with one accountEvent.
  */
 export class Consents {
@@ -149,7 +149,7 @@ export class Consents {
     }
   }
 
-  /** One bank's accountEvent for a task (bank-interface 6.2: one webhook per bank per consent). */
+  /** One bank's accountEvent for a task (docs/bank-interface.md 6.2: one webhook per bank per consent). */
   private emitBank(
     task: RefreshTaskRecord,
     bank: ConsentBank,

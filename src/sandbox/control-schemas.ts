@@ -5,10 +5,10 @@ import { z } from 'zod';
  * the in-process control's types (types.ts) are derived from them, so the two cannot drift.
  */
 
-/** When account webhooks become active after being enabled (bank-interface 6.2 "Activation"). */
+/** When account webhooks become active after being enabled (docs/bank-interface.md 6.2 "Activation"). */
 export const AccountWebhookActivationSchema = z.enum(['next-full-hour', 'immediate']);
 
-/** The application settings of bank-interface 6.3 ("Webhook Endpoint" and "Webhook Security Header"). */
+/** The application settings of docs/bank-interface.md 6.3 ("Webhook Endpoint" and "Webhook Security Header"). */
 export const AccountWebhookSettingsSchema = z.object({
   /** Absolute http(s) URL without query parameters (6.3: "must not contain any parameters"). Unset: events are recorded, never sent. */
   endpoint: z.string().optional(),

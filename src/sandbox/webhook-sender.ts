@@ -14,7 +14,7 @@ export interface RetryPolicy {
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 6, initialDelayMs: 500, maxDelayMs: 30_000, timeoutMs: 5_000 };
 
 /**
- * Splits a URL into origin and the request target exactly as written (bank-interface 6.1: "the service calls
+ * Splits a URL into origin and the request target exactly as written (docs/bank-interface.md 6.1: "the service calls
  * the URL with that hash"): WHATWG parsing would normalise dot segments and percent-encoding, so the raw text
  * after the authority is used whenever it is a valid request target. The fragment is never sent.
  */

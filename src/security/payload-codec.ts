@@ -3,9 +3,9 @@ import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@tempora
 import { temporal } from '@temporalio/proto';
 
 /**
- * Customer data encrypted in Temporal (issue 9, part 3): a PayloadCodec that encrypts every payload with
- * AES-256-GCM before it leaves the process, so histories, memos, summaries and failure attributes hold only
- * ciphertext. Model: temporalio/samples-typescript `encryption`.
+ * Customer data encrypted in Temporal (docs/decisions/0028-payload-encryption.md): a PayloadCodec that encrypts every
+ * payload with AES-256-GCM before it leaves the process, so histories, memos, summaries and failure attributes hold
+ * only ciphertext. Model: temporalio/samples-typescript `encryption`.
  *
  * Wire format, the one the Go and Python samples use (so their codec servers can read ours): metadata
  * `encoding: binary/encrypted` and `encryption-key-id: <id>`; data = 12-byte random IV ‖ ciphertext ‖ 16-byte tag,

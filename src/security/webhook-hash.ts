@@ -1,9 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Decision (bank-interface.md 6.1 leaves the algorithm open): the hash in a finance application's
- * webhookUrl is base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, merchantReference)). It depends only on the
- * reference, so the receiver checks it from the URL alone, and only we can make one.
+ * Decision (docs/bank-interface.md 6.1 leaves the algorithm open; docs/decisions/0005-webhook-url-hash.md): the hash in
+ * a finance application's webhookUrl is base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, merchantReference)). It depends only
+ * on the reference, so the receiver checks it from the URL alone, and only we can make one.
  */
 export function webhookHash(secret: string, merchantReference: string): string {
   return createHmac('sha256', secret).update(merchantReference, 'utf8').digest('base64url');

@@ -2,8 +2,8 @@
  * The bank's wire format, as both sides of the wire see it: our bank client (src/activities/bank) and the
  * bank sandbox (src/sandbox). Types and constants only, so workflows may import it too.
  *
- * Where `bank-interface.md` says "not shown", the decision taken is written here, next to the type it
- * shapes, and recorded in docs/decisions/ (one record per gap).
+ * Where the bank's document says "not shown", the decision taken is written here, next to the type it
+ * shapes, and recorded in docs/decisions/ (one record per gap). Section numbers are those of docs/bank-interface.md.
  */
 
 /** Section 4.1: scope requested with the client-credentials grant. */

@@ -1,6 +1,6 @@
 /**
  * `ApplicationFailure.type` values the bank activities throw. Workflows and retry policies branch on these
- * strings, never on error classes (STYLE.md, 5).
+ * strings, never on error classes.
  */
 export const BankFailureType = {
   /** 4xx other than 401/429: the bank refused the request; retrying the same request cannot help. */

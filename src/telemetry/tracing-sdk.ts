@@ -28,14 +28,13 @@ import { RedactingSpanProcessor } from './span-redaction';
 import { NoThirdPartyPropagation } from './third-party-calls';
 
 /**
- * The OpenTelemetry SDK's side of ./tracing.ts, loaded only when tracing is on (its modules take about half a
- * second to load). OpenTelemetry tracing (issue 11): one trace from a merchant's request or the bank's webhook (the http server
- * span) through the Temporal client call (update-with-start, signal), the workflow and activity spans
- * (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici); Express routes name the server span
- * and get a span each (./express-routes.ts). Off unless an OTLP endpoint is
- * configured: otherwise nothing is registered and the Temporal interceptors are left out.
- * What leaves the process: URLs without query strings or capability paths (./span-redaction.ts), and no trace
- * context on calls to merchants (./third-party-calls.ts).
+ * The OpenTelemetry SDK's side of ./tracing.ts, loaded only when tracing is on (its modules take about half a second to
+ * load). OpenTelemetry tracing (docs/operations.md, "Tracing"): one trace from a merchant's request or the bank's
+ * webhook (the http server span) through the Temporal client call (update-with-start, signal), the workflow and
+ * activity spans (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici); Express routes name the
+ * server span and get a span each (./express-routes.ts). Off unless an OTLP endpoint is configured: otherwise nothing
+ * is registered and the Temporal interceptors are left out. What leaves the process: URLs without query strings or
+ * capability paths (./span-redaction.ts), and no trace context on calls to merchants (./third-party-calls.ts).
  */
 
 export interface Tracing {

@@ -4,9 +4,10 @@ import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/wor
 import type { Tracing, TracingConfig } from './tracing-sdk';
 
 /**
- * Tracing's entry points for the rest of the code (OpenTelemetry, issue 11; see ./tracing-sdk.ts). The OpenTelemetry
- * SDK and the Temporal interceptors are loaded from ./tracing-sdk.ts only when tracing is on: with tracing off (the
- * default) a process never loads them, which keeps `npm start` quick (docs/benchmarks.md, issue 22).
+ * Tracing's entry points for the rest of the code (OpenTelemetry; see ./tracing-sdk.ts and docs/operations.md,
+ * "Tracing"). The OpenTelemetry SDK and the Temporal interceptors are loaded from ./tracing-sdk.ts only when tracing is
+ * on: with tracing off (the default) a process never loads them, which keeps `npm start` quick
+ * (docs/decisions/0033-npm-start-loads-while-temporal-boots.md).
  */
 
 /**

@@ -42,7 +42,7 @@ export interface DevServerProcess {
 
 /**
  * Dynamic config the product needs: update-with-start is a multi-operation, off by default on some
- * server versions (issue 4); task-queue fairness (the new matcher, and fairness on it) gives each
+ * server versions; task-queue fairness (the new matcher, and fairness on it) gives each
  * merchant its share of the bank-reads queue (src/shared/task-queues.ts bankReadPriority); off, the fairness keys
  * are ignored and the queue is first come, first served.
  */

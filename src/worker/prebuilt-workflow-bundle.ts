@@ -35,7 +35,8 @@ export function bundleFiles(tracing: boolean): { code: string; manifest: string 
 }
 /**
  * Folders of dist whose .js files are the bundle's inputs: all that workflow code may import besides
- * @temporalio/workflow (STYLE.md, 1; ESLint enforces it; the build refuses a bundle that reaches further).
+ * @temporalio/workflow (the determinism boundary of CONTRIBUTING.md; ESLint enforces it; the build refuses a bundle
+ * that reaches further).
  */
 export const WORKFLOW_INPUT_DIRS = ['workflows', 'shared'] as const;
 /** The build output's root (dist/ when built, src/ under ts-jest): this file sits in its worker/ folder. */

@@ -2,7 +2,7 @@ import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow
 import { CALLBACK_REJECTED, NON_RETRYABLE_BANK_FAILURES } from '../shared/failure-types';
 
 /**
- * Activity options for every workflow, in one place (STYLE.md, 6). The HTTP deadlines on the activity side
+ * Activity options for every workflow, in one place. The HTTP deadlines on the activity side
  * (bank call 20 s, token request 8 s, merchant callback 10 s) are below these startToCloseTimeouts, so an
  * attempt fails with the bank's or merchant's own failure type rather than a bare activity timeout.
  */

@@ -37,7 +37,7 @@ export function isWebhookRead(input: Pick<ActivityInput, 'activityType' | 'args'
 }
 
 /**
- * Handlers record, the body acts (STYLE.md, 4): a webhook's signal only records it, and the status read it causes
+ * Handlers record, the body acts (CONTRIBUTING.md): a webhook's signal only records it, and the status read it causes
  * is scheduled later by the main loop, whose trace is the application's. This interceptor carries the webhook's
  * trace to that read: it keeps the headers of the last status-changed signal and schedules the next webhook read
  * inside the trace context they carry (the client's SignalWorkflow span), so the read's StartActivity,

@@ -1,6 +1,7 @@
 /**
- * Duplicate applications at the bank, made visible (issue 10): the bank creates the application, then answers
- * 500; the create is retried and the bank creates a second one for the same reference. The workflow follows the
+ * Duplicate applications at the bank, made visible
+ * (docs/decisions/0022-duplicate-ids-believed-only-when-the-bank-confirms.md): the bank creates the application, then
+ * answers 500; the create is retried and the bank creates a second one for the same reference. The workflow follows the
  * one it was answered; the other's webhooks (same reference, same hashed URL, another financeApplicationId), once a
  * status read of that id confirms it at the bank, show the duplicate to operators (search attribute, Web UI details)
  * and to the merchant (a signed callback).

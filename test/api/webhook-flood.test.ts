@@ -1,5 +1,6 @@
 /**
- * Invented financeApplicationIds on one application's webhook URL (issue 20): whoever holds the URL may post any id.
+ * Invented financeApplicationIds on one application's webhook URL
+ * (docs/decisions/0022-duplicate-ids-believed-only-when-the-bank-confirms.md): whoever holds the URL may post any id.
  * On the whole stack (dev server, sandbox over HTTP, worker, receiver), with the worker's Runtime exporting the
  * workflows' metrics: the application keeps following its own status, nothing else is started, a few ids at most are
  * read at the bank, none reaches the merchant, every one is counted, and the carried snapshot stays small.

@@ -342,7 +342,7 @@ describe('docker-compose.yml', () => {
     expect(temporal.volumes).toContain(`./deploy/temporal/dynamicconfig.yaml:${path}:ro`);
   });
 
-  describe('production shape (issue 21)', () => {
+  describe('production shape', () => {
     it("publishes only the API's bank-facing receiver beyond the host's loopback", () => {
       const all = publications(services);
       expect(all.length).toBeGreaterThan(1);

@@ -11,11 +11,12 @@ import { eventually } from '../helpers/temporal';
 import { descendants } from '../helpers/process-tree';
 
 /**
- * Start and stop as the README says (issue 23): `npm start` as a person runs it (npm, which runs `node dist/main.js`);
- * SIGTERM or SIGINT to the npm process stops everything it started (node, the Temporal dev server with its Web UI,
- * the sandbox) and frees every port; the development keys are made once, kept in the data folder (0600, folder 0700)
- * and reused at the next start; the banner names the Web UI, /docs, the console and the key's file; and
- * `npm run temporal -- workflow query …` (the README's) answers through the codec with the kept operator key.
+ * Start and stop as the README says (docs/decisions/0033-npm-start-loads-while-temporal-boots.md): `npm start` as a
+ * person runs it (npm, which runs `node dist/main.js`); SIGTERM or SIGINT to the npm process stops everything it
+ * started (node, the Temporal dev server with its Web UI, the sandbox) and frees every port; the development keys are
+ * made once, kept in the data folder (0600, folder 0700) and reused at the next start; the banner names the Web UI,
+ * /docs, the console and the key's file; and `npm run temporal -- workflow query …` (the README's) answers through the
+ * codec with the kept operator key.
  */
 const root = join(__dirname, '..', '..');
 const run = promisify(execFile);

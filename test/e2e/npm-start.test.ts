@@ -449,7 +449,7 @@ describe('npm run worker (the production worker)', () => {
 });
 
 /**
- * Start in any order (issue 10): the production worker and API started while nothing listens at TEMPORAL_ADDRESS
+ * Start in any order: the production worker and API started while nothing listens at TEMPORAL_ADDRESS
  * keep trying, say what they wait for, answer not-ready, and serve once Temporal comes up.
  */
 describe('start in any order', () => {

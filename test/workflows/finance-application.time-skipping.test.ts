@@ -134,7 +134,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     expect(reads.length).toBeLessThan(320);
     expect(inHour(reads, 0)).toBeGreaterThanOrEqual(12); // responsive at first…
     for (const hour of [1, 5, 12, 23]) expect(inHour(reads, hour)).toBeLessThanOrEqual(12); // …then 12 an hour
-    // Between 10 minutes and an hour after creation: at most 20 an hour (the target).
+    // Between 10 minutes and an hour after creation: at most 20 an hour (the target the poll policy was made for).
     expect(reads.filter((t) => t >= 10 * MINUTE && t < 70 * MINUTE).length).toBeLessThanOrEqual(20);
   });
 

@@ -59,7 +59,7 @@ interface Call<T> {
   schema: z.ZodType<T>;
 }
 
-/** The bank's API (bank-interface.md 4.2-4.4) over undici. Throws only the typed errors of ./errors. */
+/** The bank's API (docs/bank-interface.md 4.2-4.4) over undici. Throws only the typed errors of ./errors. */
 export class BankClient {
   private readonly baseUrl: string;
   private readonly callTimeoutMs: number;

@@ -15,9 +15,9 @@ export interface BankPoolOptions {
 }
 
 export interface CreateBankClientOptions {
-  /** {auth_url} of bank-interface.md; the token endpoint is `${authUrl}/oauth/v2/token`. */
+  /** {auth_url} of docs/bank-interface.md; the token endpoint is `${authUrl}/oauth/v2/token`. */
   authUrl: string;
-  /** {base_url} of bank-interface.md. */
+  /** {base_url} of docs/bank-interface.md. */
   baseUrl: string;
   clientId: string;
   clientSecret: string;

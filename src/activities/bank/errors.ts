@@ -1,9 +1,9 @@
 /**
- * Typed errors thrown by the bank client. Only src/activities/failures.ts turns them into ApplicationFailure;
- * workflows never see these classes (STYLE.md, 5). No message or field ever carries a token or the secret.
+ * Typed errors thrown by the bank client. Only src/activities/failures.ts turns them into ApplicationFailure; workflows
+ * never see these classes (they branch on failure types). No message or field ever carries a token or the secret.
  */
 
-/** Longest piece of a bank response body kept in an error (bodies are not shown in the bank doc, so cap them). */
+/** Longest piece of a bank response body kept in an error (docs/bank-interface.md 7: bodies not shown, so capped). */
 export const MAX_ERROR_BODY_CHARS = 512;
 
 export type BankOperation = 'token' | 'createApplication' | 'getApplicationStatus' | 'startRefresh';

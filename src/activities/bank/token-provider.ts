@@ -15,7 +15,7 @@ import { parseRetryAfter } from '../../http-client/retry-after';
 import { silentLogger, type BankLogger } from './logger';
 import { bankErrorBodySchema, describeIssues, tokenResponseSchema } from './schemas';
 
-/** What the bank client depends on (STYLE.md, 9): a token on demand, and a way to drop one the bank refused. */
+/** What the bank client depends on: a token on demand, and a way to drop one the bank refused. */
 export interface TokenProvider {
   /** A token valid for at least the refresh margin. `signal` stops this caller's wait, not a shared fetch. */
   getToken(signal?: AbortSignal): Promise<string>;
@@ -54,7 +54,7 @@ interface CachedToken {
 }
 
 /**
- * OAuth 2.0 client-credentials tokens (bank-interface.md 4.1, 5), modelled on Azure's tokenCycler: one cached
+ * OAuth 2.0 client-credentials tokens (docs/bank-interface.md 4.1, 5), modelled on Azure's tokenCycler: one cached
  * token, one shared in-flight request for all concurrent callers, and a failed request leaves nothing behind
  * so the next caller tries again.
  */

@@ -23,7 +23,7 @@ const consentId = z
   .regex(REFERENCE_PATTERN, 'must match [A-Za-z0-9._~-]{1,128} (it becomes part of workflow ids)');
 const text = (max: number) => z.string().max(max).regex(NO_CONTROL_CHARACTERS, 'must not contain control characters');
 
-/** bank-interface 6.2 accountEvent; unknown fields are dropped, item eventType is any string. */
+/** docs/bank-interface.md 6.2 accountEvent; unknown fields are dropped, item eventType is any string. */
 export const AccountEventSchema = z
   .object({
     consentId,
@@ -37,8 +37,8 @@ export const AccountEventSchema = z
   .meta({ id: 'AccountEvent' });
 
 /**
- * bank-interface 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). Any number of
- * accounts the body limit lets through; the receiver signals them in parts of at most MAX_ACCOUNTS_PER_BATCH.
+ * docs/bank-interface.md 6.2 transactionEvent; eventType defaults to NEW ("the default on every occasion"). Any number
+ * of accounts the body limit lets through; the receiver signals them in parts of at most MAX_ACCOUNTS_PER_BATCH.
  */
 export const TransactionEventSchema = z
   .object({

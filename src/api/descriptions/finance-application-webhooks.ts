@@ -8,8 +8,8 @@ import { errors, json, open, Tag, type ApiOperation, type ApiPaths } from './des
 import { WebhookAcceptedSchema, WebhookIgnoredSchema } from '../webhook-receiver';
 
 /**
- * bank-interface 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible ASCII
- * characters after trimming (docs/security.md, "Bounds"): anything else is a 400 and nothing is signalled.
+ * docs/bank-interface.md 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible
+ * ASCII characters after trimming (docs/security.md, "Bounds"): anything else is a 400 and nothing is signalled.
  */
 export const FinanceApplicationWebhookSchema = z
   .object({

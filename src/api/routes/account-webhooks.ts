@@ -53,7 +53,10 @@ type AccountWebhook =
   | { kind: 'accountEvent'; event: z.infer<typeof AccountEventSchema> }
   | { kind: 'transactionEvent'; event: z.infer<typeof TransactionEventSchema> };
 
-/** A body with `taskId` is an accountEvent, any other a transactionEvent (bank-interface 6.2 does not say). */
+/**
+ * A body with `taskId` is an accountEvent, any other a transactionEvent: the bank's document does not say
+ * (docs/bank-interface.md 6.2, docs/decisions/0010-account-or-transaction-event.md).
+ */
 function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
   if (typeof body === 'object' && body !== null && 'taskId' in body) {
     const parsed = parsedWith('accountEvent', 'Malformed accountEvent body', AccountEventSchema.safeParse(body));
@@ -196,7 +199,7 @@ async function deliverTransactionEvent(
 }
 
 /**
- * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (bank-interface 6.2), through the
+ * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (docs/bank-interface.md 6.2), through the
  * receiver pipeline (src/api/webhook-receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
  * in constant time (an empty setting expects none: the embedded stack, or WEBHOOK_SECURITY_HEADER_WAIVED=true).
  * - accountEvent → signal to the consent's running refresh of its task, else a late bank report (deliverAccountEvent):

@@ -41,7 +41,7 @@ const jsonOnly = (): RequestHandler[] => [
 ];
 
 /**
- * Bearer-token check of every banking-API route (bank-interface section 5). The token is accepted in the
+ * Bearer-token check of every banking-API route (docs/bank-interface.md section 5). The token is accepted in the
  * Authorization header only. Decision: a token in the query string (`access_token`, RFC 6750 2.3) is answered
  * 400 invalid_request, even alongside a valid header: the document discourages it because URIs end up in logs,
  * and a strict peer makes our client prove it never does it.

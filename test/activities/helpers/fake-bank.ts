@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 
 /**
- * A small bank over real HTTP on 127.0.0.1 for the activity tests: the token endpoint of bank-interface.md
+ * A small bank over real HTTP on 127.0.0.1 for the activity tests: the token endpoint of docs/bank-interface.md
  * 4.1 with expiring, revocable tokens, and the three API routes. Tests queue one-shot overrides per route
  * to produce each failure. (The full sandbox lives in src/sandbox; these tests only need the wire.)
  */
