@@ -5,6 +5,7 @@ import { createLogger, installTemporalLogging, type Logger } from '../telemetry/
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../security/payload-codec';
 import { processTracing } from './tracing-preload';
 import { freeLoopbackPort } from '../temporal/free-port';
+import { watchParent } from './parent-watch';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
 export class StartupError extends Error {
@@ -164,16 +165,12 @@ export function runEntry<C extends EntryConfig>(
  * Started by an npm script (`npm start`, `npm run worker`…; npm sets npm_lifecycle_event): the process stops when
  * npm is gone. The scripts `exec` node, so npm 11 forwards SIGINT and SIGTERM to this process itself; an npm that dies
  * without forwarding (SIGKILL, or a version that does not forward) leaves this process reparented, which this
- * notices within half a second, so nothing keeps running on its ports.
+ * notices within half a second (./parent-watch.ts), so nothing keeps running on its ports.
  */
 function watchNpmParent(logger: Logger, stop: () => void): void {
   if (!process.env.npm_lifecycle_event) return;
-  const parent = process.ppid;
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(timer);
-    logger.info({ parentPid: parent }, 'npm, which started this process, is gone: shutting down');
+  watchParent((parentPid) => {
+    logger.info({ parentPid }, 'npm, which started this process, is gone: shutting down');
     stop();
-  }, 500);
-  timer.unref();
+  });
 }

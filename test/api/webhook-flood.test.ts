@@ -36,6 +36,8 @@ describe('a flood of invented financeApplicationIds on one webhook URL (whole st
     Runtime.install({
       logger: new DefaultLogger('WARN'),
       telemetryOptions: { metrics: temporalMetricsOptions(`127.0.0.1:${port}`) },
+      // As the suite's (test/setup/quiet-runtime.ts): jest's processes end on SIGINT and SIGTERM.
+      shutdownSignals: [],
     });
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
     merchant = await startMerchant();

@@ -13,6 +13,8 @@ export async function installWorkerRuntime(): Promise<string> {
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     telemetryOptions: { metrics: temporalMetricsOptions(`127.0.0.1:${runtimePort}`) },
+    // As the suite's (test/setup/quiet-runtime.ts): jest's processes end on SIGINT and SIGTERM.
+    shutdownSignals: [],
   });
   return `http://127.0.0.1:${runtimePort}/metrics`;
 }
