@@ -6,7 +6,7 @@ import { eventually } from '../helpers/temporal';
 import { processTable, subtree, type ProcessRow } from '../helpers/process-tree';
 
 /**
- * Stopping `npm test` stops everything it started (issue 28): the test scripts run jest through scripts/jest.mjs,
+ * Stopping `npm test` stops everything it started (docs/testing.md, "Stopping a run"): the test scripts run jest through scripts/jest.mjs,
  * which runs it in a process group of its own and ends that group with npm. Each case runs `npm test` on fixtures
  * (test/fixtures/jest-stop/) holding the servers tests start: the global setup's dev server, the project's own dev
  * server (src/temporal/dev-server.ts, as `npm start` spawns it) and the SDK's time-skipping test server; once they
