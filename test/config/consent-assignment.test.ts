@@ -1,4 +1,5 @@
 import { loadConfig } from '../../src/config';
+import { consentAssignmentWarning } from '../../src/api/consent-assignment';
 
 const key = (name: string) => `${name}:${name.padEnd(24, 'k')}`;
 
@@ -23,5 +24,16 @@ describe('CONSENT_ASSIGNMENT', () => {
     expect(() => loadConfig({ CONSENT_ASSIGNMENT: 'first-claimer' })).toThrow(
       /CONSENT_ASSIGNMENT: must be one of auto, operator, merchant/,
     );
+  });
+});
+
+describe('consentAssignmentWarning', () => {
+  const two = `${key('shop-a')},${key('shop-b')}`;
+  it('warns at start-up only when several merchants claim consents themselves', () => {
+    expect(consentAssignmentWarning(loadConfig({ MERCHANT_API_KEYS: two, CONSENT_ASSIGNMENT: 'merchant' }))).toMatch(
+      /^CONSENT_ASSIGNMENT=merchant with several merchants: .*0046/,
+    );
+    expect(consentAssignmentWarning(loadConfig({ MERCHANT_API_KEYS: two }))).toBeUndefined();
+    expect(consentAssignmentWarning(loadConfig({ CONSENT_ASSIGNMENT: 'merchant' }))).toBeUndefined();
   });
 });
