@@ -28,6 +28,7 @@ import { createDataConverter } from '../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../src/worker/factory';
 import type { Tracing } from '../src/telemetry/tracing';
 import type { ServiceSettings } from '../src/shared/application-settings';
+import type { ConsentAssignment } from '../src/shared/consent-assignment';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/worker/metrics';
 import { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
 import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
@@ -50,6 +51,8 @@ export interface TestStackOptions {
   legacyMerchant?: string;
   /** The operators' keys (/codec); one `test-operator` key when absent (TEST_OPERATOR_KEY). */
   operatorApiKeys?: OperatorApiKey[];
+  /** CONSENT_ASSIGNMENT's rule; absent: `auto` (merchants claim with one merchant, operators assign otherwise). */
+  consentAssignment?: ConsentAssignment;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
@@ -206,6 +209,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     merchants,
     operatorApiKeys,
+    consentAssignment: options.consentAssignment,
     settings: options.settings,
     startDeadlineMs: options.startDeadlineMs,
     readDeadlineMs: options.readDeadlineMs,

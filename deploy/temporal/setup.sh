@@ -10,7 +10,7 @@
 set -eu
 
 # The contract's search attributes, name:type (src/shared/search-attributes.ts).
-SEARCH_ATTRIBUTES="MerchantId:Keyword MerchantReference:Keyword FinanceApplicationId:Keyword FinanceApplicationStatus:Keyword ConsentId:Keyword RefreshTaskId:Keyword DuplicateFinanceApplicationId:Keyword FinanceApplicationCreatedAt:Datetime"
+SEARCH_ATTRIBUTES="MerchantId:Keyword MerchantReference:Keyword FinanceApplicationId:Keyword FinanceApplicationStatus:Keyword ConsentId:Keyword RefreshTaskId:Keyword DuplicateFinanceApplicationId:Keyword ConsentClaimConflict:Keyword FinanceApplicationCreatedAt:Datetime"
 
 # INDEXED_VALUE_TYPE_<TYPE> of a type name (Keyword → KEYWORD, Datetime → DATETIME).
 indexed_type() {

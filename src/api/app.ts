@@ -18,6 +18,8 @@ import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
+import { operatorConsentRoutes } from './routes/operator-consents';
+import type { ConsentAssignment } from '../shared/consent-assignment';
 import { apiDocsRoutes } from './routes/api-docs';
 import { consoleRoutes, type ConsoleSignInLimit } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
@@ -48,6 +50,8 @@ export interface AppDeps {
    * per request. Absent: none, so operator routes answer 401 (403 to a merchant key).
    */
   operatorApiKeys?: readonly OperatorApiKey[];
+  /** Who gives a consent its owner (CONSENT_ASSIGNMENT's rule); absent: `auto` over `merchants`. */
+  consentAssignment?: ConsentAssignment;
   /**
    * Settings of the workflows this app starts (the environment's: config.settings); absent: the built-in defaults
    * (DEFAULT_SERVICE_SETTINGS). Merchants override some per request.
@@ -200,6 +204,8 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(apiDocsRoutes({ document: openApiJson }));
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
   for (const router of extra ?? []) app.use(router);
+  // Operators' consent assignment (/operator/consents), behind an operator key.
+  app.use(operatorConsentRoutes(deps));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
   // The merchant console (docs/console.md): its own session sign-in, under /console only.

@@ -16,6 +16,7 @@ import { codecRoutes } from './routes/codec';
 import { boundPort, listen } from './http-server';
 import { ApiDrain, drainListeners } from './drain';
 import { createMetrics } from './metrics';
+import { consentAssignmentWarning } from './consent-assignment';
 
 /** The apps' dependencies wired from configuration: used by `npm run api` and by `npm start`. */
 export function appDepsFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
@@ -30,6 +31,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     },
     merchantApiKeys: config.merchantApiKeys.keys,
     operatorApiKeys: config.operatorApiKeys.keys,
+    consentAssignment: config.consentAssignment.rule,
     settings: config.settings,
     merchants: config.merchants,
     consoleSignIn: { attempts: config.console.signInAttemptsPer15Minutes },
@@ -74,6 +76,8 @@ export async function startListeners(
 ): Promise<RunningListeners> {
   const drain = new ApiDrain();
   const deps = { ...appDepsFromConfig(ctx), drain } satisfies AppDeps;
+  const consentWarning = consentAssignmentWarning(ctx.config);
+  if (consentWarning) ctx.logger.warn({ merchants: ctx.config.merchants.ids() }, consentWarning);
   const codec = codecRoutes({
     codec: ctx.payloadCodec,
     authenticate: codecAuthentication(ctx.config, deps),

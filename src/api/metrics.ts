@@ -61,6 +61,17 @@ export function createMetrics() {
       help: 'Merchant console sign-ins refused with 429: too many failed sign-ins from the client address',
       registers: [registry],
     }),
+    /**
+     * Claims (PUT /consents/{consentId}) and refreshes refused because another merchant owns the consent, by the
+     * refused merchant, the owner and the route (`claim`, `refresh`): operators see who asks for whose consents
+     * (docs/decisions/0046-consents-assigned-by-an-operator.md). Both merchants are key names.
+     */
+    consentClaimConflicts: new Counter({
+      name: 'paylater_consent_claim_conflicts_total',
+      help: 'Consent claims and refreshes refused because another merchant owns the consent, by merchant, owner and route',
+      labelNames: ['merchant', 'owner', 'via'] as const,
+      registers: [registry],
+    }),
     /** Long-polls held open now by this API process, by merchant (at most its maxLongPolls). */
     longPollsOpen: new Gauge({
       name: 'paylater_merchant_long_polls_open',

@@ -63,11 +63,17 @@ export async function startConsentRefresh(
     taskQueue: string;
     /** Where the late reports this refresh hands off itself go (the merchant's TRANSACTIONS_CALLBACK_URL). */
     lateReportsCallbackUrl?: string;
+    /** Whether a refresh claims a free consent (claimConsent's selfClaim; default true). */
+    selfClaim?: boolean;
   },
 ): Promise<StartConsentRefreshResult> {
   const { merchantId } = merchantScope(merchant);
-  // The consent is the merchant's from its first refresh on; another merchant's consent is not found.
-  await claimConsent(client, merchantId, input.consentId, options);
+  // The consent must be the merchant's (or, where merchants claim, free: its first refresh claims it); another
+  // merchant's throws ConsentHeldByAnotherError, an unknown one without selfClaim ConsentNotFoundError.
+  await claimConsent(client, merchantId, input.consentId, {
+    taskQueue: options.taskQueue,
+    selfClaim: options.selfClaim,
+  });
   await assertNoRefreshOfAnother(client, merchantId, input.consentId);
   input = { ...input, merchantId } as ConsentRefreshInput;
   const workflowId = consentRefreshWorkflowId(input.consentId);

@@ -13,6 +13,11 @@ import {
 import { DEVELOPMENT_SIGNING_SECRET } from '../security/callback-signature';
 import type { CallbackAllowList } from '../security/callback-url';
 import type { ServiceSettings } from '../shared/application-settings';
+import {
+  consentAssignmentFor,
+  type ConsentAssignment,
+  type ConsentAssignmentSetting,
+} from '../shared/consent-assignment';
 import { resolveTemporalProfile, type TemporalProfile } from '../temporal/profile';
 import type { TracingConfig } from '../telemetry/tracing';
 import {
@@ -76,6 +81,8 @@ export interface Config {
   merchants: MerchantDirectory;
   /** Keys of the operator routes, /codec (OPERATOR_API_KEYS); `generated`: a development key made for this run. */
   operatorApiKeys: { keys: OperatorApiKey[]; generated: boolean };
+  /** CONSENT_ASSIGNMENT as set, and the rule in force (`auto` resolved by the number of merchants). */
+  consentAssignment: { setting: ConsentAssignmentSetting; rule: ConsentAssignment };
   /** The file the generated development keys are kept in (`npm start`: src/config/development-keys.ts); else unset. */
   developmentKeysFile?: string;
   temporal: {
@@ -224,6 +231,10 @@ export function loadConfig(
     merchantApiKeys,
     merchants,
     operatorApiKeys,
+    consentAssignment: {
+      setting: e.CONSENT_ASSIGNMENT,
+      rule: consentAssignmentFor(e.CONSENT_ASSIGNMENT, merchants.ids().length),
+    },
     developmentKeysFile: kept?.file,
     temporal: {
       address: temporal.profile.address,

@@ -19,6 +19,7 @@ import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from '../temp
 import type { TracingConfig } from '../telemetry/tracing';
 import { CALLBACK_PAYLOAD_VERSIONS, CURRENT_CALLBACK_PAYLOAD_VERSION } from '../activities/callback-payload';
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
+import { CONSENT_ASSIGNMENT_SETTINGS } from '../shared/consent-assignment';
 
 /**
  * The whole environment in one zod schema. loadConfig(env) is called only by
@@ -298,6 +299,13 @@ export const ENV_SHAPE = {
   MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
   /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
   OPERATOR_API_KEYS: optionalString,
+  /** Who gives a consent its owner (src/shared/consent-assignment.ts): auto, operator or merchant. */
+  CONSENT_ASSIGNMENT: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(CONSENT_ASSIGNMENT_SETTINGS, { error: `must be one of ${CONSENT_ASSIGNMENT_SETTINGS.join(', ')}` })
+      .default('auto'),
+  ),
   /** Failed console sign-ins per client address in 15 minutes (DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS). */
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: count(1, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS),
 
@@ -671,6 +679,11 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_API,
     description: "`name:key,…` for `/codec` and the operator routes; never a merchant's key",
     default: `embedded: a key generated and printed at start-up; ${WITH_REAL_BANK}`,
+  },
+  CONSENT_ASSIGNMENT: {
+    processes: START_API,
+    // Details: docs/decisions/0046-consents-assigned-by-an-operator.md.
+    description: 'who owns a consent: `operator` assigns it, `merchant` claims it; `auto`: `merchant` if only one',
   },
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: {
     processes: START_API,

@@ -17,6 +17,11 @@ export const DuplicateFinanceApplicationId = defineSearchAttributeKey(
 );
 export const RefreshTaskId = defineSearchAttributeKey('RefreshTaskId', SearchAttributeType.KEYWORD);
 /**
+ * On a consent's claim: the first other merchant whose claim of it was refused (set only when one was; the claim's
+ * state lists them all). Operators list conflicts with `ConsentClaimConflict IS NOT NULL`.
+ */
+export const ConsentClaimConflict = defineSearchAttributeKey('ConsentClaimConflict', SearchAttributeType.KEYWORD);
+/**
  * When the application was first started (Datetime, set by the start call and carried over on continue-as-new):
  * the time window of GET /applications. A run's own StartTime restarts at each continue-as-new.
  */
@@ -33,6 +38,7 @@ export const SEARCH_ATTRIBUTE_NAMES = [
   'ConsentId',
   'RefreshTaskId',
   'DuplicateFinanceApplicationId',
+  'ConsentClaimConflict',
 ] as const;
 
 /** The Datetime search attributes (registered with that type; the names above are Keyword). */
@@ -47,5 +53,6 @@ export const SEARCH_ATTRIBUTE_KEYS = [
   ConsentId,
   RefreshTaskId,
   DuplicateFinanceApplicationId,
+  ConsentClaimConflict,
   FinanceApplicationCreatedAt,
 ];

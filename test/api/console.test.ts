@@ -198,7 +198,13 @@ describe('merchant console over HTTP (whole stack)', () => {
     });
     const facade = (path: string, init: RequestInit) =>
       fetch(url(path), { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_A}` } });
-    expect((await facade(`/consents/${consentId}`, { method: 'PUT' })).status).toBe(201);
+    // Two merchants: an operator assigns the consent (CONSENT_ASSIGNMENT's default), then its owner refreshes it.
+    const assigned = await fetch(url(`/operator/consents/${consentId}`), {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.operatorKey}` },
+      body: JSON.stringify({ merchantId: 'shop-a' }),
+    });
+    expect(assigned.status).toBe(201);
     const started = await facade(`/consents/${consentId}/refresh`, {
       method: 'POST',
       body: JSON.stringify({ expectedBankCodes: ['FAST', 'QUIET'], timeout: '2m' }),

@@ -170,7 +170,8 @@ describe('OpenAPI document', () => {
         expect(ids.has(op.operationId as string)).toBe(false);
         ids.add(op.operationId as string);
         expect({ where, security: Array.isArray(op.security) }).toEqual({ where, security: true });
-        const facade = path.startsWith('/applications') || path.startsWith('/consents') || path.startsWith('/codec');
+        const operatorRoute = path.startsWith('/codec') || path.startsWith('/operator/');
+        const facade = path.startsWith('/applications') || path.startsWith('/consents') || operatorRoute;
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
           keyed: facade || path === '/webhooks/accounts',
@@ -180,9 +181,9 @@ describe('OpenAPI document', () => {
         if (facade)
           expect({ where, security: op.security }).toEqual({
             where,
-            security: [path.startsWith('/codec') ? { operatorApiKey: [] } : { merchantApiKey: [] }],
+            security: [operatorRoute ? { operatorApiKey: [] } : { merchantApiKey: [] }],
           });
-        if (path.startsWith('/codec'))
+        if (operatorRoute)
           expect({ where, has403: '403' in (op.responses as object) }).toEqual({ where, has403: true });
       }
     }

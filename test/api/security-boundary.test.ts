@@ -7,7 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
-import { consentRefreshWorkflowId, financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
+import {
+  consentClaimWorkflowId,
+  consentRefreshWorkflowId,
+  financeApplicationWorkflowId,
+  webhookKey,
+} from '../../src/shared/ids';
 import { ProblemType } from '../../src/api/problem-details';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
@@ -204,6 +209,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],
+      ['PUT', `/operator/consents/${consentId}`, '{"merchantId":"shop-a"}'],
       ['GET', '/openapi.json'],
       ['GET', '/docs'],
     ];
@@ -216,6 +222,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     }
     await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
+    await expectNothingStarted(consentClaimWorkflowId(consentId), consentId);
   });
 
   it('accepts, after WEBHOOK_HASH_SECRET is rotated, the webhooks of an application created before', async () => {

@@ -1,8 +1,9 @@
 /**
  * Merchants as tenants on the whole stack (real dev server, the bank sandbox over HTTP, worker, both listeners):
  * two merchants with the same reference get two applications and never meet; each merchant's callbacks are signed
- * with its own secret and go only to its own origins; a consent belongs to the merchant that claimed it first; an
- * account webhook for a consent nobody claimed starts nothing; applications from before tenancy stay the legacy
+ * with its own secret and go only to its own origins; where merchants claim consents (CONSENT_ASSIGNMENT=merchant;
+ * operators assign them by default: test/api/consent-assignment.test.ts) a consent belongs to the merchant that
+ * claimed it first; an account webhook for a consent nobody claimed starts nothing; applications from before tenancy stay the legacy
  * merchant's, and their webhook URLs keep working.
  */
 import { randomUUID } from 'node:crypto';
@@ -68,6 +69,7 @@ describe('merchants as tenants (whole stack)', () => {
         },
       },
       sandbox: { lifecycle: { stepMs: 200 } },
+      consentAssignment: 'merchant',
     });
   });
   afterAll(async () => {
@@ -222,7 +224,7 @@ describe('merchants as tenants (whole stack)', () => {
     await finish(financeApplicationWorkflowId('shop-a', ref));
   });
 
-  it('lets a consent belong to the merchant that claimed it first: the other gets 404 on every consent route', async () => {
+  it('lets a consent belong to the merchant that claimed it first (CONSENT_ASSIGNMENT=merchant): the other gets 404 on every consent route', async () => {
     const consentId = `consent-${randomUUID()}`;
     const claimed = await shopA(`/consents/${consentId}`, { method: 'PUT' });
     expect(claimed.status).toBe(201);

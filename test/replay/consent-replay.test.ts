@@ -44,6 +44,9 @@ describe('replay of committed consent-refresh and transaction-events histories',
     expect(files).toContain('consent-refresh-v4-early-event-of-another-task.json');
     // Under BOUNDED_BATCHES_PATCH: a backlog delivered in batches of at most 1,000 accounts, then continue-as-new.
     expect(files).toContain('transaction-events-v2-bounded-batches.json');
+    // A consent's claim: released by its owner; assigned by an operator, a refused claim recorded, then released.
+    expect(files).toContain('consent-claim-released.json');
+    expect(files).toContain('consent-claim-v2-assigned-conflict-released.json');
     // The console's resend of a callback (callbackRedeliveryWorkflow), recorded by test/api/console.test.ts.
     expect(files).toContain('callback-redelivery-delivered.json');
   });

@@ -36,11 +36,15 @@ export const consentPaths: ApiPaths = {
       'x-listener': 'internal',
       operationId: 'claimConsent',
       tags: [Tag.Consents],
-      summary: 'Claim the consent for the calling merchant (idempotent)',
+      summary: 'Claim the consent for the calling merchant, or confirm it is its own (idempotent)',
       description:
-        'Account webhooks carry only the consent id: a consent belongs to the merchant that claimed it first, and ' +
-        'only its owner receives its transactionEvents and late bank reports. A refresh claims the consent too; claim ' +
-        'it here to receive its transactionEvents before any refresh. No body (or `{}`).',
+        'Account webhooks carry only the consent id: a consent belongs to the merchant its claim names, and only its ' +
+        'owner receives its transactionEvents and late bank reports. Who gives a consent its owner is ' +
+        'CONSENT_ASSIGNMENT (docs/decisions/0046-consents-assigned-by-an-operator.md): with several merchants, by ' +
+        'default, an operator assigns it (`PUT /operator/consents/{consentId}`) and this route only confirms a ' +
+        "consent that is the caller's (404 otherwise); where merchants claim (one merchant, or CONSENT_ASSIGNMENT=" +
+        "merchant), a free consent is claimed here or by its first refresh. Another merchant's consent answers " +
+        'exactly as an unknown one. No body (or `{}`).',
       security: merchantKeyRequired,
       requestParams: { path: ConsentParams, query: NoQuery },
       requestBody: { required: false, content: { 'application/json': { schema: ClaimBody } } },
@@ -53,7 +57,7 @@ export const consentPaths: ApiPaths = {
         ...errors(
           [400, 'Invalid consentId, an unknown parameter, or a body other than {}'],
           401,
-          [404, "Another merchant's consent"],
+          [404, "Another merchant's consent, or (where operators assign consents) one not the caller's"],
           413,
           415,
           429,
@@ -77,7 +81,7 @@ export const consentPaths: ApiPaths = {
       'x-listener': 'internal',
       operationId: 'releaseConsent',
       tags: [Tag.Consents],
-      summary: 'Release the consent: its account webhooks start nothing until a merchant claims it again',
+      summary: 'Release the consent: its account webhooks start nothing until it is assigned or claimed again',
       security: merchantKeyRequired,
       requestParams: { path: ConsentParams, query: NoQuery },
       responses: {

@@ -11,6 +11,7 @@ import { consentPaths } from '../descriptions/consents';
 import { financeApplicationWebhookPaths } from '../descriptions/finance-application-webhooks';
 import { financeApplicationPaths } from '../descriptions/finance-applications';
 import { healthPaths } from '../descriptions/health';
+import { operatorConsentPaths } from '../descriptions/operator-consents';
 import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
 import {
   MERCHANT_API_KEY,
@@ -31,6 +32,7 @@ export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   accountWebhookPaths,
   healthPaths,
   codecPaths,
+  operatorConsentPaths,
   apiDocsPaths,
 ];
 

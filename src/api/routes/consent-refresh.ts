@@ -10,7 +10,10 @@ import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/c
 import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import { merchantOf, scopeOf } from '../authenticate';
-import { ConsentNotFoundError } from '../../client/consent-claims';
+import { ConsentHeldByAnotherError, ConsentNotFoundError, consentOwner } from '../../client/consent-claims';
+import type { ConsentAssignment } from '../../shared/consent-assignment';
+import type { Metrics } from '../metrics';
+import { consentAssignmentOf, refusedConsentClaim } from '../consent-assignment';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError, parseInput } from '../problem-details';
 import { sendAs } from '../descriptions/describe';
@@ -38,7 +41,10 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
   client: Client;
   taskQueue: string;
   /** The merchants: each one's transactionEvents callback (where late bank reports go). */
-  merchants: Pick<MerchantDirectory, 'resolve' | 'legacyMerchantId'>;
+  merchants: Pick<MerchantDirectory, 'resolve' | 'legacyMerchantId' | 'ids'>;
+  /** CONSENT_ASSIGNMENT's rule: whether a refresh of a free consent claims it (`merchant`) or is a 404. */
+  consentAssignment?: ConsentAssignment;
+  metrics: Pick<Metrics, 'consentClaimConflicts'>;
   /** The operator's refresh defaults (REFRESH_TIMEOUT, REFRESH_QUIET_PERIOD); absent: the built-in ones. */
   settings?: ServiceSettings;
   logger: Logger;
@@ -49,11 +55,14 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
  * - `POST /consents/:consentId/refresh` `{ expectedBankCodes?, timeout?, quietPeriod? }` → 202 `{ consentId,
  *   workflowId, taskId }` with Location (the progress below): starts a refresh or attaches to the running one (same taskId).
  *   Without expectedBankCodes, the refresh waits for the banks learned from the consent's earlier refreshes.
+ *   The consent must be the caller's; where merchants claim (CONSENT_ASSIGNMENT), a free one becomes the caller's.
  * - `GET /consents/:consentId/refresh` → progress of the latest refresh, amended by its late bank reports
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
+ * Another merchant's consent, or one not the caller's, answers as an unknown one (notYours) on both.
  */
 export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
   const router = tracedRouter();
+  const selfClaim = consentAssignmentOf(deps) === 'merchant';
   const json = express.json({ limit: '16kb' });
 
   // Described in src/api/descriptions/consent-refresh.ts.
@@ -78,6 +87,7 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
           {
             taskQueue: deps.taskQueue,
             lateReportsCallbackUrl: deps.merchants.resolve(scope.merchantId).transactionsCallbackUrl,
+            selfClaim,
           },
         ),
       );
@@ -88,6 +98,7 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
       res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}/refresh`);
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
+      if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'refresh');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       if (err instanceof RefreshOfPreviousOwnerRunningError) throw new HttpError(409, err.message, undefined, 60);
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
@@ -100,13 +111,18 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
 
   router.get('/consents/:consentId/refresh', async (req, res) => {
     const consentId = consentIdOf(req);
+    const scope = scopeOf(res, deps.merchants);
     let progress: ConsentRefreshProgress & { lateReports: number };
     try {
-      progress = await getConsentRefreshProgress(deps.client, scopeOf(res, deps.merchants), consentId);
+      progress = await getConsentRefreshProgress(deps.client, scope, consentId);
     } catch (err) {
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
-      if (err instanceof WorkflowNotFoundError)
+      // Only the owner learns that its consent has no refresh: the legacy merchant, which may read the refreshes of
+      // consents nobody claimed, gets for a free consent without one the answer any unknown consent gets.
+      if (err instanceof WorkflowNotFoundError) {
+        if ((await consentOwner(deps.client, consentId)) !== scope.merchantId) throw notYours(consentId);
         throw new HttpError(404, `No refresh was started for consent ${consentId}`);
+      }
       throw err;
     }
     sendAs(res, 200, RefreshProgressSchema, { ...progress, taskId: progress.taskId ?? null });

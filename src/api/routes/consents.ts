@@ -1,8 +1,17 @@
 import express, { type Router } from 'express';
-import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
+import {
+  claimConsent,
+  ConsentHeldByAnotherError,
+  ConsentNotFoundError,
+  consentOwner,
+  releaseConsent,
+} from '../../client/consent-claims';
 import type { Client } from '@temporalio/client';
 import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
+import type { ConsentAssignment } from '../../shared/consent-assignment';
+import type { Metrics } from '../metrics';
+import { consentAssignmentOf, refusedConsentClaim } from '../consent-assignment';
 import { scopeOf } from '../authenticate';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError, parseInput } from '../problem-details';
@@ -14,21 +23,28 @@ import { ConsentSchema, ClaimBody } from '../descriptions/consents';
 export interface ConsentRouteDeps extends StartDeadlineDeps {
   client: Client;
   taskQueue: string;
-  merchants: Pick<MerchantDirectory, 'legacyMerchantId'>;
+  merchants: Pick<MerchantDirectory, 'legacyMerchantId' | 'ids'>;
+  /** CONSENT_ASSIGNMENT's rule in force; absent: `auto` over the merchants (consentAssignmentOf). */
+  consentAssignment?: ConsentAssignment;
+  metrics: Pick<Metrics, 'consentClaimConflicts'>;
   logger: Logger;
 }
 
 /**
- * A merchant's consents (docs/merchant-api.md, "Merchants"): the bank's account webhooks carry only the consent id, so a consent
- * belongs to the merchant that claimed it first, and only its owner receives its transactionEvents and late bank
- * reports. A refresh claims the consent too; registering it claims it before any refresh.
- * - `PUT /consents/:consentId` → 201 (claimed now) or 200 (already the caller's) `{ consentId, merchantId, claimed }`;
- *   404 when another merchant owns it (nothing tells that it exists).
+ * A merchant's consents (docs/merchant-api.md, "Merchants"): the bank's account webhooks carry only the consent id, so a
+ * consent belongs to the merchant its claim names, and only its owner receives its transactionEvents and late bank
+ * reports. Who gives a consent its owner is CONSENT_ASSIGNMENT's rule (src/shared/consent-assignment.ts): an operator
+ * (src/api/routes/operator-consents.ts), or the merchant itself by registering it here or by its first refresh.
+ * Another merchant's consent answers exactly as an unknown one, on every route.
+ * - `PUT /consents/:consentId` → 201 (claimed now, where merchants claim) or 200 (already the caller's)
+ *   `{ consentId, merchantId, claimed }`; 404 when another merchant owns it, or (where operators assign) when it is
+ *   not the caller's. A refused claim of another merchant's consent is recorded for operators (refusedConsentClaim).
  * - `GET /consents/:consentId` → 200 when the caller owns it, else 404.
- * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until a merchant claims it again); 404.
+ * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until it is assigned or claimed again); 404.
  */
 export function consentRoutes(deps: ConsentRouteDeps): Router {
   const router = tracedRouter();
+  const selfClaim = consentAssignmentOf(deps) === 'merchant';
 
   // Described in src/api/descriptions/consents.ts.
   router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
@@ -41,9 +57,10 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
     let claim;
     try {
       claim = await withStartDeadline(deps, 'Claiming the consent', () =>
-        claimConsent(deps.client, scope, consentId, { taskQueue: deps.taskQueue }),
+        claimConsent(deps.client, scope, consentId, { taskQueue: deps.taskQueue, selfClaim }),
       );
     } catch (err) {
+      if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'claim');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       throw err;
     }
