@@ -10,7 +10,7 @@ import { REFRESH_NOT_STARTED, type ConsentRefreshProgress } from '../../shared/c
 import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import { merchantOf, scopeOf } from '../authenticate';
-import { ConsentNotFoundError } from '../../client/consent-claims';
+import { ConsentNotFoundError, consentOwner } from '../../client/consent-claims';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError, parseInput } from '../problem-details';
 import { sendAs } from '../descriptions/describe';
@@ -23,6 +23,7 @@ import {
   RefreshProgressSchema,
 } from '../descriptions/consent-refresh';
 import { NoQuery } from '../descriptions/describe';
+import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../budgets';
 
 /**
  * The consent of a `/consents/:consentId…` request, once its path and query are valid (its description's schemas:
@@ -34,7 +35,7 @@ export const consentIdOf = (req: Request): string => {
   return consentId;
 };
 
-export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
+export interface ConsentRefreshRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
   /** The merchants: each one's transactionEvents callback (where late bank reports go). */
@@ -52,12 +53,15 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
  * - `GET /consents/:consentId/refresh` → progress of the latest refresh, amended by its late bank reports
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
  */
-export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
+export function consentRefreshRoutes(
+  deps: ConsentRefreshRouteDeps,
+  budgets: Pick<MerchantBudgets, 'refreshes' | 'totals'> = merchantBudgets(deps),
+): Router {
   const router = tracedRouter();
   const json = express.json({ limit: '16kb' });
 
-  // Described in src/api/descriptions/consent-refresh.ts.
-  router.post('/consents/:consentId/refresh', json, async (req, res) => {
+  // Described in src/api/descriptions/consent-refresh.ts. The refreshes budget first: a refused one is not read.
+  router.post('/consents/:consentId/refresh', budgets.refreshes, json, async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
@@ -69,6 +73,13 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
     const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
     const scope = scopeOf(res, deps.merchants);
+    // A refresh claims an unclaimed consent: the merchant's claimed consents bound it as PUT /consents/:id.
+    const admission = await budgets.totals.admit(
+      res,
+      scope,
+      'consents',
+      async () => (await consentOwner(deps.client, consentId)) === scope.merchantId,
+    );
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(
@@ -85,9 +96,12 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
         { merchant: merchantOf(res), consentId, taskId: started.taskId, workflowId: started.workflowId },
         'consent refresh started or attached',
       );
+      // Whether this refresh claimed the consent is not told: counted as a claim until the next count.
+      admission.settle(true);
       res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}/refresh`);
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
+      admission.settle(false);
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       if (err instanceof RefreshOfPreviousOwnerRunningError) throw new HttpError(409, err.message, undefined, 60);
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
