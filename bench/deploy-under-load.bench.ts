@@ -217,6 +217,8 @@ export async function benchDeployUnderLoad(): Promise<void> {
       INTERNAL_PORT: String(internalPort),
       // Two merchants: the changing applications' reads get their own share of the bank-reads ceiling (fairness).
       MERCHANT_API_KEYS: `${idle.id}:${idle.key},${changer.id}:${changer.key}`,
+      // Thousands of creations in a few minutes by design: the creations budget is not what is measured here.
+      MERCHANT_CREATIONS_PER_MINUTE: '1000000',
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       WORKER_DEPLOYMENT_NAME: deploymentName,
       ...o.extraEnv,

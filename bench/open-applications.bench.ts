@@ -55,6 +55,8 @@ export async function benchOpenApplications(): Promise<void> {
     PORT: String(apiPort),
     INTERNAL_PORT: String(internalPort),
     MERCHANT_API_KEYS: `bench:${apiKey}`,
+    // 10,000 creations by one merchant in a few minutes by design: the creations budget is not what is measured here.
+    MERCHANT_CREATIONS_PER_MINUTE: '1000000',
     // Required with a real bank; the bench decodes nothing through /codec.
     OPERATOR_API_KEYS: `bench-operator:operator-key-${randomUUID()}`,
     // The sandbox sends no account webhook in this bench.

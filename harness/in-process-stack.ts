@@ -8,6 +8,7 @@ import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps 
 import { codecRoutes } from '../src/api/routes/codec';
 import { boundPort, closeServer, listen } from '../src/api/http-server';
 import { createMetrics, type Metrics } from '../src/api/metrics';
+import { FailedAuthentications } from '../src/api/auth-failures';
 import {
   createActivities,
   createBankClient,
@@ -53,6 +54,12 @@ export interface TestStackOptions {
   operatorApiKeys?: OperatorApiKey[];
   /** CONSENT_ASSIGNMENT's rule; absent: `auto` (merchants claim with one merchant, operators assign otherwise). */
   consentAssignment?: ConsentAssignment;
+  /**
+   * The wrong keys allowed per client address on the facade, /codec and the console's sign-in
+   * (FAILED_AUTHENTICATIONS_PER_15_MINUTES, src/api/auth-failures.ts). Default: no practical limit, since every test
+   * sends from 127.0.0.1 and many send wrong keys on purpose; a test of the limit sets it.
+   */
+  failedAuthentications?: { attempts?: number; windowMs?: number };
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
@@ -215,6 +222,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     readDeadlineMs: options.readDeadlineMs,
     logger,
     metrics,
+    authFailures: new FailedAuthentications({
+      metrics,
+      logger,
+      attempts: options.failedAuthentications?.attempts ?? 1_000_000,
+      windowMs: options.failedAuthentications?.windowMs,
+    }),
     checkTemporal: () => checkTemporal(t.connection, t.namespace),
   };
   const publicServer = await listen(createPublicApp(appDeps), 0, '127.0.0.1');

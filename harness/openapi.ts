@@ -141,8 +141,8 @@ export interface OpenApiRecorder {
 
 /**
  * Checks every answer the servers send against the document, as it goes out (the body as written). Answers to
- * paths that are no route (the 404), to a method a described path does not have (the 405), CORS preflights and HEAD
- * requests are not operations: skipped.
+ * paths that are no route (the 404), to a method a described path does not have (the 405), CORS preflights, HEAD
+ * requests and the console's pages are not operations: skipped.
  */
 export function recordOpenApiAnswers(...servers: Server[]): OpenApiRecorder {
   let checked = 0;
@@ -150,6 +150,9 @@ export function recordOpenApiAnswers(...servers: Server[]): OpenApiRecorder {
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const method = req.method ?? 'GET';
     if (method === 'OPTIONS' || method === 'HEAD') return;
+    // Read now: Express rewrites req.url under a mounted router. The console is pages, not API (docs/console.md).
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (/^\/console(\/|$)/i.test(path)) return;
     const chunks: Buffer[] = [];
     const keep = (chunk: unknown, encoding?: unknown) => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
@@ -170,7 +173,6 @@ export function recordOpenApiAnswers(...servers: Server[]): OpenApiRecorder {
       return end(...args);
     }) as typeof res.end;
     res.once('finish', () => {
-      const path = (req.url ?? '/').split('?')[0]!;
       const template = pathTemplateOf(path);
       if (template === undefined || !operationOf(method, template)) {
         // No route (the generic 404), or a described path asked with another method (405 with Allow): no operation.

@@ -7,7 +7,8 @@ import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate } from './authenticate';
-import { requestBudget } from './budgets';
+import { merchantBudgets } from './budgets';
+import { FailedAuthentications } from './auth-failures';
 import { errorHandler, HttpError, PROBLEM_TITLES, ProblemError, ProblemType } from './problem-details';
 import { requestLog, type Middleware } from './request-log';
 import type { Metrics } from './metrics';
@@ -21,7 +22,7 @@ import { consentRoutes } from './routes/consents';
 import { operatorConsentRoutes } from './routes/operator-consents';
 import type { ConsentAssignment } from '../shared/consent-assignment';
 import { apiDocsRoutes } from './routes/api-docs';
-import { consoleRoutes, type ConsoleSignInLimit } from './routes/console';
+import { consoleRoutes } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
@@ -47,7 +48,7 @@ export interface AppDeps {
   merchants: MerchantDirectory;
   /**
    * The operators' API keys (OPERATOR_API_KEYS), for every operator route (`authenticateOperator`: /codec); read
-   * per request. Absent: none, so operator routes answer 401 (403 to a merchant key).
+   * per request. Absent: none, so operator routes answer 401 (to a merchant key too).
    */
   operatorApiKeys?: readonly OperatorApiKey[];
   /** Who gives a consent its owner (CONSENT_ASSIGNMENT's rule); absent: `auto` over `merchants`. */
@@ -58,8 +59,13 @@ export interface AppDeps {
    */
   settings?: ServiceSettings;
   logger: Logger;
-  /** The merchant console's sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
-  consoleSignIn?: ConsoleSignInLimit;
+  /**
+   * The process's one count of wrong keys per client address (FAILED_AUTHENTICATIONS_PER_15_MINUTES), for every
+   * route that checks a key: the facade, /codec (`authenticateOperator(deps)`) and the console's sign-in. Absent: the
+   * internal app makes one with the default limit for its facade and console (an operator route built from these
+   * deps then counts apart).
+   */
+  authFailures?: FailedAuthentications;
   /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;
   /**
@@ -204,15 +210,19 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(apiDocsRoutes({ document: openApiJson }));
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : options.extraRouters;
   for (const router of extra ?? []) app.use(router);
+  // One set of merchant budgets for the facade and the console: a merchant spends the same ones through both; one
+  // limit on wrong keys per client address for every merchant and operator route.
+  const budgets = merchantBudgets(deps);
+  const failures = deps.authFailures ?? new FailedAuthentications(deps);
   // Operators' consent assignment (/operator/consents), behind an operator key.
-  app.use(operatorConsentRoutes(deps));
+  app.use(operatorConsentRoutes({ ...deps, authFailures: failures }));
+  // The merchant console (docs/console.md): its own session sign-in, under /console only; signed in, the budgets.
+  app.use(consoleRoutes(deps, budgets, failures));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
-  // The merchant console (docs/console.md): its own session sign-in, under /console only.
-  app.use(consoleRoutes(deps));
-  app.use(['/applications', '/consents'], authenticate(deps), requestBudget(deps));
-  app.use(consentRefreshRoutes(deps));
-  app.use(consentRoutes(deps));
-  app.use(financeApplicationRoutes(deps));
+  app.use(['/applications', '/consents'], authenticate(deps, failures), budgets.requests);
+  app.use(consentRefreshRoutes(deps, budgets));
+  app.use(consentRoutes(deps, budgets));
+  app.use(financeApplicationRoutes(deps, budgets));
   return finish(app, deps, 'internal');
 }

@@ -3,19 +3,27 @@ import { identifyApiKey, type MerchantApiKey, type OperatorApiKey } from '../sec
 import { HttpError } from './problem-details';
 import type { Metrics } from './metrics';
 import type { MerchantScope } from '../client/merchant-scope';
+import { FailedAuthentications } from './auth-failures';
 
 export interface AuthenticateDeps {
   /** The configured keys (MERCHANT_API_KEYS); read per request, so a list swapped at runtime applies at once. */
   merchantApiKeys: readonly MerchantApiKey[];
-  metrics: Pick<Metrics, 'merchantAuth'>;
+  metrics: Pick<Metrics, 'merchantAuth' | 'authRefusals' | 'consoleSignInRefusals'>;
+  /**
+   * The process's one count of failed authentications (src/api/auth-failures.ts), shared by every route that checks
+   * a key; absent: a count of this middleware's own, with the default limit.
+   */
+  authFailures?: FailedAuthentications;
 }
 
 export interface AuthenticateOperatorDeps {
   /** The operators' keys (OPERATOR_API_KEYS); read per request. Absent: none, so no operator route opens. */
   operatorApiKeys?: readonly OperatorApiKey[];
-  /** The merchants' keys, only to tell a merchant that it holds the wrong kind of key (403, not 401). */
+  /** The merchants' keys, only to count a merchant key tried here (outcome merchant_key); answered as any other. */
   merchantApiKeys: readonly MerchantApiKey[];
-  metrics: Pick<Metrics, 'operatorAuth'>;
+  metrics: Pick<Metrics, 'operatorAuth' | 'authRefusals' | 'consoleSignInRefusals'>;
+  /** As AuthenticateDeps.authFailures: the same count as the merchant routes'. */
+  authFailures?: FailedAuthentications;
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -61,58 +69,66 @@ export function scopeOf(res: Response, merchants: { legacyMerchantId: string }):
  * Otherwise 401 `{ error: "unauthorized", message }` with `WWW-Authenticate: Bearer`, and the route never runs
  * (nothing is started or read). The key is compared with every configured key in constant time
  * (src/security/api-keys.ts); only the matching key's name is kept (`res.locals.merchant`, see merchantOf) and
- * counted (`paylater_merchant_api_requests_total{merchant, outcome}`); the key itself is never logged.
+ * counted (`paylater_merchant_api_requests_total{merchant, outcome}`); the key itself is never logged. A wrong key
+ * counts against the client address (`failures`, src/api/auth-failures.ts): past the limit, 429 before any key is
+ * compared.
  *
  * Mounted in front of the merchant facade. Operator routes mount `authenticateOperator` instead.
  */
-export function authenticate(deps: AuthenticateDeps): RequestHandler {
-  return (req, res, next) => {
-    const presented = presentedKey(req.headers.authorization);
-    const merchant = presented === undefined ? undefined : identifyApiKey(deps.merchantApiKeys, presented);
-    if (merchant === undefined) {
-      const missing = presented === undefined;
-      deps.metrics.merchantAuth.inc({ merchant: 'none', outcome: missing ? 'missing' : 'wrong' });
-      next(unauthorized(missing));
-      return;
-    }
-    deps.metrics.merchantAuth.inc({ merchant, outcome: 'accepted' });
-    (res.locals as { merchant?: string }).merchant = merchant;
-    next();
-  };
+export function authenticate(
+  deps: AuthenticateDeps,
+  failures: FailedAuthentications = deps.authFailures ?? new FailedAuthentications(deps),
+): RequestHandler {
+  const gate = failures.gate('merchant_api');
+  return (req, res, next) =>
+    gate(req, res, (err?: unknown) => {
+      if (err !== undefined) return next(err);
+      const presented = presentedKey(req.headers.authorization);
+      const merchant = presented === undefined ? undefined : identifyApiKey(deps.merchantApiKeys, presented);
+      if (merchant === undefined) {
+        const missing = presented === undefined;
+        deps.metrics.merchantAuth.inc({ merchant: 'none', outcome: missing ? 'missing' : 'wrong' });
+        if (missing) return next(unauthorized(true));
+        return failures.fail(req, res, next, () => next(unauthorized(false)));
+      }
+      deps.metrics.merchantAuth.inc({ merchant, outcome: 'accepted' });
+      (res.locals as { merchant?: string }).merchant = merchant;
+      next();
+    });
 }
 
 /**
  * Express middleware in front of every operator route (today /codec, which decodes every merchant's payloads):
- * the request must carry `Authorization: Bearer <key>` with one of the operator API keys. A merchant's key answers
- * 403 (it is a valid key, of the wrong kind: the merchant is told to use its own routes); a missing or unknown key
- * 401 as `authenticate` answers. Counted in `paylater_operator_api_requests_total{operator, outcome}` (outcome accepted,
- * missing, wrong, merchant_key), by the key's name, never the key; the operator's name is kept in
- * `res.locals.operator` (see operatorOf). Put CORS in front of it where browsers call, so a preflight (which
- * carries no Authorization) is answered: `router.use('/codec', cors, authenticateOperator(deps))`.
+ * the request must carry `Authorization: Bearer <key>` with one of the operator API keys. Any other key, a
+ * merchant's included, answers exactly as an unknown one (401, and counted against the client address as
+ * `authenticate` counts it), so /codec never tells that a key is a merchant's; a missing key 401. Counted in
+ * `paylater_operator_api_requests_total{operator, outcome}` (outcome accepted, missing, wrong, merchant_key), by the
+ * key's name, never the key; the operator's name is kept in `res.locals.operator` (see operatorOf). Put CORS in
+ * front of it where browsers call, so a preflight (which carries no Authorization) is answered:
+ * `router.use('/codec', cors, authenticateOperator(deps))`.
  */
-export function authenticateOperator(deps: AuthenticateOperatorDeps): RequestHandler {
-  return (req, res, next) => {
-    const presented = presentedKey(req.headers.authorization);
-    if (presented === undefined) {
-      deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'missing' });
-      next(unauthorized(true));
-      return;
-    }
-    const operator = identifyApiKey(deps.operatorApiKeys ?? [], presented);
-    if (operator !== undefined) {
-      deps.metrics.operatorAuth.inc({ operator, outcome: 'accepted' });
-      (res.locals as { operator?: string }).operator = operator;
-      next();
-      return;
-    }
-    if (identifyApiKey(deps.merchantApiKeys, presented) !== undefined) {
-      deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'merchant_key' });
-      next(
-        new HttpError(403, 'An operator key is required (OPERATOR_API_KEYS): a merchant key does not open this route'),
-      );
-      return;
-    }
-    deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'wrong' });
-    next(unauthorized(false));
-  };
+export function authenticateOperator(
+  deps: AuthenticateOperatorDeps,
+  failures: FailedAuthentications = deps.authFailures ?? new FailedAuthentications(deps),
+): RequestHandler {
+  const gate = failures.gate('operator_api');
+  return (req, res, next) =>
+    gate(req, res, (err?: unknown) => {
+      if (err !== undefined) return next(err);
+      const presented = presentedKey(req.headers.authorization);
+      if (presented === undefined) {
+        deps.metrics.operatorAuth.inc({ operator: 'none', outcome: 'missing' });
+        return next(unauthorized(true));
+      }
+      const operator = identifyApiKey(deps.operatorApiKeys ?? [], presented);
+      if (operator !== undefined) {
+        deps.metrics.operatorAuth.inc({ operator, outcome: 'accepted' });
+        (res.locals as { operator?: string }).operator = operator;
+        return next();
+      }
+      // Counted apart for operators; answered as any other key that is not an operator's.
+      const merchantKey = identifyApiKey(deps.merchantApiKeys, presented) !== undefined;
+      deps.metrics.operatorAuth.inc({ operator: 'none', outcome: merchantKey ? 'merchant_key' : 'wrong' });
+      failures.fail(req, res, next, () => next(unauthorized(false)));
+    });
 }

@@ -17,10 +17,12 @@ import { boundPort, listen } from './http-server';
 import { ApiDrain, drainListeners } from './drain';
 import { createMetrics } from './metrics';
 import { consentAssignmentWarning } from './consent-assignment';
+import { FailedAuthentications } from './auth-failures';
 
 /** The apps' dependencies wired from configuration: used by `npm run api` and by `npm start`. */
 export function appDepsFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
   const { config } = deps;
+  const metrics = createMetrics();
   return {
     client: deps.client,
     taskQueue: config.temporal.taskQueue,
@@ -34,9 +36,14 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     consentAssignment: config.consentAssignment.rule,
     settings: config.settings,
     merchants: config.merchants,
-    consoleSignIn: { attempts: config.console.signInAttemptsPer15Minutes },
     logger: deps.logger,
-    metrics: createMetrics(),
+    metrics,
+    // One count of wrong keys per client address for the API, /codec and the console's sign-in.
+    authFailures: new FailedAuthentications({
+      metrics,
+      logger: deps.logger,
+      attempts: config.failedAuthentications.per15Minutes,
+    }),
     checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),
   } satisfies AppDeps;
 }

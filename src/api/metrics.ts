@@ -45,16 +45,20 @@ export function createMetrics() {
       labelNames: ['operator', 'outcome'] as const,
       registers: [registry],
     }),
-    /** 429s of the merchant budgets (src/api/budgets.ts), by merchant and budget (requests, long_polls). */
+    /**
+     * 429s of the merchant budgets (src/api/budgets.ts), by merchant and budget (requests, creations, refreshes,
+     * long_polls, live_pages, consents, open_applications), on the API and the console alike.
+     */
     budgetRefusals: new Counter({
       name: 'paylater_merchant_budget_refusals_total',
-      help: 'Merchant facade requests refused with 429, by merchant and budget (requests per minute, long-polls)',
+      help: 'Merchant requests (API and console) refused with 429, by merchant and budget',
       labelNames: ['merchant', 'budget'] as const,
       registers: [registry],
     }),
     /**
      * Merchant console sign-ins refused with 429 before the key is checked: too many failed ones from one client
-     * address (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES, src/api/routes/console.ts). No label: an address is unbounded.
+     * address (FAILED_AUTHENTICATIONS_PER_15_MINUTES, src/api/auth-failures.ts): the console's share of
+     * paylater_authentication_refusals_total, kept for the dashboards that read it. No label: an address is unbounded.
      */
     consoleSignInRefusals: new Counter({
       name: 'paylater_console_sign_in_refusals_total',
@@ -70,6 +74,23 @@ export function createMetrics() {
       name: 'paylater_consent_claim_conflicts_total',
       help: 'Consent claims and refreshes refused because another merchant owns the consent, by merchant, owner and route',
       labelNames: ['merchant', 'owner', 'via'] as const,
+      registers: [registry],
+    }),
+    /**
+     * 429s of the failed-authentication limit (src/api/auth-failures.ts): a client address with too many wrong keys,
+     * by where it knocked (`surface`: merchant_api, operator_api, console). No address label: an address is unbounded.
+     */
+    authRefusals: new Counter({
+      name: 'paylater_authentication_refusals_total',
+      help: 'Requests refused with 429 before their key was checked: too many wrong keys from the client address',
+      labelNames: ['surface'] as const,
+      registers: [registry],
+    }),
+    /** Console live pages (a fragment waiting for a change) held open now by this API process, by merchant. */
+    livePagesOpen: new Gauge({
+      name: 'paylater_merchant_console_live_pages_open',
+      help: 'Console live pages waiting for a change, held open by this API process, by merchant',
+      labelNames: ['merchant'] as const,
       registers: [registry],
     }),
     /** Long-polls held open now by this API process, by merchant (at most its maxLongPolls). */

@@ -45,12 +45,18 @@ export const ProblemType = {
   UnsupportedMediaType: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
   /** 422: the bank refused the application. */
   BankRefused: `${PROBLEM_TYPE_BASE}bank-refused`,
-  /** 429: over the merchant's requests per minute. */
+  /** 429: over one of the merchant's budgets per minute (requests, creations, refreshes). */
   RateLimited: `${PROBLEM_TYPE_BASE}rate-limited`,
   /** 429: the merchant holds its most long-polls at once. */
   TooManyLongPolls: `${PROBLEM_TYPE_BASE}too-many-long-polls`,
   /** 429: the application holds its most waits at once. */
   TooManyWaits: `${PROBLEM_TYPE_BASE}too-many-waits`,
+  /** 429: the merchant holds its most console live pages at once (the console answers it as a page). */
+  TooManyLivePages: `${PROBLEM_TYPE_BASE}too-many-live-pages`,
+  /** 429: the merchant holds its most claimed consents or open applications (counted in Temporal). */
+  QuotaExceeded: `${PROBLEM_TYPE_BASE}quota-exceeded`,
+  /** 429: too many wrong keys from this client address; the key was not checked. */
+  TooManyWrongKeys: `${PROBLEM_TYPE_BASE}too-many-wrong-keys`,
   /** 500: our bug; the log has the stack. */
   Internal: `${PROBLEM_TYPE_BASE}internal`,
   /** 502: the bank could not be reached, or did not start what was asked. */
@@ -76,6 +82,9 @@ export const PROBLEM_TITLES: Record<ProblemTypeUri, string> = {
   [ProblemType.RateLimited]: 'Request budget exhausted',
   [ProblemType.TooManyLongPolls]: 'Too many long-polls',
   [ProblemType.TooManyWaits]: 'Too many waits on this application',
+  [ProblemType.TooManyLivePages]: 'Too many live pages',
+  [ProblemType.QuotaExceeded]: 'Quota exceeded',
+  [ProblemType.TooManyWrongKeys]: 'Too many wrong keys',
   [ProblemType.Internal]: 'Internal error',
   [ProblemType.BankUnavailable]: 'Bank unavailable',
   [ProblemType.Unavailable]: 'Service unavailable',

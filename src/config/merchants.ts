@@ -12,7 +12,7 @@ import { CALLBACK_PAYLOAD_VERSIONS, type CallbackPayloadVersion } from '../activ
  * signing secrets, callback allow-list, callback payload version, transactionEvents callback, request budget and poll
  * floor. Whatever a merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS,
  * CALLBACK_ALLOWED_ORIGINS, CALLBACK_PAYLOAD_VERSION, TRANSACTIONS_CALLBACK_URL, MERCHANT_REQUESTS_PER_MINUTE,
- * MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL),
+ * MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL and the other MERCHANT_* budgets),
  * so MERCHANT_API_KEYS alone keeps working as the shorthand.
  *
  * Problems name the merchant and the field (`merchants.shop-a.callbackAllowedOrigins[0]: ...`), never a secret.
@@ -43,6 +43,16 @@ export interface MerchantLimits {
   maxLongPolls: number;
   /** The shortest poll interval this merchant may ask for in an application's settings (ms). */
   minPollIntervalMs: number;
+  /** Applications created (POST /applications) per minute, per API process. */
+  creationsPerMinute: number;
+  /** Consent refreshes started (POST /consents/:id/refresh) per minute, per API process. */
+  refreshesPerMinute: number;
+  /** Consents claimed at once, across every API process (counted in Temporal). */
+  maxConsents: number;
+  /** Applications open (running) at once, across every API process (counted in Temporal). */
+  maxOpenApplications: number;
+  /** Console live pages (a fragment waiting for a change) held at once per API process. */
+  maxLivePages: number;
 }
 
 /** The merchants of a deployment, by id. */
@@ -62,6 +72,11 @@ export const DEFAULT_MERCHANT_LIMITS: MerchantLimits = {
   requestsPerMinute: 6_000,
   maxLongPolls: 200,
   minPollIntervalMs: SETTING_BOUNDS.fastPollIntervalMs.min,
+  creationsPerMinute: 600,
+  refreshesPerMinute: 120,
+  maxConsents: 100_000,
+  maxOpenApplications: 100_000,
+  maxLivePages: 50,
 };
 
 /** The globals a merchant's entry falls back to. */
@@ -120,6 +135,11 @@ const MerchantEntrySchema = z.strictObject({
   requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
   maxLongPolls: z.number().int().min(1).max(100_000).optional(),
   minPollInterval: duration(SETTING_BOUNDS.fastPollIntervalMs).optional(),
+  creationsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
+  refreshesPerMinute: z.number().int().min(1).max(1_000_000).optional(),
+  maxConsents: z.number().int().min(1).max(1_000_000).optional(),
+  maxOpenApplications: z.number().int().min(1).max(1_000_000).optional(),
+  maxLivePages: z.number().int().min(1).max(100_000).optional(),
 });
 
 const MerchantsFileSchema = z.strictObject({
@@ -209,6 +229,11 @@ export function buildMerchantDirectory(input: {
         requestsPerMinute: entry.requestsPerMinute ?? input.defaults.limits.requestsPerMinute,
         maxLongPolls: entry.maxLongPolls ?? input.defaults.limits.maxLongPolls,
         minPollIntervalMs: entry.minPollInterval ?? input.defaults.limits.minPollIntervalMs,
+        creationsPerMinute: entry.creationsPerMinute ?? input.defaults.limits.creationsPerMinute,
+        refreshesPerMinute: entry.refreshesPerMinute ?? input.defaults.limits.refreshesPerMinute,
+        maxConsents: entry.maxConsents ?? input.defaults.limits.maxConsents,
+        maxOpenApplications: entry.maxOpenApplications ?? input.defaults.limits.maxOpenApplications,
+        maxLivePages: entry.maxLivePages ?? input.defaults.limits.maxLivePages,
       },
     });
   }

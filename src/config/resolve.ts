@@ -29,6 +29,7 @@ import {
 import {
   ConfigError,
   DEFAULT_API_DRAIN_DELAY_MS,
+  DEFAULT_FAILED_AUTHENTICATIONS,
   DEFAULT_MAX_POLLERS,
   DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
   DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
@@ -132,10 +133,10 @@ export interface Config {
     /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the embedded default's public development key is used. */
     developmentKey: boolean;
   };
-  /** The merchant console (src/api/routes/console.ts). */
-  console: {
-    /** CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: failed sign-ins per client address in 15 minutes. */
-    signInAttemptsPer15Minutes: number;
+  /** Failed authentications on the API, /codec and the console's sign-in (src/api/auth-failures.ts). */
+  failedAuthentications: {
+    /** FAILED_AUTHENTICATIONS_PER_15_MINUTES (formerly CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES): per client address. */
+    per15Minutes: number;
   };
   /** The codec endpoint (src/api/routes/codec.ts). */
   codec: {
@@ -283,7 +284,12 @@ export function loadConfig(
       keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
       developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
     },
-    console: { signInAttemptsPer15Minutes: e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES },
+    failedAuthentications: {
+      per15Minutes:
+        e.FAILED_AUTHENTICATIONS_PER_15_MINUTES ??
+        e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES ??
+        DEFAULT_FAILED_AUTHENTICATIONS,
+    },
     codec: {
       // The embedded dev server's Web UI, under either name a browser may use for it.
       corsOrigins: e.CODEC_CORS_ORIGINS ?? [
@@ -334,6 +340,11 @@ function loadMerchants(
         requestsPerMinute: e.MERCHANT_REQUESTS_PER_MINUTE,
         maxLongPolls: e.MERCHANT_MAX_LONG_POLLS,
         minPollIntervalMs: e.MERCHANT_MIN_POLL_INTERVAL ?? DEFAULT_MERCHANT_LIMITS.minPollIntervalMs,
+        creationsPerMinute: e.MERCHANT_CREATIONS_PER_MINUTE,
+        refreshesPerMinute: e.MERCHANT_REFRESHES_PER_MINUTE,
+        maxConsents: e.MERCHANT_MAX_CONSENTS,
+        maxOpenApplications: e.MERCHANT_MAX_OPEN_APPLICATIONS,
+        maxLivePages: e.MERCHANT_MAX_LIVE_PAGES,
       },
     },
   });

@@ -190,12 +190,12 @@ export const DEFAULT_WORKER_SHUTDOWN_GRACE_MS = 10_000;
 const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
 
 /**
- * Merchant console sign-in (docs/console.md, "Security model"): failed sign-ins allowed per client address in each
- * CONSOLE_SIGN_IN_WINDOW_MS (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES), per API process; beyond them a sign-in answers
- * 429 until the window ends, without checking the key.
+ * Failed authentications (a key that is no one's) allowed per client address in each FAILED_AUTHENTICATIONS_WINDOW_MS
+ * (FAILED_AUTHENTICATIONS_PER_15_MINUTES), on every merchant and operator route alike (the API, /codec, the console's
+ * sign-in), per API process; beyond them 429 until the window ends, without checking the key (src/api/auth-failures.ts).
  */
-export const DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS = 10;
-export const CONSOLE_SIGN_IN_WINDOW_MS = 15 * 60_000;
+export const DEFAULT_FAILED_AUTHENTICATIONS = 10;
+export const FAILED_AUTHENTICATIONS_WINDOW_MS = 15 * 60_000;
 
 /** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
 export const MIN_SECURITY_HEADER_LENGTH = 16;
@@ -297,6 +297,11 @@ export const ENV_SHAPE = {
   MERCHANT_REQUESTS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.requestsPerMinute),
   MERCHANT_MAX_LONG_POLLS: count(1, DEFAULT_MERCHANT_LIMITS.maxLongPolls),
   MERCHANT_MIN_POLL_INTERVAL: duration(SETTING_BOUNDS.fastPollIntervalMs),
+  MERCHANT_CREATIONS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.creationsPerMinute),
+  MERCHANT_REFRESHES_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.refreshesPerMinute),
+  MERCHANT_MAX_CONSENTS: count(1, DEFAULT_MERCHANT_LIMITS.maxConsents),
+  MERCHANT_MAX_OPEN_APPLICATIONS: count(1, DEFAULT_MERCHANT_LIMITS.maxOpenApplications),
+  MERCHANT_MAX_LIVE_PAGES: count(1, DEFAULT_MERCHANT_LIMITS.maxLivePages),
   /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
   OPERATOR_API_KEYS: optionalString,
   /** Who gives a consent its owner (src/shared/consent-assignment.ts): auto, operator or merchant. */
@@ -306,8 +311,10 @@ export const ENV_SHAPE = {
       .enum(CONSENT_ASSIGNMENT_SETTINGS, { error: `must be one of ${CONSENT_ASSIGNMENT_SETTINGS.join(', ')}` })
       .default('auto'),
   ),
-  /** Failed console sign-ins per client address in 15 minutes (DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS). */
-  CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: count(1, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS),
+  /** Failed authentications per client address in 15 minutes (DEFAULT_FAILED_AUTHENTICATIONS). */
+  FAILED_AUTHENTICATIONS_PER_15_MINUTES: optionalCount(1),
+  /** The former name of FAILED_AUTHENTICATIONS_PER_15_MINUTES (when only the console's sign-in was limited). */
+  CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: optionalCount(1),
 
   // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
   // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -675,6 +682,26 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     description: 'the shortest poll interval a merchant may ask for (a duration)',
     default: ms(DEFAULT_MERCHANT_LIMITS.minPollIntervalMs),
   },
+  MERCHANT_CREATIONS_PER_MINUTE: {
+    processes: START_API,
+    description: "every merchant's applications created (`POST /applications`) per minute",
+  },
+  MERCHANT_REFRESHES_PER_MINUTE: {
+    processes: START_API,
+    description: "every merchant's consent refreshes started (`POST /consents/{id}/refresh`) per minute",
+  },
+  MERCHANT_MAX_CONSENTS: {
+    processes: START_API,
+    description: "every merchant's consents claimed at once (counted in Temporal, across API processes)",
+  },
+  MERCHANT_MAX_OPEN_APPLICATIONS: {
+    processes: START_API,
+    description: "every merchant's applications open at once (counted in Temporal, across API processes)",
+  },
+  MERCHANT_MAX_LIVE_PAGES: {
+    processes: START_API,
+    description: "every merchant's console live pages waiting for a change at once",
+  },
   OPERATOR_API_KEYS: {
     processes: START_API,
     description: "`name:key,…` for `/codec` and the operator routes; never a merchant's key",
@@ -685,9 +712,14 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     // Details: docs/decisions/0046-consents-assigned-by-an-operator.md.
     description: 'who owns a consent: `operator` assigns it, `merchant` claims it; `auto`: `merchant` if only one',
   },
+  FAILED_AUTHENTICATIONS_PER_15_MINUTES: {
+    processes: START_API,
+    description: 'wrong keys per client address in 15 minutes (API, `/codec`, `/console` sign-in together); then 429',
+    default: `${code(DEFAULT_FAILED_AUTHENTICATIONS)} (or \`CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES\`)`,
+  },
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: {
     processes: START_API,
-    description: "failed `/console` sign-ins per client address (the connection's) in 15 minutes; then 429",
+    description: 'deprecated: the former name of `FAILED_AUTHENTICATIONS_PER_15_MINUTES`, read when that is unset',
   },
   TEMPORAL_ADDRESS: {
     processes: ALL,

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config';
 
 /**
  * Who may decode at /codec, as startListeners wires it from the environment: an operator key always; a merchant key
- * never (403); the embedded Web UI's origin without a key only with the public development payload key and the
+ * never (401, as a key that is no one's); the embedded Web UI's origin without a key only with the public development payload key and the
  * development operator key of the run.
  */
 describe('codecAuthentication', () => {
@@ -46,17 +46,17 @@ describe('codecAuthentication', () => {
     expect(await answers(merchants, { origin: 'http://evil.example' })).toBe(401);
     expect(await answers(merchants, {})).toBe(401);
     // A key sent from the UI's origin is checked as any other: a merchant's is refused.
-    expect(await answers(merchants, { ...ui, authorization: `Bearer ${merchantKey}` })).toBe(403);
+    expect(await answers(merchants, { ...ui, authorization: `Bearer ${merchantKey}` })).toBe(401);
     // Real payload keys, or operator keys chosen: the UI's origin alone is not enough.
     expect(await answers({ ...merchants, ...realPayloadKeys }, ui)).toBe(401);
     expect(await answers({ ...merchants, ...operators }, ui)).toBe(401);
   });
 
-  it('takes an operator key, refuses a merchant key with 403, and a wrong or missing key with 401', async () => {
+  it('takes an operator key, and refuses a merchant key, a wrong or a missing key with 401', async () => {
     const env = { ...merchants, ...operators, ...realPayloadKeys };
     expect(await answers(env, { authorization: `Bearer ${operatorKey}` })).toBe(200);
     expect(await answers(env, { ...ui, authorization: `Bearer ${operatorKey}` })).toBe(200);
-    expect(await answers(env, { authorization: `Bearer ${merchantKey}` })).toBe(403);
+    expect(await answers(env, { authorization: `Bearer ${merchantKey}` })).toBe(401);
     expect(await answers(env, { authorization: 'Bearer wrong-key-wrong-key-wrong' })).toBe(401);
     expect(await answers(env, {})).toBe(401);
   });

@@ -57,8 +57,8 @@ describe('createPublicApp and createInternalApp', () => {
     const ok = await decode({ authorization: `Bearer ${KEY}` });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ decodedFor: 'ops' });
-    // A merchant's key is a key of the wrong kind here; an operator's opens no merchant route.
-    expect((await decode({ authorization: `Bearer ${MERCHANT_KEY}` })).status).toBe(403);
+    // A merchant's key is answered here as any key that is not an operator's; an operator's opens no merchant route.
+    expect((await decode({ authorization: `Bearer ${MERCHANT_KEY}` })).status).toBe(401);
     const facade = (key: string) =>
       fetch(`${internal}/applications/x`, { headers: { authorization: `Bearer ${key}` } });
     expect((await facade(KEY)).status).toBe(401);

@@ -177,7 +177,7 @@ describe('OpenAPI document', () => {
           keyed: facade || path === '/webhooks/accounts',
         });
         if (facade) expect({ where, has401: '401' in (op.responses as object) }).toEqual({ where, has401: true });
-        // Operator routes take an operator key (a merchant key answers 403); the facade a merchant key.
+        // Operator routes take an operator key (a merchant key answers 401); the facade a merchant key.
         if (facade)
           expect({ where, security: op.security }).toEqual({
             where,

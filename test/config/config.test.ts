@@ -157,19 +157,28 @@ describe('loadConfig', () => {
     });
   });
 
-  describe('merchant console (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () => {
-    it('allows 10 failed sign-ins per client address in 15 minutes by default, the variable otherwise', () => {
-      expect(loadConfig({}).console).toEqual({ signInAttemptsPer15Minutes: 10 });
-      expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '25' }).console.signInAttemptsPer15Minutes).toBe(25);
-      expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: ' ' }).console.signInAttemptsPer15Minutes).toBe(10);
+  describe('failed authentications (FAILED_AUTHENTICATIONS_PER_15_MINUTES)', () => {
+    const per15Minutes = (env: Record<string, string>) => loadConfig(env).failedAuthentications.per15Minutes;
+
+    it('allows 10 wrong keys per client address in 15 minutes by default, the variable otherwise', () => {
+      expect(loadConfig({}).failedAuthentications).toEqual({ per15Minutes: 10 });
+      expect(per15Minutes({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '25' })).toBe(25);
+      expect(per15Minutes({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: ' ' })).toBe(10);
+    });
+
+    it('still reads its former name, CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES, when it is unset', () => {
+      expect(per15Minutes({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '25' })).toBe(25);
+      expect(
+        per15Minutes({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '3', CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '25' }),
+      ).toBe(3);
     });
 
     it('stops start-up on a value that is not a whole number of at least 1, naming the variable', () => {
-      expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '0' })).toEqual([
-        { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be at least 1' },
+      expect(issuesOf({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '0' })).toEqual([
+        { variable: 'FAILED_AUTHENTICATIONS_PER_15_MINUTES', message: 'must be at least 1' },
       ]);
-      expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: 'ten' })).toEqual([
-        { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be a whole number' },
+      expect(issuesOf({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: 'ten' })).toEqual([
+        { variable: 'FAILED_AUTHENTICATIONS_PER_15_MINUTES', message: 'must be a whole number' },
       ]);
       expect(issuesOf({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '2.5' })).toEqual([
         { variable: 'CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES', message: 'must be a whole number' },

@@ -35,6 +35,11 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
             requestsPerMinute: 60,
             maxLongPolls: 3,
             minPollInterval: '10s',
+            creationsPerMinute: 20,
+            refreshesPerMinute: 5,
+            maxConsents: 40,
+            maxOpenApplications: 50,
+            maxLivePages: 4,
             callbackPayloadVersion: 'legacy',
           },
         },
@@ -53,7 +58,16 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(a.callbacks.payloadVersion).toBe('legacy');
     expect(merchantsOnLegacyPayload(directory!)).toEqual(['shop-a']); // named by the workers at start-up
     expect(a.transactionsCallbackUrl).toBe('https://hooks.shop-a.example/tx');
-    expect(a.limits).toEqual({ requestsPerMinute: 60, maxLongPolls: 3, minPollIntervalMs: 10_000 });
+    expect(a.limits).toEqual({
+      requestsPerMinute: 60,
+      maxLongPolls: 3,
+      minPollIntervalMs: 10_000,
+      creationsPerMinute: 20,
+      refreshesPerMinute: 5,
+      maxConsents: 40,
+      maxOpenApplications: 50,
+      maxLivePages: 4,
+    });
     const b = directory!.get('shop-b')!;
     expect(b.callbacks).toEqual({
       allowList: defaults.allowList,
@@ -184,16 +198,29 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
   it('loads the file through loadConfig, with LEGACY_MERCHANT', () => {
     const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
     const file = join(dir, 'merchants.json');
-    writeFileSync(file, JSON.stringify({ merchants: { 'shop-b': { maxLongPolls: 7 } } }));
+    writeFileSync(file, JSON.stringify({ merchants: { 'shop-b': { maxLongPolls: 7, maxConsents: 9 } } }));
     const config = loadConfig({
       MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
       MERCHANTS_FILE: file,
       LEGACY_MERCHANT: 'shop-b',
       MERCHANT_REQUESTS_PER_MINUTE: '120',
+      MERCHANT_MAX_CONSENTS: '30',
+      MERCHANT_CREATIONS_PER_MINUTE: '12',
     });
     expect(config.merchants.legacyMerchantId).toBe('shop-b');
-    expect(config.merchants.get('shop-b')!.limits).toMatchObject({ maxLongPolls: 7, requestsPerMinute: 120 });
-    expect(config.merchants.get('shop-a')!.limits).toMatchObject({ requestsPerMinute: 120 });
+    expect(config.merchants.get('shop-b')!.limits).toMatchObject({
+      maxLongPolls: 7,
+      requestsPerMinute: 120,
+      maxConsents: 9,
+      creationsPerMinute: 12,
+    });
+    expect(config.merchants.get('shop-a')!.limits).toMatchObject({ requestsPerMinute: 120, maxConsents: 30 });
+    // The budgets no variable sets: their defaults (docs/merchant-api.md, "Budgets").
+    expect(config.merchants.get('shop-a')!.limits).toMatchObject({
+      refreshesPerMinute: 120,
+      maxOpenApplications: 100_000,
+      maxLivePages: 50,
+    });
     // CALLBACK_PAYLOAD_VERSION: the current version unless set; a merchant's entry wins over it.
     expect(config.callbacks.payloadVersion).toBe('2026-11-25');
     expect(config.merchants.get('shop-a')!.callbacks.payloadVersion).toBe('2026-11-25');

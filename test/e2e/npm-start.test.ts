@@ -152,7 +152,7 @@ describe('npm start (embedded default)', () => {
       const created = await create(internalPort, { authorization: `Bearer ${key}` });
       expect(created.status).toBe(201);
       expect(await created.json()).toMatchObject({ merchantReference, financeApplicationId: expect.any(String) });
-      // /codec: the operator key decodes; the merchant key is refused (403), no key 401.
+      // /codec: the operator key decodes; the merchant key is refused as an unknown one (401), no key 401.
       const decode = (headers: Record<string, string>) =>
         fetch(`http://127.0.0.1:${internalPort}/codec/decode`, {
           method: 'POST',
@@ -160,7 +160,7 @@ describe('npm start (embedded default)', () => {
           body: '{"payloads":[]}',
         });
       expect((await decode({ authorization: `Bearer ${operatorKey}` })).status).toBe(200);
-      expect((await decode({ authorization: `Bearer ${key}` })).status).toBe(403);
+      expect((await decode({ authorization: `Bearer ${key}` })).status).toBe(401);
       expect((await decode({})).status).toBe(401);
       // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
       // through the Runtime's exporter, the worker's business metrics, and health.

@@ -3,7 +3,7 @@
  * app, all with the encrypting data converter): a marker in an application's fields is absent from the raw
  * history as the Temporal CLI reads it without a codec, and present when read through the internal listener's codec
  * endpoint with an operator key (the CLI's --codec-endpoint/--codec-auth, and POST /codec/decode); a merchant key
- * there is refused with 403 and decodes nothing; a history written under an old key still decodes once a new key was
+ * there is refused with 401, as a key that is no one's, and decodes nothing; a history written under an old key still decodes once a new key was
  * put first.
  */
 import { execFile } from 'node:child_process';
@@ -169,7 +169,7 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
         .filter(([, n]) => n > 0),
     );
 
-  it('refuses a merchant key on /codec with 403 and decodes nothing; no key is a 401', async () => {
+  it('refuses a merchant key on /codec with 401, as an unknown key, and decodes nothing; no key is a 401', async () => {
     const marker = `Merchant-Reads-${randomUUID()}`;
     const merchantReference = `enc-merchant-${randomUUID()}`;
     const res = await stack.facade(`/applications`, {
@@ -186,13 +186,13 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     const input = startedInput(await show(workflowId));
     const before = await operatorAuth();
 
-    // The merchant's key is a valid key (the facade just took it) of the wrong kind.
+    // The merchant's key is a valid key (the facade just took it) of the wrong kind: answered as no one's.
     const asMerchant = await decodeOver(codecUrl, input, `Bearer ${MERCHANT_KEY}`);
-    expect(asMerchant.status).toBe(403);
+    expect(asMerchant.status).toBe(401);
     expect(asMerchant.body).toMatchObject({
-      status: 403,
-      type: expect.stringMatching(/problems\/forbidden$/),
-      message: expect.stringMatching(/operator key is required/),
+      status: 401,
+      type: expect.stringMatching(/problems\/unauthorized$/),
+      message: 'Invalid API key',
     });
     expect(containsAnywhere(asMerchant.body, marker)).toBe(false);
 

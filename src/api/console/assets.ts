@@ -23,7 +23,11 @@ export const CONSOLE_SCRIPT = `'use strict';
     if (box.hasAttribute('data-fingerprint')) url.searchParams.set('since', box.getAttribute('data-fingerprint'));
     var res = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' }, cache: 'no-store' });
     if (res.status === 401) { say('Your session ended: sign in again to see updates.'); return false; }
-    if (!res.ok) throw new Error('HTTP ' + res.status);
+    if (!res.ok) {
+      var failed = new Error('HTTP ' + res.status);
+      failed.retryAfterMs = 1000 * (Number(res.headers.get('retry-after')) || 0);
+      throw failed;
+    }
     var text = await res.text();
     var before = statusText();
     if (box.innerHTML.trim() !== text.trim()) box.innerHTML = text;
@@ -44,7 +48,8 @@ export const CONSOLE_SCRIPT = `'use strict';
       } catch (err) {
         failures += 1;
         say('Live updates paused; retrying.');
-        await pause(Math.min(30000, 1000 * Math.pow(2, failures)));
+        // A budget's 429 says when to come back (Retry-After); never sooner than the back-off.
+        await pause(Math.max(err.retryAfterMs || 0, Math.min(30000, 1000 * Math.pow(2, failures))));
       }
     }
   }

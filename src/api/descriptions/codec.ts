@@ -3,6 +3,7 @@
  * src/api/openapi/document.ts.
  */
 import { z } from 'zod';
+import { ProblemType } from '../problem-details';
 import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from './describe';
 
 const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
@@ -37,17 +38,19 @@ const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
   description:
     'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` is accepted and ignored. ' +
     'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB. ' +
-    "An operator key (OPERATOR_API_KEYS) is required: a merchant's key answers 403.",
+    "An operator key (OPERATOR_API_KEYS) is required: any other key, a merchant's included, answers 401 as an " +
+    'unknown one, and counts against the address (429 after too many).',
   security: operatorKeyRequired,
   requestBody: { required: true, content: { 'application/json': { schema: CodecBodySchema } } },
   responses: {
     '200': json(CodecAnswerSchema, `The payloads, ${operation}d`),
     ...errors(
       [400, 'Invalid body, or a payload that cannot be decrypted (unknown key id, altered data)'],
-      401,
-      [403, "A merchant's key (an operator key is required), or an origin not in CODEC_CORS_ORIGINS"],
+      [401, 'No key, or not an operator key (a merchant key included)'],
+      [403, 'An origin not in CODEC_CORS_ORIGINS'],
       413,
       415,
+      [429, 'Too many wrong keys from this address: retry after Retry-After', [ProblemType.TooManyWrongKeys]],
     ),
   },
 });

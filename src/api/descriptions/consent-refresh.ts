@@ -4,7 +4,16 @@
  */
 import { z } from 'zod';
 import { BANK_CODE_PATTERN, REFERENCE_PATTERN } from '../../shared/ids';
-import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
+import {
+  errors,
+  json,
+  LOCATION_HEADER,
+  merchantKeyRequired,
+  NoQuery,
+  STARTS_REFUSED,
+  Tag,
+  type ApiPaths,
+} from './describe';
 import { formatDuration, SETTING_BOUNDS } from '../../shared/application-settings';
 import { durationField } from '../settings-schemas';
 
@@ -109,7 +118,7 @@ export const consentRefreshPaths: ApiPaths = {
           [409, "A refresh started by the consent's previous owner still runs: retry after Retry-After"],
           413,
           415,
-          429,
+          STARTS_REFUSED,
           [502, 'The bank did not start the refresh'],
           [503, 'Temporal unavailable, or the bank did not answer within the start deadline: retry the same request'],
         ),

@@ -3,7 +3,16 @@
  * route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
-import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
+import {
+  errors,
+  json,
+  LOCATION_HEADER,
+  merchantKeyRequired,
+  NoQuery,
+  STARTS_REFUSED,
+  Tag,
+  type ApiPaths,
+} from './describe';
 import { ConsentParams } from './consent-refresh';
 
 /** A consent as its owner sees it. */
@@ -60,7 +69,7 @@ export const consentPaths: ApiPaths = {
           [404, "Another merchant's consent, or (where operators assign consents) one not the caller's"],
           413,
           415,
-          429,
+          STARTS_REFUSED,
           503,
         ),
       },

@@ -79,7 +79,9 @@ const ERROR_REASONS: Record<number, string> = {
   413: 'Request body too large',
   415: 'Unsupported content type, charset or content encoding: send UTF-8 JSON',
   422: 'Refused by the bank',
-  429: "Over the merchant's request budget (requests per minute): retry after `Retry-After` seconds",
+  429:
+    "Over the merchant's request budget (requests per minute), or too many wrong keys from this address: retry " +
+    'after `Retry-After` seconds',
   502: 'The bank could not be reached or refused to start',
   503: 'Temporal is unavailable or did not answer in time: retry after `Retry-After` seconds',
 };
@@ -87,8 +89,20 @@ const ERROR_REASONS: Record<number, string> = {
 /** The problem types a status may carry unless the operation names its own (400: a bad field, or unreadable). */
 const TYPES_OF_STATUS: Record<number, readonly ProblemTypeUri[]> = {
   400: [ProblemType.Validation, ProblemType.MalformedRequest],
-  429: [ProblemType.RateLimited],
+  429: [ProblemType.RateLimited, ProblemType.TooManyWrongKeys],
 };
+
+/**
+ * The 429 of an operation that starts something (a creation, a claim, a refresh): a budget per minute, the merchant's
+ * total, or too many wrong keys from the address.
+ */
+export const STARTS_REFUSED: ErrorEntry = [
+  429,
+  "Over the merchant's request budget or the operation's own per minute (problem type …/rate-limited), its " +
+    'claimed consents or open applications in total (…/quota-exceeded), or too many wrong keys from this address ' +
+    '(…/too-many-wrong-keys): retry after Retry-After',
+  [ProblemType.RateLimited, ProblemType.QuotaExceeded, ProblemType.TooManyWrongKeys],
+];
 
 /** An error answer of an operation: a status, its reason, and the problem types it may carry. */
 export type ErrorEntry = number | [number, string] | [number, string, readonly ProblemTypeUri[]];
@@ -114,18 +128,23 @@ function problemSchema(status: number, types: readonly string[]): z.ZodType {
 }
 
 /**
- * The merchant budget's headers (src/api/budgets.ts; draft-ietf-httpapi-ratelimit-headers-08), on every facade
- * answer: described on the 429, where a client needs them.
+ * The merchant budgets' headers (src/api/budgets.ts; draft-ietf-httpapi-ratelimit-headers-08), on every facade
+ * answer, one entry per policy the request went through: described on the 429, where a client needs them.
  */
 const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
     schema: { type: 'string' },
-    description: 'The merchant\'s request quota: `"merchant-requests"; q=<requests>; w=60; pk=:<partition>:`',
+    description:
+      'Each quota the request was checked against, comma-separated: `"<policy>"; q=<quota>; w=<window seconds>; ' +
+      'pk=:<partition>:` (`w` absent for things held at once). Policies: merchant-requests, merchant-creations, ' +
+      'merchant-refreshes, merchant-long-polls, merchant-consents, merchant-open-applications, failed-authentications',
     example: '"merchant-requests"; q=6000; w=60; pk=:ZTNiMGM0NDI5OGZj:',
   },
   RateLimit: {
     schema: { type: 'string' },
-    description: 'What is left of it: `"merchant-requests"; r=<remaining>; t=<seconds to the window\'s end>`',
+    description:
+      'What is left of each: `"<policy>"; r=<remaining>; t=<seconds until more>`; the one at `r=0` refused the ' +
+      'request',
     example: '"merchant-requests"; r=0; t=42',
   },
 } as const;

@@ -14,7 +14,16 @@ import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import { ApplicationSettingsSchema } from '../settings-schemas';
 import { ProblemType } from '../problem-details';
-import { errors, json, LOCATION_HEADER, merchantKeyRequired, NoQuery, Tag, type ApiPaths } from './describe';
+import {
+  errors,
+  json,
+  LOCATION_HEADER,
+  merchantKeyRequired,
+  NoQuery,
+  STARTS_REFUSED,
+  Tag,
+  type ApiPaths,
+} from './describe';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' });
 
@@ -258,7 +267,7 @@ export const financeApplicationPaths: ApiPaths = {
           413,
           415,
           [422, 'The bank refused the application'],
-          429,
+          STARTS_REFUSED,
           [502, 'The bank could not be reached'],
           [503, 'Temporal unavailable, or the bank did not answer within the start deadline: retry the same request'],
         ),
@@ -303,9 +312,14 @@ export const financeApplicationPaths: ApiPaths = {
           [
             429,
             "Over the merchant's request budget (problem type …/rate-limited), the merchant already holds its most " +
-              'long-polls at once (…/too-many-long-polls), or the application its most waits (…/too-many-waits): ' +
-              'retry after Retry-After',
-            [ProblemType.RateLimited, ProblemType.TooManyLongPolls, ProblemType.TooManyWaits],
+              'long-polls at once (…/too-many-long-polls), the application its most waits (…/too-many-waits), or ' +
+              'too many wrong keys from this address (…/too-many-wrong-keys): retry after Retry-After',
+            [
+              ProblemType.RateLimited,
+              ProblemType.TooManyLongPolls,
+              ProblemType.TooManyWaits,
+              ProblemType.TooManyWrongKeys,
+            ],
           ],
           503,
         ),

@@ -92,7 +92,8 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
           type: 'http',
           scheme: 'bearer',
           description:
-            'An operator API key from OPERATOR_API_KEYS: `Authorization: Bearer <key>`; a merchant key is refused (403)',
+            'An operator API key from OPERATOR_API_KEYS: `Authorization: Bearer <key>`; any other key, a merchant ' +
+            'key included, is refused (401)',
         },
         [WEBHOOK_SECURITY_HEADER]: {
           type: 'apiKey',

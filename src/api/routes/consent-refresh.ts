@@ -26,6 +26,7 @@ import {
   RefreshProgressSchema,
 } from '../descriptions/consent-refresh';
 import { NoQuery } from '../descriptions/describe';
+import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../budgets';
 
 /**
  * The consent of a `/consents/:consentId…` request, once its path and query are valid (its description's schemas:
@@ -37,14 +38,14 @@ export const consentIdOf = (req: Request): string => {
   return consentId;
 };
 
-export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
+export interface ConsentRefreshRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
   /** The merchants: each one's transactionEvents callback (where late bank reports go). */
   merchants: Pick<MerchantDirectory, 'resolve' | 'legacyMerchantId' | 'ids'>;
   /** CONSENT_ASSIGNMENT's rule: whether a refresh of a free consent claims it (`merchant`) or is a 404. */
   consentAssignment?: ConsentAssignment;
-  metrics: Pick<Metrics, 'consentClaimConflicts'>;
+  metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
   /** The operator's refresh defaults (REFRESH_TIMEOUT, REFRESH_QUIET_PERIOD); absent: the built-in ones. */
   settings?: ServiceSettings;
   logger: Logger;
@@ -60,13 +61,16 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
  *   (`late: true` banks, `lateReports`); 404 if none was ever started.
  * Another merchant's consent, or one not the caller's, answers as an unknown one (notYours) on both.
  */
-export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
+export function consentRefreshRoutes(
+  deps: ConsentRefreshRouteDeps,
+  budgets: Pick<MerchantBudgets, 'refreshes' | 'totals'> = merchantBudgets(deps),
+): Router {
   const router = tracedRouter();
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
   const json = express.json({ limit: '16kb' });
 
-  // Described in src/api/descriptions/consent-refresh.ts.
-  router.post('/consents/:consentId/refresh', json, async (req, res) => {
+  // Described in src/api/descriptions/consent-refresh.ts. The refreshes budget first: a refused one is not read.
+  router.post('/consents/:consentId/refresh', budgets.refreshes, json, async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
@@ -78,6 +82,13 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
     const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
     const scope = scopeOf(res, deps.merchants);
+    // A refresh claims an unclaimed consent: the merchant's claimed consents bound it as PUT /consents/:id.
+    const admission = await budgets.totals.admit(
+      res,
+      scope,
+      'consents',
+      async () => (await consentOwner(deps.client, consentId)) === scope.merchantId,
+    );
     try {
       const started = await withStartDeadline(deps, 'Starting the refresh', () =>
         startConsentRefresh(
@@ -95,9 +106,12 @@ export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
         { merchant: merchantOf(res), consentId, taskId: started.taskId, workflowId: started.workflowId },
         'consent refresh started or attached',
       );
+      // Whether this refresh claimed the consent is not told: counted as a claim until the next count.
+      admission.settle(true);
       res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}/refresh`);
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
+      admission.settle(false);
       if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'refresh');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       if (err instanceof RefreshOfPreviousOwnerRunningError) throw new HttpError(409, err.message, undefined, 60);

@@ -19,14 +19,15 @@ import { sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
 import { consentIdOf, notYours } from './consent-refresh';
 import { ConsentSchema, ClaimBody } from '../descriptions/consents';
+import { MerchantTotals, type BudgetDeps } from '../budgets';
 
-export interface ConsentRouteDeps extends StartDeadlineDeps {
+export interface ConsentRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
-  merchants: Pick<MerchantDirectory, 'legacyMerchantId' | 'ids'>;
+  merchants: Pick<MerchantDirectory, 'legacyMerchantId' | 'ids' | 'resolve'>;
   /** CONSENT_ASSIGNMENT's rule in force; absent: `auto` over the merchants (consentAssignmentOf). */
   consentAssignment?: ConsentAssignment;
-  metrics: Pick<Metrics, 'consentClaimConflicts'>;
+  metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
   logger: Logger;
 }
 
@@ -39,10 +40,14 @@ export interface ConsentRouteDeps extends StartDeadlineDeps {
  * - `PUT /consents/:consentId` → 201 (claimed now, where merchants claim) or 200 (already the caller's)
  *   `{ consentId, merchantId, claimed }`; 404 when another merchant owns it, or (where operators assign) when it is
  *   not the caller's. A refused claim of another merchant's consent is recorded for operators (refusedConsentClaim).
+ *   429 when the merchant holds its maxConsents.
  * - `GET /consents/:consentId` → 200 when the caller owns it, else 404.
  * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until it is assigned or claimed again); 404.
  */
-export function consentRoutes(deps: ConsentRouteDeps): Router {
+export function consentRoutes(
+  deps: ConsentRouteDeps,
+  budgets: { totals: MerchantTotals } = { totals: new MerchantTotals(deps) },
+): Router {
   const router = tracedRouter();
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
 
@@ -54,16 +59,25 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     parseInput(ClaimBody, req.body ?? {}, 'body');
     const scope = scopeOf(res, deps.merchants);
+    // The merchant's claimed consents, counted in Temporal: at its most, only one it already holds passes.
+    const admission = await budgets.totals.admit(
+      res,
+      scope,
+      'consents',
+      async () => (await consentOwner(deps.client, consentId)) === scope.merchantId,
+    );
     let claim;
     try {
       claim = await withStartDeadline(deps, 'Claiming the consent', () =>
         claimConsent(deps.client, scope, consentId, { taskQueue: deps.taskQueue, selfClaim }),
       );
     } catch (err) {
+      admission.settle(false);
       if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'claim');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       throw err;
     }
+    admission.settle(claim.claimedNow);
     deps.logger.info({ merchant: scope.merchantId, consentId, claimedNow: claim.claimedNow }, 'consent claimed');
     if (claim.claimedNow) res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}`);
     sendAs(res, claim.claimedNow ? 201 : 200, ConsentSchema, {

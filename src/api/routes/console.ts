@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
-import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   FinanceApplicationWaits,
@@ -17,7 +16,6 @@ import { getConsentRefreshProgress } from '../../client/consent-refresh';
 import { ConsentNotFoundError } from '../../client/consent-claims';
 import type { MerchantScope } from '../../client/merchant-scope';
 import type { MerchantDirectory } from '../../config/merchants';
-import { CONSOLE_SIGN_IN_WINDOW_MS, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS } from '../../config/schema';
 import { identifyApiKey, type MerchantApiKey } from '../../security/api-keys';
 import { PAGE_TOKEN_PATTERN } from '../../client/finance-applications';
 import { REFERENCE_PREFIX_PATTERN, STATUS_FILTER_PATTERN } from '../../shared/application-search';
@@ -25,7 +23,9 @@ import { REFERENCE_PATTERN } from '../../shared/ids';
 import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import type { Metrics } from '../metrics';
-import { LongPollSlots, type BudgetDeps } from '../budgets';
+import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../budgets';
+import { FailedAuthentications } from '../auth-failures';
+import { HttpError, PROBLEM_TITLES, ProblemType, type ProblemTypeUri } from '../problem-details';
 import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
@@ -70,21 +70,19 @@ export interface ConsoleRouteDeps extends BudgetDeps {
   taskQueue: string;
   merchantApiKeys: readonly MerchantApiKey[];
   merchants: MerchantDirectory;
-  metrics: Pick<Metrics, 'merchantAuth' | 'budgetRefusals' | 'longPollsOpen' | 'consoleSignInRefusals'>;
+  metrics: Pick<
+    Metrics,
+    'merchantAuth' | 'budgetRefusals' | 'longPollsOpen' | 'livePagesOpen' | 'authRefusals' | 'consoleSignInRefusals'
+  >;
   logger: Logger;
   drain?: Pick<DrainSignals, 'closing'>;
   /** The sessions (tests pass their own, with a clock); one per router otherwise. */
   sessions?: ConsoleSessions;
-  /** The sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
-  consoleSignIn?: ConsoleSignInLimit;
-}
-
-/** Failed sign-ins allowed per client address in each window (one API process's count). */
-export interface ConsoleSignInLimit {
-  /** Default DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS (10). */
-  attempts?: number;
-  /** Default CONSOLE_SIGN_IN_WINDOW_MS (15 minutes); tests shorten it. */
-  windowMs?: number;
+  /**
+   * The process's count of failed authentications (FAILED_AUTHENTICATIONS_PER_15_MINUTES), shared with the API and
+   * /codec; absent: one of the console's own.
+   */
+  authFailures?: FailedAuthentications;
 }
 
 /** A console error: its status and the sentence the page shows. */
@@ -103,12 +101,20 @@ class ConsoleError extends Error {
  * each one's timeline with its callbacks and a resend, and consent refreshes per bank; pages kept live through the
  * long-poll by /console/assets/console.js. Sessions are server-side (src/api/console/sessions.ts); every POST carries
  * the session's CSRF token and is refused from another origin.
+ *
+ * Signed in, every request spends the merchant's budgets as the API's do (`budgets`, the internal app's one set,
+ * src/api/app.ts): its requests per minute, its long-polls (the live timeline) and its live pages held at once.
+ * The sign-in counts wrong keys against the client address with the API and /codec (`failures`).
  */
-export function consoleRoutes(deps: ConsoleRouteDeps): Router {
+export function consoleRoutes(
+  deps: ConsoleRouteDeps,
+  budgets: Pick<MerchantBudgets, 'requests' | 'longPolls' | 'livePages'> = merchantBudgets(deps),
+  failures: FailedAuthentications = deps.authFailures ?? new FailedAuthentications(deps),
+): Router {
   const router = express.Router();
   const sessions = deps.sessions ?? new ConsoleSessions();
   const waits = new FinanceApplicationWaits(deps.client);
-  const longPolls = new LongPollSlots(deps);
+  const { longPolls, livePages } = budgets;
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
 
   router.use('/console', (req, res, next) => {
@@ -142,16 +148,17 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
     page(res, 200, 'Sign in', signInPage());
   });
 
-  // The limit comes first: a refused attempt is neither parsed nor checked.
-  router.post('/console/sign-in', signInLimit(deps), form, (req, res) => {
+  // The address's failures come first: a refused attempt is neither parsed nor checked.
+  router.post('/console/sign-in', failures.gate('console'), form, (req, res, next) => {
     const key = (req.body as Record<string, unknown> | undefined)?.key;
     const merchantId = typeof key === 'string' && key !== '' ? identifyApiKey(deps.merchantApiKeys, key) : undefined;
     if (merchantId === undefined) {
-      deps.metrics.merchantAuth.inc({
-        merchant: 'none',
-        outcome: typeof key === 'string' && key ? 'wrong' : 'missing',
-      });
-      return page(res, 401, 'Sign in', signInPage('That key is not a merchant API key.'));
+      const missing = !(typeof key === 'string' && key);
+      deps.metrics.merchantAuth.inc({ merchant: 'none', outcome: missing ? 'missing' : 'wrong' });
+      const answer = () => page(res, 401, 'Sign in', signInPage('That key is not a merchant API key.'));
+      // A wrong key counts against the address (no key at all is not a guess).
+      if (missing) return answer();
+      return failures.fail(req, res, next, answer);
     }
     deps.metrics.merchantAuth.inc({ merchant: merchantId, outcome: 'accepted' });
     const session = sessions.create(merchantId);
@@ -170,12 +177,16 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
     res.redirect(303, '/console');
   });
 
-  // Every other console route needs a session: pages send the browser to sign in, fragments answer 401.
+  // Every other console route needs a session: pages send the browser to sign in, fragments answer 401. Signed in,
+  // the request spends the merchant's request budget, the API's own (one count for both).
   router.use('/console', (req, res, next) => {
     const session = sessionOf(req);
     if (session) {
-      (res.locals as { console?: ConsoleSession }).console = session;
-      return next();
+      Object.assign(res.locals as { console?: ConsoleSession; merchant?: string }, {
+        console: session,
+        merchant: session.merchantId,
+      });
+      return budgets.requests(req, res, next);
     }
     if (req.method === 'GET' && !isFragment(req)) return void res.redirect(303, '/console/sign-in');
     next(new ConsoleError(401, 'Sign in first'));
@@ -222,8 +233,14 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
     const gone = new AbortController();
     res.on('close', () => gone.abort());
     if (typeof waitFrom === 'string') {
+      // A live page held, and a long-poll of the merchant's (the API's budget: one count for both).
+      const releasePage = livePages.tryAcquire(merchant.merchantId);
+      if (!releasePage) throw livePages.refusal(merchant.merchantId, res);
       const release = longPolls.tryAcquire(merchant.merchantId);
-      if (!release) throw new ConsoleError(429, 'Too many live pages open: retry shortly');
+      if (!release) {
+        releasePage();
+        throw longPolls.refusal(merchant.merchantId, res);
+      }
       try {
         const { state } = await notFoundAs(readFinanceApplicationTimeline(deps.client, merchant, ref));
         // Nothing to long-poll on (not created yet, or closed: only a resend may still change): read again shortly.
@@ -243,6 +260,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
           });
       } finally {
         release();
+        releasePage();
       }
       if (gone.signal.aborted) return;
     }
@@ -288,13 +306,21 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
     const since = typeof req.query.since === 'string' ? req.query.since : undefined;
     const gone = new AbortController();
     res.on('close', () => gone.abort());
+    // Waiting for a change holds one of the merchant's live pages (each reads Temporal every LIVE_REREAD_MS).
+    const releasePage = since === undefined ? () => {} : livePages.tryAcquire(session.merchantId);
+    if (!releasePage) throw livePages.refusal(session.merchantId, res);
     const until = Date.now() + CONSOLE_LIVE_WAIT_MS;
-    let progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
-    // The refresh workflow has no wait of its own: its query is read again every LIVE_REREAD_MS while unchanged.
-    while (since !== undefined && fingerprint(progress) === since && !progress.done && Date.now() < until) {
-      await pause(LIVE_REREAD_MS, gone.signal);
-      if (gone.signal.aborted || deps.drain?.closing.aborted) break;
+    let progress;
+    try {
       progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+      // The refresh workflow has no wait of its own: its query is read again every LIVE_REREAD_MS while unchanged.
+      while (since !== undefined && fingerprint(progress) === since && !progress.done && Date.now() < until) {
+        await pause(LIVE_REREAD_MS, gone.signal);
+        if (gone.signal.aborted || deps.drain?.closing.aborted) break;
+        progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+      }
+    } finally {
+      releasePage();
     }
     if (gone.signal.aborted) return;
     res.setHeader('X-Console-Fingerprint', fingerprint(progress));
@@ -304,12 +330,26 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
 
   router.use('/console', (_req, _res, next) => next(new ConsoleError(404, 'No such page')));
 
-  // The console answers its errors as pages (or plain text to the live script), never as the facade's JSON.
+  // The console answers its errors as pages (or plain text to the live script), never as the facade's JSON; a
+  // budget's or the sign-in's 429 keeps its Retry-After and RateLimit fields.
   router.use('/console', (err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
-    const status = err instanceof ConsoleError ? err.status : 500;
+    const refused = err instanceof HttpError && err.status < 500 ? err : undefined;
+    const status = err instanceof ConsoleError ? err.status : (refused?.status ?? 500);
     if (status === 500) deps.logger.error({ err }, 'console request failed');
-    const message = status === 500 ? 'Something went wrong; try again' : (err as Error).message;
+    if (refused?.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(refused.retryAfterSeconds));
+    for (const [name, value] of Object.entries(refused?.headers ?? {})) res.setHeader(name, value);
+    if (refused?.problemType === ProblemType.TooManyWrongKeys) {
+      const minutes = Math.max(1, Math.ceil(Number(res.getHeader('Retry-After') ?? 60) / 60));
+      const message = `Too many failed sign-ins from this address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`;
+      return page(res, 429, 'Too many sign-in attempts', errorPage(message, SIGN_IN_LINK));
+    }
+    const message =
+      status === 500
+        ? 'Something went wrong; try again'
+        : status === 429 && refused
+          ? busy(refused, Number(res.getHeader('Retry-After') ?? 1))
+          : (err as Error).message;
     if (isFragment(req)) return void res.status(status).type('text/plain').send(message);
     const session = sessionOf(req);
     page(res, status, message, errorPage(message), session);
@@ -328,56 +368,13 @@ export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   return router;
 }
 
-/**
- * Express middleware: at most `attempts` failed sign-ins per client address in each window (express-rate-limit's
- * fixed window, in this process's memory); a successful sign-in (303) gives its attempt back, so staff who sign in
- * are never refused for their own use. Beyond the limit: 429 with Retry-After (seconds to the window's end) and the
- * console's own page, before the body is read or the key compared; counted in
- * paylater_console_sign_in_refusals_total and logged once at info (the address, never the key). Every answer carries
- * the IETF RateLimit-Policy and RateLimit headers (draft-8), as the merchant budgets' (src/api/budgets.ts).
- *
- * The client address is the socket's (`req.ip` with `trust proxy` off, src/api/app.ts): X-Forwarded-For is not
- * trusted, so behind a proxy every sign-in through it shares one count (docs/console.md, decision 0042's amendment).
- * An IPv6 address counts with its /56, as express-rate-limit's ipKeyGenerator groups it; an IPv4-mapped one as IPv4.
- */
-function signInLimit(deps: ConsoleRouteDeps): RequestHandler {
-  const windowMs = deps.consoleSignIn?.windowMs ?? CONSOLE_SIGN_IN_WINDOW_MS;
-  return rateLimit({
-    windowMs,
-    limit: deps.consoleSignIn?.attempts ?? DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS,
-    keyGenerator: (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown'),
-    identifier: 'console-sign-in',
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    // Only failures count: the accepted sign-in (a 303) is given back when it finishes.
-    skipSuccessfulRequests: true,
-    // The socket's address on purpose: a proxy's X-Forwarded-For or Forwarded is not trusted, so no warning about it.
-    validate: { xForwardedForHeader: false, forwardedHeader: false },
-    passOnStoreError: false,
-    logger: {
-      warn: (err: unknown, message?: string) => deps.logger.warn({ err }, message ?? 'express-rate-limit'),
-      error: (err: unknown, message?: string) => deps.logger.error({ err }, message ?? 'express-rate-limit'),
-    },
-    handler: (req, res) => {
-      const info = (req as { rateLimit?: { key: string; resetTime?: Date } }).rateLimit;
-      const retryAfterSeconds = Number(res.getHeader('Retry-After')) || Math.ceil(windowMs / 1000);
-      deps.metrics.consoleSignInRefusals.inc();
-      deps.logger.info(
-        { clientAddress: info?.key, retryAfterSeconds },
-        'console sign-in refused: too many failed sign-ins from this address',
-      );
-      const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
-      page(
-        res,
-        429,
-        'Too many sign-in attempts',
-        errorPage(
-          `Too many failed sign-ins from this address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`,
-          { href: '/console/sign-in', label: 'Back to sign in' },
-        ),
-      );
-    },
-  });
+const SIGN_IN_LINK = { href: '/console/sign-in', label: 'Back to sign in' };
+
+/** A budget's refusal in the console's words: what ran out, and when to try again. */
+function busy(refused: HttpError, retryAfterSeconds: number): string {
+  const title = PROBLEM_TITLES[refused.problemType as ProblemTypeUri] ?? 'Too many requests';
+  const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  return `${title} for this merchant: try again in ${seconds} second${seconds === 1 ? '' : 's'}`;
 }
 
 function current(res: Response): ConsoleSession {

@@ -26,7 +26,8 @@ import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import type { DrainSignals } from '../drain';
 import { merchantOf, scopeOf } from '../authenticate';
-import { LongPollSlots, type BudgetDeps } from '../budgets';
+import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../budgets';
+import { applicationExists } from '../../client/merchant-totals';
 import { withReadDeadline, withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import {
   HttpError,
@@ -84,7 +85,8 @@ export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDe
  * - `POST /applications` → 201 with Location (200 when the reference already existed with the same body)
  *   `{ merchantReference, workflowId, financeApplicationId, bank }`; 400 when `callbackUrl` is outside
  *   the merchant's allow-list (here, or in the worker's verdict), 409 when the reference exists with another body,
- *   422 when the bank refused the application, 502 when it could not be reached.
+ *   422 when the bank refused the application, 502 when it could not be reached; 429 over the merchant's creations
+ *   per minute or its open applications (a reference that exists is never refused for the latter).
  * - `GET /applications/:ref` → `{ merchantReference, financeApplicationId, status, done, history }`; 404 unknown.
  *   With `?waitForChangeFrom=<STATUS>&timeout=30s`: the same answer once the status differs (or at the timeout,
  *   the status unchanged), with the Wait-Outcome header; 429 with Retry-After when the application takes no more
@@ -92,10 +94,13 @@ export interface FinanceApplicationRouteDeps extends StartDeadlineDeps, BudgetDe
  * - `GET /applications?status=&createdAfter=&createdBefore=&referencePrefix=&pageSize=&pageToken=` →
  *   `{ applications: [{ merchantReference, financeApplicationId, status, done, createdAt }], nextPageToken }`.
  */
-export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Router {
+export function financeApplicationRoutes(
+  deps: FinanceApplicationRouteDeps,
+  budgets: MerchantBudgets = merchantBudgets(deps),
+): Router {
   const router = tracedRouter();
   const waits = new FinanceApplicationWaits(deps.client);
-  const longPolls = new LongPollSlots(deps);
+  const longPolls = budgets.longPolls;
 
   // Described in src/api/descriptions/finance-applications.ts.
   router.get('/applications', async (req, res) => {
@@ -111,7 +116,8 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
     sendAs(res, 200, ListApplicationsResponseSchema, page);
   });
 
-  router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
+  // The creations budget first: a refused creation is not even read.
+  router.post('/applications', budgets.creations, express.json({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     parseInput(NoQuery, req.query, 'query');
     const {
@@ -130,6 +136,10 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
       const verdict = checkCallbackUrl(callbackUrl, merchant.callbacks.allowList);
       if (!verdict.allowed) throw callbackRefused(verdict.reason, verdict.origin, verdict.variable);
     }
+    // The merchant's open applications, counted in Temporal: at its most, only a reference that exists passes.
+    const admission = await budgets.totals.admit(res, scope, 'open_applications', () =>
+      applicationExists(deps.client, scope, merchantReference),
+    );
     let started;
     try {
       started = await withStartDeadline(deps, 'Creating the finance application', () =>
@@ -141,8 +151,10 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
         ),
       );
     } catch (err) {
+      admission.settle(false);
       throw creationError(err);
     }
+    admission.settle(started.created);
     deps.logger.info(
       {
         merchant: merchantOf(res),
@@ -173,7 +185,7 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
       }
       // The merchant's long-poll budget: a slot held until the answer, or until the merchant hangs up.
       const release = longPolls.tryAcquire(scope.merchantId);
-      if (!release) throw longPolls.refusal(scope.merchantId);
+      if (!release) throw longPolls.refusal(scope.merchantId, res);
       // A merchant that hangs up stops waiting: its share of the wait is released at once.
       const gone = new AbortController();
       const hangUp = () => {

@@ -1,9 +1,9 @@
 /**
  * The console's sign-in limit and its icon over HTTP, on the internal app as `npm run api` wires it from the
  * environment (loadConfig, appDepsFromConfig, createInternalApp) with a stand-in Temporal client (nothing here reads
- * Temporal): failed sign-ins per client address (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES), then 429 with Retry-After
- * and the console's own page, before the key is checked; another address keeps its own count; the window's end
- * gives the attempts back. Two client addresses on one machine: requests leave from 127.0.0.1 and from 127.0.0.2
+ * Temporal): wrong keys per client address (FAILED_AUTHENTICATIONS_PER_15_MINUTES, the count the API and /codec
+ * share: test/api/failed-authentications.test.ts), then 429 with Retry-After and the console's own page, before the
+ * key is checked; another address keeps its own count; the window's end gives the attempts back. Two client addresses on one machine: requests leave from 127.0.0.1 and from 127.0.0.2
  * (both loopback on Linux), so the server sees two sockets' addresses, as it would see two clients.
  */
 import { request } from 'node:http';
@@ -14,6 +14,7 @@ import { boundPort, closeServer, listen } from '../../../src/api/http-server';
 import { appDepsFromConfig } from '../../../src/api/listeners';
 import { loadConfig } from '../../../src/config';
 import { createLogger } from '../../../src/telemetry/logging';
+import { FailedAuthentications } from '../../../src/api/auth-failures';
 
 const KEY = 'console-limit-key-0123456789abcdefghij';
 
@@ -65,7 +66,15 @@ async function startApp(env: Record<string, string>, windowMs?: number) {
   });
   const app = createInternalApp({
     ...deps,
-    consoleSignIn: { ...deps.consoleSignIn, ...(windowMs === undefined ? {} : { windowMs }) },
+    authFailures:
+      windowMs === undefined
+        ? deps.authFailures
+        : new FailedAuthentications({
+            metrics: deps.metrics,
+            logger: deps.logger,
+            attempts: config.failedAuthentications.per15Minutes,
+            windowMs,
+          }),
   });
   const server: Server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${boundPort(server)}`;
@@ -82,17 +91,18 @@ async function startApp(env: Record<string, string>, windowMs?: number) {
   };
 }
 
-describe('console sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () => {
+describe('console sign-in limit (FAILED_AUTHENTICATIONS_PER_15_MINUTES)', () => {
   it('refuses the sign-in after the failed ones with 429, Retry-After and its own page, without checking the key; another address keeps its own count', async () => {
-    const app = await startApp({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '3' });
+    const app = await startApp({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '3' });
     try {
       const first = await app.signIn('wrong-key-1');
       expect(first.status).toBe(401);
       // The IETF headers, as the merchant budgets': the policy (3 in 900 s) and what is left.
-      expect(first.headers['ratelimit-policy']).toMatch(/^"console-sign-in"; q=3; w=900; pk=:[A-Za-z0-9+/=]+:$/);
-      expect(first.headers['ratelimit']).toMatch(/^"console-sign-in"; r=2; t=\d+/);
-      // An accepted sign-in gives its attempt back: staff signing in are never counted.
+      expect(first.headers['ratelimit-policy']).toMatch(/^"failed-authentications"; q=3; w=900; pk=:[A-Za-z0-9+/=]+:$/);
+      expect(first.headers['ratelimit']).toMatch(/^"failed-authentications"; r=2; t=\d+/);
+      // An accepted sign-in is never counted, nor a form sent without a key (not a guess).
       expect((await app.signIn(KEY)).status).toBe(303);
+      expect((await app.signIn('')).status).toBe(401);
       expect((await app.signIn('wrong-key-2')).status).toBe(401);
       expect((await app.signIn('wrong-key-3')).status).toBe(401);
       const acceptedBefore = await app.metric('paylater_merchant_api_requests_total{merchant="shop"');
@@ -127,15 +137,18 @@ describe('console sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () =
       expect(await app.metric('paylater_console_sign_in_refusals_total')).toEqual([
         'paylater_console_sign_in_refusals_total 2',
       ]);
-      // One info line per refusal, with the address and never a key.
-      const refusals = app.lines.filter((line) => line.includes('console sign-in refused'));
-      expect(refusals).toHaveLength(2);
-      for (const line of refusals)
-        expect(JSON.parse(line)).toMatchObject({
-          level: 30,
-          clientAddress: '127.0.0.1',
-          retryAfterSeconds: retryAfter,
-        });
+      expect(await app.metric('paylater_authentication_refusals_total')).toEqual([
+        'paylater_authentication_refusals_total{surface="console"} 2',
+      ]);
+      // One info line per address and window, at its first refusal, with the address and never a key.
+      const refusals = app.lines.filter((line) => line.includes('too many failed authentications'));
+      expect(refusals).toHaveLength(1);
+      expect(JSON.parse(refusals[0]!)).toMatchObject({
+        level: 30,
+        clientAddress: '127.0.0.1',
+        surface: 'console',
+        retryAfterSeconds: retryAfter,
+      });
       for (const line of app.lines) {
         expect(line).not.toContain(KEY);
         expect(line).not.toContain('wrong-key-');
@@ -156,7 +169,7 @@ describe('console sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () =
   });
 
   it('gives the attempts back when the window ends', async () => {
-    const app = await startApp({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '1' }, 1_000);
+    const app = await startApp({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '1' }, 1_000);
     try {
       expect((await app.signIn('wrong-key-1')).status).toBe(401);
       const refused = await app.signIn(KEY);
