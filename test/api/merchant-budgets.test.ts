@@ -40,6 +40,8 @@ describe('merchant budgets on everything that costs (whole stack)', () => {
   beforeAll(async () => {
     stack = await startTestStack({
       merchantApiKeys: [CONSOLE, CREATIONS, REFRESHES, CLAIMS, OPEN, POLLS, PAGES, OTHER],
+      // Merchants claim their own consents here (the budgets are the subject, not who assigns).
+      consentAssignment: 'merchant',
       merchantsFile: {
         merchants: {
           [CONSOLE.name]: { requestsPerMinute: 6 },
