@@ -18,6 +18,7 @@ import { financeApplicationRoutes } from './routes/finance-applications';
 import { accountWebhookRoutes } from './routes/account-webhooks';
 import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
+import { CALLBACK_SIGNING_SECRET_PATH, callbackSigningSecretRoutes } from './routes/callback-signing-secret';
 import { apiDocsRoutes } from './routes/api-docs';
 import { consoleRoutes, type ConsoleSignInLimit } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
@@ -204,9 +205,11 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
   // The merchant console (docs/console.md): its own session sign-in, under /console only.
   app.use(consoleRoutes(deps));
-  app.use(['/applications', '/consents'], authenticate(deps), requestBudget(deps));
+  app.use(['/applications', '/consents', CALLBACK_SIGNING_SECRET_PATH], authenticate(deps), requestBudget(deps));
   app.use(consentRefreshRoutes(deps));
   app.use(consentRoutes(deps));
   app.use(financeApplicationRoutes(deps));
+  // The caller's own callback signing secret (/merchant, under the key and budget above).
+  app.use(callbackSigningSecretRoutes(deps));
   return finish(app, deps, 'internal');
 }

@@ -170,7 +170,11 @@ describe('OpenAPI document', () => {
         expect(ids.has(op.operationId as string)).toBe(false);
         ids.add(op.operationId as string);
         expect({ where, security: Array.isArray(op.security) }).toEqual({ where, security: true });
-        const facade = path.startsWith('/applications') || path.startsWith('/consents') || path.startsWith('/codec');
+        const facade =
+          path.startsWith('/applications') ||
+          path.startsWith('/consents') ||
+          path.startsWith('/merchant/') ||
+          path.startsWith('/codec');
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
           keyed: facade || path === '/webhooks/accounts',

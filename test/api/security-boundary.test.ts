@@ -7,7 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
-import { consentRefreshWorkflowId, financeApplicationWorkflowId, webhookKey } from '../../src/shared/ids';
+import {
+  consentRefreshWorkflowId,
+  financeApplicationWorkflowId,
+  merchantSecretsWorkflowId,
+  webhookKey,
+} from '../../src/shared/ids';
 import { ProblemType } from '../../src/api/problem-details';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
@@ -69,7 +74,11 @@ describe('security boundary (whole stack, two listeners)', () => {
         body: '{}',
       }),
       await fetch(`${stack.internalUrl}/consents/${consentId}/refresh`, { headers: auth }),
+      // The caller's callback signing secret: neither read nor rotated without its key.
+      await fetch(`${stack.internalUrl}/merchant/callback-signing-secret`, { headers: auth }),
+      await fetch(`${stack.internalUrl}/merchant/callback-signing-secret/rotate`, { method: 'POST', headers: auth }),
       // Paths that are no route need the key too: a 404 would tell what exists.
+      await fetch(`${stack.internalUrl}/merchant/anything`, { headers: auth }),
       await fetch(`${stack.internalUrl}/applications/${ref}/anything`, { headers: auth }),
     ];
     for (const res of answers) {
@@ -83,8 +92,10 @@ describe('security boundary (whole stack, two listeners)', () => {
         message: expect.any(String),
       });
     }
-    for (const merchant of ['shop-a', 'shop-b'])
+    for (const merchant of ['shop-a', 'shop-b']) {
       await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
+      await expectNothingStarted(merchantSecretsWorkflowId(merchant), ref);
+    }
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
   });
 
@@ -201,6 +212,8 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', `/applications/${ref}`],
       ['POST', `/consents/${consentId}/refresh`, '{}'],
       ['GET', `/consents/${consentId}/refresh`],
+      ['GET', '/merchant/callback-signing-secret'],
+      ['POST', '/merchant/callback-signing-secret/rotate', '{}'],
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],
