@@ -259,20 +259,30 @@ export function buildMerchantDirectory(input: {
  */
 function fallbackSettings(defaults: MerchantDefaults, several: boolean): (id: string) => MerchantSettings {
   const masters = defaults.signingMasters?.length ? defaults.signingMasters : undefined;
-  return (id) => ({
-    id,
-    callbacks: {
-      allowList:
-        defaults.builtInAllowList && several
-          ? { origins: [], loopback: false, source: merchantAllowListSource(id) }
-          : defaults.allowList,
-      signingSecrets: defaults.signingSecrets,
-      ...(defaults.signingSecrets.length === 0 && masters ? { signingMasters: masters } : {}),
-      payloadVersion: defaults.payloadVersion,
-    },
-    transactionsCallbackUrl: defaults.transactionsCallbackUrl,
-    limits: defaults.limits,
-  });
+  // One object per merchant: the worker keeps a callback dispatcher per allow-list object (callbackDispatchers).
+  const made = new Map<string, MerchantSettings>();
+  return (id) => {
+    let settings = made.get(id);
+    if (!settings)
+      made.set(
+        id,
+        (settings = {
+          id,
+          callbacks: {
+            allowList:
+              defaults.builtInAllowList && several
+                ? { origins: [], loopback: false, source: merchantAllowListSource(id) }
+                : defaults.allowList,
+            signingSecrets: defaults.signingSecrets,
+            ...(defaults.signingSecrets.length === 0 && masters ? { signingMasters: masters } : {}),
+            payloadVersion: defaults.payloadVersion,
+          },
+          transactionsCallbackUrl: defaults.transactionsCallbackUrl,
+          limits: defaults.limits,
+        }),
+      );
+    return settings;
+  };
 }
 
 /** Which merchant a value was first seen with, and whether its entry in the file gave it. */
