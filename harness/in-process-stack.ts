@@ -31,7 +31,8 @@ import type { Tracing } from '../src/telemetry/tracing';
 import type { ServiceSettings } from '../src/shared/application-settings';
 import type { ConsentAssignment } from '../src/shared/consent-assignment';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/worker/metrics';
-import { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
+import { TEST_CALLBACK_SIGNING_MASTER_SECRET, TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
+import { readCallbackSecretGenerations } from '../src/client/merchant-secrets';
 import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
 
@@ -65,10 +66,17 @@ export interface TestStackOptions {
   /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
   readDeadlineMs?: number;
   /**
-   * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS (default: loopback origins allowed, as on the embedded stack) and
-   * CALLBACK_SIGNING_SECRETS (default: TEST_CALLBACK_SIGNING_SECRET), for the facade and the worker alike.
+   * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS (default: loopback origins allowed, as on the embedded stack, with
+   * one merchant), CALLBACK_SIGNING_SECRETS (default with one merchant: TEST_CALLBACK_SIGNING_SECRET) and
+   * CALLBACK_SIGNING_MASTER_SECRETS (default with several, or with `signingSecrets: []`:
+   * TEST_CALLBACK_SIGNING_MASTER_SECRET), for the facade and the worker alike.
    */
-  callbacks?: { allowedOrigins?: string; signingSecrets?: string[]; payloadVersion?: CallbackPayloadVersion };
+  callbacks?: {
+    allowedOrigins?: string;
+    signingSecrets?: string[];
+    signingMasters?: string[];
+    payloadVersion?: CallbackPayloadVersion;
+  };
   /** Worker sizing and the bank read ceiling; the production defaults (loadConfig({})) when absent. */
   worker?: {
     tuning?: WorkerTuning;
@@ -145,7 +153,7 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-export { TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT };
+export { TEST_CALLBACK_SIGNING_MASTER_SECRET, TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT };
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** src/workflows bundled once per test file process: restarts in a test then take milliseconds. */
@@ -173,7 +181,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     options.callbacks?.allowedOrigins === undefined
       ? { origins: [], loopback: true }
       : { origins: parseAllowedOrigins(options.callbacks.allowedOrigins).origins, loopback: false };
-  const signingSecrets = options.callbacks?.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET];
+  const severalMerchants = (options.merchantApiKeys?.length ?? 1) > 1;
+  // As loadConfig: one explicit secret only for one merchant; several derive theirs from a master.
+  const signingSecrets =
+    options.callbacks?.signingSecrets ??
+    (severalMerchants || options.callbacks?.signingMasters ? [] : [TEST_CALLBACK_SIGNING_SECRET]);
+  const signingMasters =
+    options.callbacks?.signingMasters ?? (signingSecrets.length === 0 ? [TEST_CALLBACK_SIGNING_MASTER_SECRET] : []);
   const payloadVersion = options.callbacks?.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION;
 
   // The public app's address is needed first: it is the sandbox's account Webhook Endpoint and our PUBLIC_BASE_URL.
@@ -199,7 +213,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     legacyMerchant: options.legacyMerchant,
     defaults: {
       allowList: callbackAllowList,
+      builtInAllowList: options.callbacks?.allowedOrigins === undefined,
       signingSecrets,
+      signingMasters,
       payloadVersion,
       transactionsCallbackUrl: options.transactionsCallbackUrl,
       limits: DEFAULT_MERCHANT_LIMITS,
@@ -276,8 +292,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         return webhooks.hashSecret;
       },
     },
-    callbacks: { allowList: callbackAllowList, signingSecrets, payloadVersion },
+    callbacks: { allowList: callbackAllowList, signingSecrets, signingMasters, payloadVersion },
     merchants,
+    callbackSecretGenerations: (merchantId) => readCallbackSecretGenerations(t.client, merchantId),
     callbackDispatcher: (merchant) => dispatchers.for(merchant),
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,

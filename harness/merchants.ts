@@ -15,11 +15,16 @@ export const TEST_MERCHANT = 'test';
 /** The test stack's callback signing secret (Standard Webhooks format) unless a test sets its own. */
 export const TEST_CALLBACK_SIGNING_SECRET = `whsec_${Buffer.from('test-stack merchant callback signing key').toString('base64')}`;
 
+/** The master the test stack derives each merchant's secret from when it has several (or no explicit secret). */
+export const TEST_CALLBACK_SIGNING_MASTER_SECRET = 'test-stack-master-of-the-merchant-callback-signing-secrets';
+
 export interface TestMerchantsOptions {
   /** CALLBACK_ALLOWED_ORIGINS; default loopback origins allowed, as on the test stack. */
   allowList?: CallbackAllowList;
-  /** CALLBACK_SIGNING_SECRETS; default TEST_CALLBACK_SIGNING_SECRET. */
+  /** CALLBACK_SIGNING_SECRETS; default TEST_CALLBACK_SIGNING_SECRET with one merchant, none with several. */
   signingSecrets?: readonly string[];
+  /** CALLBACK_SIGNING_MASTER_SECRETS; default TEST_CALLBACK_SIGNING_MASTER_SECRET without explicit secrets. */
+  signingMasters?: readonly string[];
   /** CALLBACK_PAYLOAD_VERSION; default the current version. */
   payloadVersion?: CallbackPayloadVersion;
   transactionsCallbackUrl?: string;
@@ -37,6 +42,7 @@ export function testMerchants(
   keys: readonly { name: string }[] = [{ name: TEST_MERCHANT }],
   options: TestMerchantsOptions = {},
 ): MerchantDirectory {
+  const signingSecrets = options.signingSecrets ?? (keys.length > 1 ? [] : [TEST_CALLBACK_SIGNING_SECRET]);
   const built = buildMerchantDirectory({
     keys: keys.map(({ name }) => ({ name, key: '' })),
     // Keys of an app built for a test are not a deployment's: an app without any still gets a legacy merchant.
@@ -45,7 +51,10 @@ export function testMerchants(
     legacyMerchant: options.legacyMerchant ?? keys[0]?.name ?? TEST_MERCHANT,
     defaults: {
       allowList: options.allowList ?? { origins: [], loopback: true },
-      signingSecrets: options.signingSecrets ?? [TEST_CALLBACK_SIGNING_SECRET],
+      builtInAllowList: options.allowList === undefined,
+      signingSecrets,
+      signingMasters:
+        options.signingMasters ?? (signingSecrets.length === 0 ? [TEST_CALLBACK_SIGNING_MASTER_SECRET] : []),
       payloadVersion: options.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
       transactionsCallbackUrl: options.transactionsCallbackUrl,
       limits: DEFAULT_MERCHANT_LIMITS,

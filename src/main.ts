@@ -20,7 +20,8 @@ import { startWorker, type BankEndpoints } from './worker/factory';
 import { temporalMetricsOptions } from './worker/metrics';
 import { loadMainConfig, type MainConfig } from './config/main';
 import { merchantsOnDevelopmentSecret } from './config/resolve';
-import { DEVELOPMENT_SIGNING_SECRET } from './security/callback-signature';
+import { readCallbackSecretGenerations } from './client/merchant-secrets';
+import { shownSigningSecrets } from './security/merchant-signing-secret';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
@@ -141,7 +142,18 @@ runEntry<MainConfig>(
     }
 
     const key = config.merchantApiKeys.generated ? config.merchantApiKeys.keys[0]!.key : '<your key>';
-    const onDevelopmentSecret = merchantsOnDevelopmentSecret(config);
+    // Each merchant on the development master: its own secret as it signs now (the console shows it too).
+    const developmentSecrets = await Promise.all(
+      merchantsOnDevelopmentSecret(config).map(async (id) => ({
+        id,
+        secret: shownSigningSecrets(
+          config.merchants.resolve(id).callbacks,
+          id,
+          await readCallbackSecretGenerations(client, id),
+          Date.now(),
+        )[0]?.secret,
+      })),
+    );
     const notice = generatedKeyNotice(config, internalUrl);
     const lines = [
       '',
@@ -161,13 +173,11 @@ runEntry<MainConfig>(
       ...(worker.deployment
         ? [`  Worker build              ${versionString(worker.deployment)}   (current version)`]
         : []),
-      // Embedded stack only (a real bank requires CALLBACK_SIGNING_SECRETS): a local merchant verifies with it.
-      // Printed only when some merchant falls back to it (no callbackSigningSecrets of its own), naming them.
-      ...(onDevelopmentSecret.length > 0
-        ? [
-            `  Callback signing secret   ${DEVELOPMENT_SIGNING_SECRET}   (development only; signs for ${onDevelopmentSecret.join(', ')})`,
-          ]
-        : []),
+      // Embedded stack only (a real bank requires a master): a local merchant verifies with its own, derived from
+      // the public development master; printed for each merchant without callbackSigningSecrets of its own.
+      ...developmentSecrets.map(
+        ({ id, secret }) => `  Callback signing secret   ${secret ?? '(none)'}   (development only; signs for ${id})`,
+      ),
       // The keys chosen in the environment by name; a key generated for this run in full (generatedKeyNotice).
       ...(config.merchantApiKeys.generated
         ? []

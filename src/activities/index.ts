@@ -19,6 +19,8 @@ import { postMerchantCallback } from './merchant-callback';
 import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from './callback-payload';
 import { checkCallbackUrl, NO_CALLBACKS, type CallbackAllowList } from '../security/callback-url';
 import { CallbackSigner } from '../security/callback-signature';
+import { callbackSigningSecretsAt, derivesSecrets } from '../security/merchant-signing-secret';
+import { INITIAL_SECRET_GENERATIONS, type SecretGeneration } from '../shared/merchant-secrets';
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
@@ -55,6 +57,8 @@ export interface ActivityDeps {
   callbacks?: {
     allowList: CallbackAllowList;
     signingSecrets: readonly string[];
+    /** Masters a merchant's own secrets are derived from (CALLBACK_SIGNING_MASTER_SECRETS), when signingSecrets is empty. */
+    signingMasters?: readonly string[];
     payloadVersion?: CallbackPayloadVersion;
   };
   /**
@@ -67,6 +71,12 @@ export interface ActivityDeps {
    * one per merchant (its allow-list's guard); undici's global one when absent.
    */
   callbackDispatcher?: Dispatcher | ((merchant: CallbackMerchant) => Dispatcher);
+  /**
+   * A merchant's secret generations (src/client/merchant-secrets.ts readCallbackSecretGenerations: one describe),
+   * read at each callback of a merchant whose secrets are derived, so every worker signs with every generation still
+   * valid as soon as the merchant rotated. Absent: generation 1 only.
+   */
+  callbackSecretGenerations?: (merchantId: string) => Promise<readonly SecretGeneration[]>;
   /** Deadline of one merchant callback request (default 10 s). */
   callbackTimeoutMs?: number;
   /** Worker-wide knowledge that webhooks reach us (one per worker process; a fresh one when absent). */
@@ -83,6 +93,8 @@ export interface CallbackMerchant {
   callbacks: {
     allowList: CallbackAllowList;
     signingSecrets: readonly string[];
+    /** Present: the secrets are derived from these masters and the merchant's generations (signingSecrets empty). */
+    signingMasters?: readonly string[];
     /** The body's shape (src/activities/callback-payload.ts); absent: the current version. */
     payloadVersion?: CallbackPayloadVersion;
   };
@@ -101,24 +113,46 @@ export interface ActivityMetrics {
 export function createActivities(deps: ActivityDeps): Activities {
   const { bank, webhooks } = deps;
   const evidence = deps.webhookEvidence ?? new WebhookEvidence();
-  const fallback = {
-    allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
-    signer: new CallbackSigner(deps.callbacks?.signingSecrets ?? []),
-    dispatcher: typeof deps.callbackDispatcher === 'function' ? undefined : deps.callbackDispatcher,
-    payloadVersion: deps.callbacks?.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
+  const fallback: CallbackMerchant = {
+    id: '',
+    callbacks: {
+      allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
+      signingSecrets: deps.callbacks?.signingSecrets ?? [],
+      signingMasters: deps.callbacks?.signingMasters,
+      payloadVersion: deps.callbacks?.payloadVersion,
+    },
   };
-  // One signer per merchant (its secrets); the directory is fixed for the process's life.
+  const merchantOf = (merchantId: string | undefined): CallbackMerchant =>
+    deps.merchants ? deps.merchants.resolve(merchantId) : { ...fallback, id: merchantId ?? '' };
+  // One signer per merchant with explicit secrets (fixed for the process's life); derived ones at each callback.
   const signers = new Map<string, CallbackSigner>();
+  const signerOf = async (merchant: CallbackMerchant): Promise<CallbackSigner> => {
+    if (!derivesSecrets(merchant.callbacks)) {
+      let signer = signers.get(merchant.id);
+      if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
+      return signer;
+    }
+    let generations: readonly SecretGeneration[];
+    try {
+      generations = deps.callbackSecretGenerations
+        ? await deps.callbackSecretGenerations(merchant.id)
+        : INITIAL_SECRET_GENERATIONS;
+    } catch (err) {
+      // Never sent with a generation missing: Temporal will answer again, and the attempt is retried.
+      throw ApplicationFailure.create({
+        type: CALLBACK_UNAVAILABLE,
+        message: `the merchant's signing secret generations could not be read: ${err instanceof Error ? err.message : String(err)}`,
+      });
+    }
+    return new CallbackSigner(callbackSigningSecretsAt(merchant.callbacks, merchant.id, generations, Date.now()));
+  };
   const callbackSettingsOf = (merchantId: string | undefined) => {
-    if (!deps.merchants) return fallback;
-    const merchant = deps.merchants.resolve(merchantId);
-    let signer = signers.get(merchant.id);
-    if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
+    const merchant = merchantOf(merchantId);
     const dispatcher =
       typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;
     return {
+      merchant,
       allowList: merchant.callbacks.allowList,
-      signer,
       dispatcher,
       payloadVersion: merchant.callbacks.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
     };
@@ -244,8 +278,10 @@ export function createActivities(deps: ActivityDeps): Activities {
 
     async notifyMerchant({ merchantId, url, idempotencyKey, event }) {
       const target = safeOrigin(url);
-      const { allowList, signer, dispatcher, payloadVersion } = callbackSettingsOf(merchantId);
+      const { merchant, allowList, dispatcher, payloadVersion } = callbackSettingsOf(merchantId);
       try {
+        // A URL the allow-list refuses is refused below before anything is read or signed.
+        const signer = checkCallbackUrl(url, allowList).allowed ? await signerOf(merchant) : new CallbackSigner([]);
         const result = await postMerchantCallback(
           { url, idempotencyKey, event },
           {

@@ -9,6 +9,7 @@ import {
   type CallbackAllowList,
 } from '../security/callback-url';
 import { CALLBACK_SIGNING_SECRETS, type CallbackSigner } from '../security/callback-signature';
+import { CALLBACK_SIGNING_MASTER_SECRETS } from '../security/merchant-signing-secret';
 import { CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED, CALLBACK_UNAVAILABLE } from '../shared/failure-types';
 import {
   callbackBody,
@@ -131,7 +132,8 @@ export async function postMerchantCallback(
   if (!verdict.allowed) throw ApplicationFailure.nonRetryable(verdict.reason, CALLBACK_NOT_ALLOWED);
   if (!options.signer.canSign)
     throw ApplicationFailure.nonRetryable(
-      `merchant callbacks are never sent unsigned: no ${CALLBACK_SIGNING_SECRETS} configured`,
+      `merchant callbacks are never sent unsigned: no signing secret for this merchant (${CALLBACK_SIGNING_MASTER_SECRETS}, ` +
+        `${CALLBACK_SIGNING_SECRETS} or its callbackSigningSecrets)`,
       CALLBACK_NOT_ALLOWED,
     );
   const url = new URL(callback.url);

@@ -21,6 +21,7 @@ import { consentRefreshRoutes } from './routes/consent-refresh';
 import { consentRoutes } from './routes/consents';
 import { operatorConsentRoutes } from './routes/operator-consents';
 import type { ConsentAssignment } from '../shared/consent-assignment';
+import { CALLBACK_SIGNING_SECRET_PATH, callbackSigningSecretRoutes } from './routes/callback-signing-secret';
 import { apiDocsRoutes } from './routes/api-docs';
 import { consoleRoutes } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
@@ -220,9 +221,11 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(consoleRoutes(deps, budgets, failures));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
-  app.use(['/applications', '/consents'], authenticate(deps, failures), budgets.requests);
+  app.use(['/applications', '/consents', CALLBACK_SIGNING_SECRET_PATH], authenticate(deps, failures), budgets.requests);
   app.use(consentRefreshRoutes(deps, budgets));
   app.use(consentRoutes(deps, budgets));
   app.use(financeApplicationRoutes(deps, budgets));
+  // The caller's own callback signing secret (/merchant, under the key and budget above).
+  app.use(callbackSigningSecretRoutes(deps));
   return finish(app, deps, 'internal');
 }

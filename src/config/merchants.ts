@@ -1,8 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { MerchantApiKey } from '../security/api-keys';
-import { checkCallbackUrl, parseAllowedOrigin, type CallbackAllowList } from '../security/callback-url';
-import { signingSecretProblem } from '../security/callback-signature';
+import {
+  CALLBACK_ALLOWED_ORIGINS,
+  checkCallbackUrl,
+  parseAllowedOrigin,
+  type CallbackAllowList,
+} from '../security/callback-url';
+import { CALLBACK_SIGNING_SECRETS, signingSecretProblem } from '../security/callback-signature';
+import { CALLBACK_SIGNING_MASTER_SECRETS } from '../security/merchant-signing-secret';
 import { formatDuration, parseDurationMs, SETTING_BOUNDS } from '../shared/application-settings';
 import { CALLBACK_PAYLOAD_VERSIONS, type CallbackPayloadVersion } from '../activities/callback-payload';
 
@@ -15,6 +21,12 @@ import { CALLBACK_PAYLOAD_VERSIONS, type CallbackPayloadVersion } from '../activ
  * MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL and the other MERCHANT_* budgets),
  * so MERCHANT_API_KEYS alone keeps working as the shorthand.
  *
+ * Nothing that lets one merchant act against another is shared (docs/decisions/0045-derived-callback-signing-secrets.md):
+ * a merchant without callbackSigningSecrets signs with its own secret derived from CALLBACK_SIGNING_MASTER_SECRETS;
+ * CALLBACK_SIGNING_SECRETS, CALLBACK_ALLOWED_ORIGINS and TRANSACTIONS_CALLBACK_URL may serve one merchant, never two;
+ * the embedded stack's loopback allow-list applies only when there is one merchant; and no secret, origin or
+ * transactions URL is listed for two merchants.
+ *
  * Problems name the merchant and the field (`merchants.shop-a.callbackAllowedOrigins[0]: ...`), never a secret.
  */
 
@@ -26,8 +38,16 @@ export interface MerchantSettings {
   id: string;
   callbacks: {
     allowList: CallbackAllowList;
-    /** Every one signs (Standard Webhooks), so a rotation overlaps; never logged. */
+    /**
+     * Explicit secrets (MERCHANTS_FILE callbackSigningSecrets, or CALLBACK_SIGNING_SECRETS for a deployment's one
+     * merchant): every one signs (Standard Webhooks), so a rotation overlaps; never logged. Empty when derived.
+     */
     signingSecrets: readonly string[];
+    /**
+     * CALLBACK_SIGNING_MASTER_SECRETS, when this merchant's secrets are derived from them and its id
+     * (src/security/merchant-signing-secret.ts): the merchant rotates them itself. Absent with explicit secrets.
+     */
+    signingMasters?: readonly string[];
     /** The callbacks' body: `2026-11-25` (Standard Webhooks `{ type, timestamp, data }`) or `legacy` (deprecated). */
     payloadVersion: CallbackPayloadVersion;
   };
@@ -82,7 +102,12 @@ export const DEFAULT_MERCHANT_LIMITS: MerchantLimits = {
 /** The globals a merchant's entry falls back to. */
 export interface MerchantDefaults {
   allowList: CallbackAllowList;
+  /** True when allowList is a built-in default (CALLBACK_ALLOWED_ORIGINS unset), not the operator's: one merchant only. */
+  builtInAllowList?: boolean;
+  /** CALLBACK_SIGNING_SECRETS: explicit, for one merchant at most. */
   signingSecrets: readonly string[];
+  /** CALLBACK_SIGNING_MASTER_SECRETS (on the embedded stack, a development master): every other merchant's secrets. */
+  signingMasters?: readonly string[];
   /** CALLBACK_PAYLOAD_VERSION. */
   payloadVersion: CallbackPayloadVersion;
   transactionsCallbackUrl?: string;
@@ -202,13 +227,17 @@ export function buildMerchantDirectory(input: {
       message: `${legacyFrom === MERCHANTS_FILE ? 'legacyMerchant ' : ''}names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
     });
 
+  // The merchants this process can count: its keys; a worker without MERCHANT_API_KEYS knows those of the file.
+  const known = keysConfigured ? names : Object.keys(file.merchants);
+  const fallback = fallbackSettings(input.defaults, known.length > 1);
   const merchants = new Map<string, MerchantSettings>();
   for (const id of names) {
     const entry = file.merchants[id] ?? {};
+    const shared = fallback(id);
     const allowList: CallbackAllowList = entry.callbackAllowedOrigins
       ? { origins: entry.callbackAllowedOrigins, loopback: false, source: merchantAllowListSource(id) }
-      : input.defaults.allowList;
-    const transactionsCallbackUrl = entry.transactionsCallbackUrl ?? input.defaults.transactionsCallbackUrl;
+      : shared.callbacks.allowList;
+    const transactionsCallbackUrl = entry.transactionsCallbackUrl ?? shared.transactionsCallbackUrl;
     if (entry.transactionsCallbackUrl !== undefined) {
       const verdict = checkCallbackUrl(entry.transactionsCallbackUrl, allowList);
       if (!verdict.allowed)
@@ -221,8 +250,13 @@ export function buildMerchantDirectory(input: {
       id,
       callbacks: {
         allowList,
-        signingSecrets: entry.callbackSigningSecrets ?? input.defaults.signingSecrets,
-        payloadVersion: entry.callbackPayloadVersion ?? input.defaults.payloadVersion,
+        ...(entry.callbackSigningSecrets
+          ? { signingSecrets: entry.callbackSigningSecrets }
+          : {
+              signingSecrets: shared.callbacks.signingSecrets,
+              ...(shared.callbacks.signingMasters ? { signingMasters: shared.callbacks.signingMasters } : {}),
+            }),
+        payloadVersion: entry.callbackPayloadVersion ?? shared.callbacks.payloadVersion,
       },
       transactionsCallbackUrl,
       limits: {
@@ -237,8 +271,133 @@ export function buildMerchantDirectory(input: {
       },
     });
   }
+  problems.push(...sharedSettingProblems(known, file.merchants, merchants, input.defaults));
   if (problems.length > 0) return { problems };
-  return { directory: merchantDirectory([...merchants.values()], legacyMerchantId!, input.defaults), problems };
+  return { directory: merchantDirectory([...merchants.values()], legacyMerchantId!, fallback), problems };
+}
+
+/**
+ * What a merchant without its own entry gets (and a merchant a worker does not list): CALLBACK_ALLOWED_ORIGINS (the
+ * built-in loopback default only when the process knows one merchant: loopback on any port would let one merchant's
+ * callbacks reach another's local receiver), CALLBACK_SIGNING_SECRETS if set, else secrets derived from the masters,
+ * TRANSACTIONS_CALLBACK_URL. Whether two merchants would share one of these is sharedSettingProblems' to refuse.
+ */
+function fallbackSettings(defaults: MerchantDefaults, several: boolean): (id: string) => MerchantSettings {
+  const masters = defaults.signingMasters?.length ? defaults.signingMasters : undefined;
+  // One object per merchant: the worker keeps a callback dispatcher per allow-list object (callbackDispatchers).
+  const made = new Map<string, MerchantSettings>();
+  return (id) => {
+    let settings = made.get(id);
+    if (!settings)
+      made.set(
+        id,
+        (settings = {
+          id,
+          callbacks: {
+            allowList:
+              defaults.builtInAllowList && several
+                ? { origins: [], loopback: false, source: merchantAllowListSource(id) }
+                : defaults.allowList,
+            signingSecrets: defaults.signingSecrets,
+            ...(defaults.signingSecrets.length === 0 && masters ? { signingMasters: masters } : {}),
+            payloadVersion: defaults.payloadVersion,
+          },
+          transactionsCallbackUrl: defaults.transactionsCallbackUrl,
+          limits: defaults.limits,
+        }),
+      );
+    return settings;
+  };
+}
+
+/** Which merchant a value was first seen with, and whether its entry in the file gave it. */
+interface Owner {
+  id: string;
+  fromFile: boolean;
+}
+
+/**
+ * Settings two merchants would share: a global one (CALLBACK_SIGNING_SECRETS, CALLBACK_ALLOWED_ORIGINS,
+ * TRANSACTIONS_CALLBACK_URL) that two merchants fall back to, or a secret, an origin or a transactions URL that
+ * MERCHANTS_FILE gives two merchants. Each problem names the setting (and the merchants), never a secret.
+ */
+function sharedSettingProblems(
+  known: readonly string[],
+  entries: Record<string, z.output<typeof MerchantEntrySchema>>,
+  merchants: ReadonlyMap<string, MerchantSettings>,
+  defaults: MerchantDefaults,
+): MerchantProblem[] {
+  const problems: MerchantProblem[] = [];
+  const without = (field: keyof z.output<typeof MerchantEntrySchema>) =>
+    known.filter((id) => entries[id]?.[field] === undefined);
+  const refuse = (variable: string, users: string[], what: string, field: string) => {
+    if (users.length < 2) return;
+    problems.push({
+      variable,
+      message:
+        `would be ${what} of ${users.length} merchants (${users.join(', ')}): one merchant could then act as another. ` +
+        `With several merchants give each its own ${field} in ${MERCHANTS_FILE}` +
+        (variable === CALLBACK_SIGNING_SECRETS
+          ? `, or unset it and set ${CALLBACK_SIGNING_MASTER_SECRETS} (each merchant's secret is derived from it and its id)`
+          : `, and unset ${variable}`),
+    });
+  };
+  if (defaults.signingSecrets.length > 0)
+    refuse(CALLBACK_SIGNING_SECRETS, without('callbackSigningSecrets'), 'the signing secret', 'callbackSigningSecrets');
+  const allowsSomething = defaults.allowList.origins.length > 0 || defaults.allowList.loopback;
+  if (!defaults.builtInAllowList && allowsSomething)
+    refuse(CALLBACK_ALLOWED_ORIGINS, without('callbackAllowedOrigins'), 'the allow-list', 'callbackAllowedOrigins');
+  if (defaults.transactionsCallbackUrl !== undefined)
+    refuse(
+      'TRANSACTIONS_CALLBACK_URL',
+      without('transactionsCallbackUrl'),
+      'the transactions callback',
+      'transactionsCallbackUrl',
+    );
+
+  // What the file gives two merchants (or one merchant and the global another falls back to: two falling back to
+  // the same global are refused above).
+  const owners = { secret: new Map<string, Owner>(), origin: new Map<string, Owner>(), url: new Map<string, Owner>() };
+  const firstOwner = (map: Map<string, Owner>, value: string, owner: Owner): Owner | undefined => {
+    const other = map.get(value);
+    if (other === undefined) map.set(value, owner);
+    return other !== undefined && (other.fromFile || owner.fromFile) ? other : undefined;
+  };
+  for (const id of known) {
+    const merchant = merchants.get(id);
+    if (!merchant) continue;
+    const fromFile = (field: keyof z.output<typeof MerchantEntrySchema>) => entries[id]?.[field] !== undefined;
+    // Where the merchant's value came from: its entry in the file, or the global it falls back to.
+    const where = (field: keyof z.output<typeof MerchantEntrySchema>, global: string, index?: number) =>
+      fromFile(field)
+        ? { variable: MERCHANTS_FILE, prefix: `merchant "${id}", ${field}${index === undefined ? '' : `[${index}]`}` }
+        : { variable: global, prefix: `(the value of merchant "${id}")` };
+    merchant.callbacks.signingSecrets.forEach((secret, i) => {
+      const other = firstOwner(owners.secret, secret, { id, fromFile: fromFile('callbackSigningSecrets') });
+      if (!other) return;
+      const { variable, prefix } = where('callbackSigningSecrets', CALLBACK_SIGNING_SECRETS, i);
+      problems.push({
+        variable,
+        message: `${prefix}: the same secret as merchant "${other.id}"'s; each needs its own`,
+      });
+    });
+    merchant.callbacks.allowList.origins.forEach((origin, i) => {
+      const other = firstOwner(owners.origin, origin, { id, fromFile: fromFile('callbackAllowedOrigins') });
+      if (!other) return;
+      const { variable, prefix } = where('callbackAllowedOrigins', CALLBACK_ALLOWED_ORIGINS, i);
+      problems.push({
+        variable,
+        message: `${prefix}: ${origin} is also in merchant "${other.id}"'s list; an origin receives one merchant's callbacks`,
+      });
+    });
+    const url = merchant.transactionsCallbackUrl;
+    const other = url && firstOwner(owners.url, url, { id, fromFile: fromFile('transactionsCallbackUrl') });
+    if (other) {
+      const { variable, prefix } = where('transactionsCallbackUrl', 'TRANSACTIONS_CALLBACK_URL');
+      problems.push({ variable, message: `${prefix}: also merchant "${other.id}"'s; each needs its own` });
+    }
+  }
+  return problems;
 }
 
 /** How refusals name a merchant's own allow-list (src/security/callback-url.ts). */
@@ -246,23 +405,13 @@ export function merchantAllowListSource(id: string): { variable: string; name: s
   return { variable: MERCHANTS_FILE, name: `${MERCHANTS_FILE} callbackAllowedOrigins of merchant "${id}"` };
 }
 
-/** A directory over a fixed list (tests build their own). */
-export function merchantDirectory(
+/** A directory over a fixed list; `fallback` serves a merchant it does not list. */
+function merchantDirectory(
   merchants: readonly MerchantSettings[],
   legacyMerchantId: string,
-  defaults: MerchantDefaults,
+  fallback: (id: string) => MerchantSettings,
 ): MerchantDirectory {
   const byId = new Map(merchants.map((m) => [m.id, m]));
-  const fallback = (id: string): MerchantSettings => ({
-    id,
-    callbacks: {
-      allowList: defaults.allowList,
-      signingSecrets: defaults.signingSecrets,
-      payloadVersion: defaults.payloadVersion,
-    },
-    transactionsCallbackUrl: defaults.transactionsCallbackUrl,
-    limits: defaults.limits,
-  });
   return {
     legacyMerchantId,
     get: (id) => byId.get(id),

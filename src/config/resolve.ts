@@ -10,7 +10,7 @@ import {
   parsePayloadEncryptionKeys,
   type PayloadEncryptionKey,
 } from '../security/payload-codec';
-import { DEVELOPMENT_SIGNING_SECRET } from '../security/callback-signature';
+import { DEVELOPMENT_SIGNING_MASTER_SECRET } from '../security/merchant-signing-secret';
 import type { CallbackAllowList } from '../security/callback-url';
 import type { ServiceSettings } from '../shared/application-settings';
 import {
@@ -147,9 +147,16 @@ export interface Config {
   callbacks: {
     /** CALLBACK_ALLOWED_ORIGINS; unset: loopback origins on the embedded stack, nothing with a real bank. */
     allowList: CallbackAllowList;
-    /** CALLBACK_SIGNING_SECRETS, every one signs; never logged. Empty only when no callback can be sent. */
+    /** True when allowList is the built-in default (CALLBACK_ALLOWED_ORIGINS unset): it serves one merchant only. */
+    builtInAllowList: boolean;
+    /** CALLBACK_SIGNING_SECRETS, every one signs, for one merchant at most; never logged. Empty when unset. */
     signingSecrets: string[];
-    /** True when the embedded stack signs with DEVELOPMENT_SIGNING_SECRET (CALLBACK_SIGNING_SECRETS unset). */
+    /**
+     * CALLBACK_SIGNING_MASTER_SECRETS (the embedded stack's DEVELOPMENT_SIGNING_MASTER_SECRET when neither variable is
+     * set): each merchant's own secrets are derived from them; never logged. Empty when CALLBACK_SIGNING_SECRETS is set.
+     */
+    signingMasters: string[];
+    /** True when the embedded stack derives with DEVELOPMENT_SIGNING_MASTER_SECRET (neither variable set). */
     developmentSecret: boolean;
     /** CALLBACK_PAYLOAD_VERSION: the body's shape for merchants whose entry does not choose. */
     payloadVersion: CallbackPayloadVersion;
@@ -210,10 +217,13 @@ export function loadConfig(
     e.MERCHANT_API_KEYS === undefined
       ? { keys: [{ name: DEV_API_KEY_NAME, key: kept?.merchant ?? generateApiKey() }], generated: true }
       : { keys: parseMerchantApiKeys(e.MERCHANT_API_KEYS).keys, generated: false };
+  const developmentSecret = embeddedBank && !e.CALLBACK_SIGNING_SECRETS && !e.CALLBACK_SIGNING_MASTER_SECRETS;
   const callbacks = {
     allowList: callbackAllowList(e.CALLBACK_ALLOWED_ORIGINS, embeddedBank),
-    signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? (embeddedBank ? [DEVELOPMENT_SIGNING_SECRET] : []),
-    developmentSecret: !e.CALLBACK_SIGNING_SECRETS && embeddedBank,
+    builtInAllowList: e.CALLBACK_ALLOWED_ORIGINS === undefined,
+    signingSecrets: e.CALLBACK_SIGNING_SECRETS ?? [],
+    signingMasters: e.CALLBACK_SIGNING_MASTER_SECRETS ?? (developmentSecret ? [DEVELOPMENT_SIGNING_MASTER_SECRET] : []),
+    developmentSecret,
     payloadVersion: e.CALLBACK_PAYLOAD_VERSION,
   };
   const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
@@ -302,23 +312,30 @@ export function loadConfig(
   };
 }
 
-/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
 /**
- * The merchants whose callbacks the development secret signs: on the embedded stack with CALLBACK_SIGNING_SECRETS
- * unset, those without callbackSigningSecrets of their own in MERCHANTS_FILE. Empty when no merchant falls back to
- * it: start-up warns (worker) and prints the secret (`npm start` banner) only otherwise, naming these merchants.
+ * The merchants whose secrets derive from the development master: on the embedded stack with neither
+ * CALLBACK_SIGNING_MASTER_SECRETS nor CALLBACK_SIGNING_SECRETS set, those without callbackSigningSecrets of their own
+ * in MERCHANTS_FILE. Empty when no merchant uses it: start-up warns (worker) and says where each merchant reads its
+ * secret (`npm start` banner) only otherwise, naming these merchants.
  */
 export function merchantsOnDevelopmentSecret(config: Pick<Config, 'callbacks' | 'merchants'>): string[] {
   if (!config.callbacks.developmentSecret) return [];
   return config.merchants
     .ids()
-    .filter((id) => config.merchants.resolve(id).callbacks.signingSecrets.includes(DEVELOPMENT_SIGNING_SECRET));
+    .filter((id) => config.merchants.resolve(id).callbacks.signingMasters?.includes(DEVELOPMENT_SIGNING_MASTER_SECRET));
 }
 
+/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
 function loadMerchants(
   e: Env,
   keys: MerchantApiKey[],
-  callbacks: { allowList: CallbackAllowList; signingSecrets: string[]; payloadVersion: CallbackPayloadVersion },
+  callbacks: {
+    allowList: CallbackAllowList;
+    builtInAllowList: boolean;
+    signingSecrets: string[];
+    signingMasters: string[];
+    payloadVersion: CallbackPayloadVersion;
+  },
 ): MerchantDirectory {
   let fileJson: unknown;
   if (e.MERCHANTS_FILE !== undefined) {
@@ -333,7 +350,9 @@ function loadMerchants(
     legacyMerchant: e.LEGACY_MERCHANT,
     defaults: {
       allowList: callbacks.allowList,
+      builtInAllowList: callbacks.builtInAllowList,
       signingSecrets: callbacks.signingSecrets,
+      signingMasters: callbacks.signingMasters,
       payloadVersion: callbacks.payloadVersion,
       transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
       limits: {

@@ -3,7 +3,8 @@ import { parsePayloadEncryptionKeys, type PayloadEncryptionKey } from '../securi
 import { parseMerchantApiKeys, parseOperatorApiKeys, sharedApiKeys } from '../security/api-keys';
 import { WEBHOOK_SECURITY_HEADER_PATTERN } from '../shared/bank-wire';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl, parseAllowedOrigins } from '../security/callback-url';
-import { signingSecretProblem } from '../security/callback-signature';
+import { CALLBACK_SIGNING_SECRETS, signingSecretProblem } from '../security/callback-signature';
+import { CALLBACK_SIGNING_MASTER_SECRETS, masterSecretProblem } from '../security/merchant-signing-secret';
 import {
   DEFAULT_SERVICE_SETTINGS,
   DEFAULT_STATUS_ORDER,
@@ -34,9 +35,11 @@ import { CONSENT_ASSIGNMENT_SETTINGS } from '../shared/consent-assignment';
  * No message ever echoes the value of a secret (MERCHANT_API_KEYS, OPERATOR_API_KEYS, WEBHOOK_HASH_SECRET*,
  * BANK_CLIENT_SECRET).
  *
- * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack and nothing
- * with a real bank; CALLBACK_SIGNING_SECRETS unset signs with a development secret on the embedded stack and is
- * required with a real bank once callbacks can go anywhere (an allow-list or TRANSACTIONS_CALLBACK_URL).
+ * Merchant callbacks: CALLBACK_ALLOWED_ORIGINS unset allows loopback origins on the embedded stack (one merchant
+ * only) and nothing with a real bank; each merchant's signing secret is derived from CALLBACK_SIGNING_MASTER_SECRETS
+ * (unset on the embedded stack: a development master), which a real bank requires once callbacks can go anywhere (an
+ * allow-list or TRANSACTIONS_CALLBACK_URL), unless a one-merchant deployment sets CALLBACK_SIGNING_SECRETS instead.
+ * What several merchants may not share is checked with the merchants (src/config/merchants.ts).
  */
 
 export const DEV_DEFAULTS = {
@@ -74,6 +77,15 @@ const signingSecrets = optionalList.superRefine((secrets, ctx) => {
   secrets.forEach((secret, i) => {
     const problem = signingSecretProblem(secret);
     if (problem) ctx.addIssue({ code: 'custom', message: `secret ${i + 1} of ${secrets.length}: ${problem}` });
+  });
+});
+/** CALLBACK_SIGNING_MASTER_SECRETS: the messages name a master by position, never by value. */
+const signingMasters = optionalList.superRefine((masters, ctx) => {
+  if (masters === undefined) return;
+  if (masters.length === 0) ctx.addIssue({ code: 'custom', message: 'must list at least one master' });
+  masters.forEach((master, i) => {
+    const problem = masterSecretProblem(master);
+    if (problem) ctx.addIssue({ code: 'custom', message: `master ${i + 1} of ${masters.length}: ${problem}` });
   });
 });
 const port = (fallback: number) =>
@@ -425,6 +437,8 @@ export const ENV_SHAPE = {
   // Merchant callbacks: where they may go, and the Standard Webhooks secrets that sign them (all of them sign).
   CALLBACK_ALLOWED_ORIGINS: allowedOrigins,
   CALLBACK_SIGNING_SECRETS: signingSecrets,
+  /** Each merchant's own secret is derived from the first (docs/decisions/0045); every one signs. */
+  CALLBACK_SIGNING_MASTER_SECRETS: signingMasters,
   /** The callbacks' body for merchants whose entry in MERCHANTS_FILE does not choose (docs/decisions/0040). */
   CALLBACK_PAYLOAD_VERSION: z.preprocess(
     emptyToUndefined,
@@ -571,6 +585,7 @@ function callbackIssues(
     TRANSACTIONS_CALLBACK_URL?: string;
     CALLBACK_ALLOWED_ORIGINS?: string[];
     CALLBACK_SIGNING_SECRETS?: string[];
+    CALLBACK_SIGNING_MASTER_SECRETS?: string[];
   },
   ctx: z.RefinementCtx,
 ): void {
@@ -587,12 +602,22 @@ function callbackIssues(
         message: `${verdict.reason} (add ${verdict.origin ?? 'its origin'} to ${CALLBACK_ALLOWED_ORIGINS})`,
       });
   }
-  const callbacksConfigured = (env.CALLBACK_ALLOWED_ORIGINS?.length ?? 0) > 0 || !!env.TRANSACTIONS_CALLBACK_URL;
-  if (!embedded && callbacksConfigured && !env.CALLBACK_SIGNING_SECRETS)
+  // One way of signing per deployment (docs/decisions/0045): a secret per merchant derived from a master, or one
+  // explicit secret, which start-up lets sign for one merchant only (src/config/merchants.ts).
+  if (env.CALLBACK_SIGNING_SECRETS && env.CALLBACK_SIGNING_MASTER_SECRETS)
     ctx.addIssue({
       code: 'custom',
-      path: ['CALLBACK_SIGNING_SECRETS'],
-      message: `is required when BANK_BASE_URL is set and callbacks are configured (${CALLBACK_ALLOWED_ORIGINS} or TRANSACTIONS_CALLBACK_URL)`,
+      path: [CALLBACK_SIGNING_SECRETS],
+      message:
+        `cannot be set beside ${CALLBACK_SIGNING_MASTER_SECRETS}: unset it, and each merchant signs with its own ` +
+        `secret derived from ${CALLBACK_SIGNING_MASTER_SECRETS} (docs/security.md#signed-merchant-callbacks)`,
+    });
+  const callbacksConfigured = (env.CALLBACK_ALLOWED_ORIGINS?.length ?? 0) > 0 || !!env.TRANSACTIONS_CALLBACK_URL;
+  if (!embedded && callbacksConfigured && !env.CALLBACK_SIGNING_SECRETS && !env.CALLBACK_SIGNING_MASTER_SECRETS)
+    ctx.addIssue({
+      code: 'custom',
+      path: [CALLBACK_SIGNING_MASTER_SECRETS],
+      message: `is required when BANK_BASE_URL is set and callbacks are configured (${CALLBACK_ALLOWED_ORIGINS} or TRANSACTIONS_CALLBACK_URL); or, for one merchant, ${CALLBACK_SIGNING_SECRETS}`,
     });
 }
 
@@ -879,17 +904,21 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   },
   TRANSACTIONS_CALLBACK_URL: {
     processes: ALL,
-    description: "merchants' default endpoint for changed accounts and late bank reports",
+    description: "one merchant's endpoint for changed accounts and late bank reports (several: MERCHANTS_FILE)",
   },
   CALLBACK_ALLOWED_ORIGINS: {
     processes: ALL,
-    description: 'origins merchant callbacks may go to',
-    default: 'loopback when embedded; none with a real bank',
+    description: "origins one merchant's callbacks may go to (several merchants: MERCHANTS_FILE)",
+    default: 'loopback when embedded and one merchant; none with a real bank',
   },
   CALLBACK_SIGNING_SECRETS: {
     processes: ALL,
-    description: 'Standard Webhooks `whsec_` secrets that sign merchant callbacks (every one signs)',
-    default: 'a development secret when embedded; required with a real bank once callbacks are configured',
+    description: "`whsec_` secrets signing a one-merchant deployment's callbacks (each signs); else the master below",
+  },
+  CALLBACK_SIGNING_MASTER_SECRETS: {
+    processes: ALL,
+    description: "masters (32+ characters) each merchant's own callback secret derives from; the first is shown",
+    default: 'embedded: a public development master; required with a real bank for callbacks',
   },
   CALLBACK_PAYLOAD_VERSION: {
     processes: START_WORKER,

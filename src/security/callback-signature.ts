@@ -7,7 +7,9 @@ import { Webhook } from 'standardwebhooks';
  * - `webhook-timestamp`: seconds since the epoch, taken at each delivery attempt;
  * - `webhook-signature`: `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>`, one per configured secret,
  *   space-separated, so during a rotation a merchant holding either the old or the new secret verifies.
- * Secrets are `whsec_<base64 of 24 to 64 random bytes>` (CALLBACK_SIGNING_SECRETS). They never reach a log.
+ * Secrets are `whsec_<base64 of 24 to 64 random bytes>`: each merchant's own, derived from CALLBACK_SIGNING_MASTER_SECRETS
+ * (./merchant-signing-secret.ts), or set by the operator (MERCHANTS_FILE, CALLBACK_SIGNING_SECRETS). They never reach
+ * a log.
  */
 
 export const CALLBACK_SIGNING_SECRETS = 'CALLBACK_SIGNING_SECRETS';
@@ -17,14 +19,6 @@ const SECRET_PATTERN = /^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-
 /** The specification's bounds on the key (decoded). */
 const MIN_KEY_BYTES = 24;
 const MAX_KEY_BYTES = 64;
-
-/**
- * The embedded stack's secret when CALLBACK_SIGNING_SECRETS is unset (never used with a real bank): a fixed,
- * public value, so a developer's local merchant keeps verifying across restarts. Start-up says it is in use.
- */
-export const DEVELOPMENT_SIGNING_SECRET = `${SECRET_PREFIX}${Buffer.from(
-  'dev-only merchant callback signing secret',
-).toString('base64')}`;
 
 /** Why a configured secret is unusable (the message never contains the secret), or undefined when it is fine. */
 export function signingSecretProblem(secret: string): string | undefined {

@@ -85,3 +85,9 @@ export const BANK_CODE_PATTERN = /^[\x21-\x7e]{1,64}$/;
 
 /** Free text from the bank (a bank's name, a status, an event type) may be any text but control characters. */
 export const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\u2028\u2029]*$/u;
+
+/**
+ * The merchant's callback signing secret rotations (merchantSecretsWorkflow, src/shared/merchant-secrets.ts): one per
+ * merchant, keyed by the merchant alone.
+ */
+export const merchantSecretsWorkflowId = (merchantId: string): string => `merchant-secrets:${merchantId}`;

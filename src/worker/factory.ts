@@ -3,6 +3,7 @@
  * rate-limited bank-reads queue) and `startWorker` (everything a worker process runs, wired from configuration).
  * Used by the entry points (src/worker.ts, src/main.ts), the tests, the benches and chaos.
  */
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
   NativeConnection,
@@ -14,6 +15,7 @@ import {
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, merchantsOnDevelopmentSecret, type WorkerTuning } from '../config';
 import type { WorkerConfig } from '../config/worker';
 import { merchantsOnLegacyPayload } from '../config/merchants';
+import { readCallbackSecretGenerations } from '../client/merchant-secrets';
 import {
   createActivities,
   createBankClient,
@@ -280,9 +282,9 @@ export async function startWorker(options: {
     // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
     logger.warn(
       { merchants: onDevelopmentSecret },
-      `CALLBACK_SIGNING_SECRETS unset: callbacks of merchant${onDevelopmentSecret.length > 1 ? 's' : ''} ` +
-        `${onDevelopmentSecret.join(', ')} are signed with the development secret ` +
-        '(give them callbackSigningSecrets in MERCHANTS_FILE, or set CALLBACK_SIGNING_SECRETS)',
+      `CALLBACK_SIGNING_MASTER_SECRETS unset: callbacks of merchant${onDevelopmentSecret.length > 1 ? 's' : ''} ` +
+        `${onDevelopmentSecret.join(', ')} are signed with secrets derived from the public development master ` +
+        '(set CALLBACK_SIGNING_MASTER_SECRETS, or give them callbackSigningSecrets in MERCHANTS_FILE)',
     );
   }
   const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
@@ -293,11 +295,18 @@ export async function startWorker(options: {
       'merchant callbacks in the deprecated legacy payload: move these merchants to callbackPayloadVersion 2026-11-25',
     );
   }
+  // The merchants' secret generations, read from Temporal at each callback (src/client/merchant-secrets.ts).
+  const temporal = new Client({
+    connection: options.connection,
+    namespace: config.temporal.namespace,
+    dataConverter: options.dataConverter,
+  });
   const activities = createActivities({
     bank: bank.client,
     webhooks: { publicBaseUrl: config.webhooks.publicBaseUrl, hashSecret: config.webhooks.hashSecret },
     callbacks: config.callbacks,
     merchants: config.merchants,
+    callbackSecretGenerations: (merchantId) => readCallbackSecretGenerations(temporal, merchantId),
     callbackDispatcher: (merchant) => dispatchers.for(merchant),
     // One per process: a webhook seen by any activity of this worker slows every application's polls.
     webhookEvidence: new WebhookEvidence(),
@@ -347,6 +356,7 @@ export async function startWorker(options: {
       callbackAllowedOrigins: config.callbacks.allowList.origins,
       callbackLoopbackAllowed: config.callbacks.allowList.loopback,
       callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      callbackSigningMasters: config.callbacks.signingMasters.length,
       callbackPayloadVersion: config.callbacks.payloadVersion,
       workerMetricsPort: metricsServer.port,
       workerDeployment: deployment ? versionString(deployment) : 'unversioned',

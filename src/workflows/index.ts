@@ -6,3 +6,4 @@ export * from './late-account-events/workflow';
 export * from './finance-application/workflow';
 export * from './consent-claim/workflow';
 export * from './callback-redelivery/workflow';
+export * from './merchant-secrets/workflow';

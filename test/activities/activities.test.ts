@@ -12,7 +12,13 @@ import {
 import type { Activities } from '../../src/activities/types';
 import { financeApplicationWebhookUrl, isValidWebhookHash } from '../../src/security/webhook-hash';
 import { guardedLookup } from '../../src/activities/merchant-callback';
-import { BankFailureType, CALLBACK_NOT_ALLOWED, CALLBACK_REJECTED } from '../../src/shared/failure-types';
+import {
+  BankFailureType,
+  CALLBACK_NOT_ALLOWED,
+  CALLBACK_REJECTED,
+  CALLBACK_UNAVAILABLE,
+} from '../../src/shared/failure-types';
+import { deriveCallbackSigningSecret } from '../../src/security/merchant-signing-secret';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
 import { failureOf, runActivity } from './helpers/run-activity';
@@ -298,6 +304,67 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       const none = createActivities({ bank: handle.client, webhooks });
       expect(await runActivity(env, none.checkCallbackUrl, { url: merchant.url })).toMatchObject({ allowed: false });
       expect(merchant.received).toHaveLength(0);
+    });
+
+    it("signs a merchant's callback with every generation of its derived secret still signing, read at each callback", async () => {
+      const master = 'activities-test-master-of-the-callback-secrets';
+      let generations = [{ generation: 1 }] as { generation: number; retiresAt?: string }[];
+      const reads: string[] = [];
+      const derived = createActivities({
+        bank: handle.client,
+        webhooks,
+        callbacks: { allowList: callbackDeps.allowList, signingSecrets: [], signingMasters: [master] },
+        callbackSecretGenerations: (merchantId) => {
+          reads.push(merchantId);
+          return Promise.resolve(generations);
+        },
+        callbackDispatcher: callbacks,
+      });
+      const send = (idempotencyKey: string) =>
+        runActivity(env, derived.notifyMerchant, { merchantId: 'shop-a', url: merchant.url, idempotencyKey, event });
+      const verifies = (generation: number, merchantId = 'shop-a') => {
+        const { headers, body } = merchant.received.at(-1)!;
+        try {
+          new Webhook(deriveCallbackSigningSecret(master, merchantId, generation)).verify(
+            body,
+            headers as Record<string, string>,
+          );
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await send('k1');
+      expect([verifies(1), verifies(1, 'shop-b')]).toEqual([true, false]);
+      // Rotated elsewhere (another API process): the next callback reads it and signs with both.
+      generations = [{ generation: 2 }, { generation: 1, retiresAt: new Date(Date.now() + 60_000).toISOString() }];
+      await send('k2');
+      expect([verifies(2), verifies(1)]).toEqual([true, true]);
+      // The grace period over: the new one only.
+      generations = [{ generation: 2 }, { generation: 1, retiresAt: new Date(Date.now() - 1).toISOString() }];
+      await send('k3');
+      expect([verifies(2), verifies(1)]).toEqual([true, false]);
+      expect(reads).toEqual(['shop-a', 'shop-a', 'shop-a']);
+
+      // Temporal not answering: nothing sent, a retryable failure (never a callback with a generation missing).
+      const failing = createActivities({
+        bank: handle.client,
+        webhooks,
+        callbacks: { allowList: callbackDeps.allowList, signingSecrets: [], signingMasters: [master] },
+        callbackSecretGenerations: () => Promise.reject(new Error('Temporal unavailable')),
+        callbackDispatcher: callbacks,
+      });
+      const before = merchant.received.length;
+      const failure = await failureOf(
+        runActivity(env, failing.notifyMerchant, {
+          merchantId: 'shop-a',
+          url: merchant.url,
+          idempotencyKey: 'k4',
+          event,
+        }),
+      );
+      expect([failure.type, failure.nonRetryable]).toEqual([CALLBACK_UNAVAILABLE, false]);
+      expect(merchant.received).toHaveLength(before);
     });
 
     it('checkCallbackUrl gives the verdict without throwing, showing the origin only', async () => {

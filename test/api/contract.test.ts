@@ -66,6 +66,8 @@ describe('the merchant HTTP contract (whole stack)', () => {
         ['PUT', `/consents/${consent}`, '/consents/{consentId}'],
         ['GET', `/consents/${consent}`, '/consents/{consentId}'],
         ['DELETE', `/consents/${consent}`, '/consents/{consentId}'],
+        ['GET', '/merchant/callback-signing-secret', '/merchant/callback-signing-secret'],
+        ['POST', '/merchant/callback-signing-secret/rotate', '/merchant/callback-signing-secret/rotate'],
       ] as const
     ).flatMap(([method, path, template]): BadRequest[] => {
       const body = method === 'POST' && template === '/applications' ? start(ref()) : undefined;
@@ -249,6 +251,37 @@ describe('the merchant HTTP contract (whole stack)', () => {
       template: '/applications/{ref}',
       status: 404,
       type: ProblemType.NotFound,
+    },
+    // The callback signing secret: the stack's merchant signs with CALLBACK_SIGNING_SECRETS, set by the operator.
+    {
+      name: 'POST /merchant/callback-signing-secret/rotate with a grace period over 7 days',
+      method: 'POST',
+      path: '/merchant/callback-signing-secret/rotate',
+      template: '/merchant/callback-signing-secret/rotate',
+      headers: JSON_TYPE,
+      body: JSON.stringify({ gracePeriod: '8d' }),
+      status: 400,
+      type: ProblemType.Validation,
+      fields: ['gracePeriod'],
+    },
+    {
+      name: 'POST /merchant/callback-signing-secret/rotate with a body that is not JSON',
+      method: 'POST',
+      path: '/merchant/callback-signing-secret/rotate',
+      template: '/merchant/callback-signing-secret/rotate',
+      headers: { 'content-type': 'text/plain' },
+      body: 'rotate',
+      status: 415,
+      type: ProblemType.UnsupportedMediaType,
+    },
+    {
+      name: 'POST /merchant/callback-signing-secret/rotate of a secret the operator sets',
+      method: 'POST',
+      path: '/merchant/callback-signing-secret/rotate',
+      template: '/merchant/callback-signing-secret/rotate',
+      status: 409,
+      type: ProblemType.Conflict,
+      detailHas: ['The operator sets'],
     },
     // Consents.
     {

@@ -171,7 +171,11 @@ describe('OpenAPI document', () => {
         ids.add(op.operationId as string);
         expect({ where, security: Array.isArray(op.security) }).toEqual({ where, security: true });
         const operatorRoute = path.startsWith('/codec') || path.startsWith('/operator/');
-        const facade = path.startsWith('/applications') || path.startsWith('/consents') || operatorRoute;
+        const facade =
+          path.startsWith('/applications') ||
+          path.startsWith('/consents') ||
+          path.startsWith('/merchant/') ||
+          operatorRoute;
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
           keyed: facade || path === '/webhooks/accounts',

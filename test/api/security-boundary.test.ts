@@ -11,6 +11,7 @@ import {
   consentClaimWorkflowId,
   consentRefreshWorkflowId,
   financeApplicationWorkflowId,
+  merchantSecretsWorkflowId,
   webhookKey,
 } from '../../src/shared/ids';
 import { ProblemType } from '../../src/api/problem-details';
@@ -74,7 +75,11 @@ describe('security boundary (whole stack, two listeners)', () => {
         body: '{}',
       }),
       await fetch(`${stack.internalUrl}/consents/${consentId}/refresh`, { headers: auth }),
+      // The caller's callback signing secret: neither read nor rotated without its key.
+      await fetch(`${stack.internalUrl}/merchant/callback-signing-secret`, { headers: auth }),
+      await fetch(`${stack.internalUrl}/merchant/callback-signing-secret/rotate`, { method: 'POST', headers: auth }),
       // Paths that are no route need the key too: a 404 would tell what exists.
+      await fetch(`${stack.internalUrl}/merchant/anything`, { headers: auth }),
       await fetch(`${stack.internalUrl}/applications/${ref}/anything`, { headers: auth }),
     ];
     for (const res of answers) {
@@ -88,8 +93,10 @@ describe('security boundary (whole stack, two listeners)', () => {
         message: expect.any(String),
       });
     }
-    for (const merchant of ['shop-a', 'shop-b'])
+    for (const merchant of ['shop-a', 'shop-b']) {
       await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
+      await expectNothingStarted(merchantSecretsWorkflowId(merchant), ref);
+    }
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
   });
 
@@ -206,6 +213,8 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', `/applications/${ref}`],
       ['POST', `/consents/${consentId}/refresh`, '{}'],
       ['GET', `/consents/${consentId}/refresh`],
+      ['GET', '/merchant/callback-signing-secret'],
+      ['POST', '/merchant/callback-signing-secret/rotate', '{}'],
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
-import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
+import { DEVELOPMENT_SIGNING_MASTER_SECRET } from '../../src/security/merchant-signing-secret';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../../src/security/payload-codec';
 import { configIssuesOf as issuesOf } from '../helpers/config';
 
@@ -498,14 +498,16 @@ describe('loadConfig', () => {
     expect.assertions(1);
   });
 
-  describe('merchant callbacks (CALLBACK_ALLOWED_ORIGINS, CALLBACK_SIGNING_SECRETS)', () => {
+  describe('merchant callbacks (CALLBACK_ALLOWED_ORIGINS, CALLBACK_SIGNING_SECRETS, CALLBACK_SIGNING_MASTER_SECRETS)', () => {
     const OLD = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
     const NEW = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
 
-    it('embedded default: loopback origins allowed, the development secret signs (and says so)', () => {
+    it("embedded default: loopback origins allowed, each merchant's secret derived from the development master (and says so)", () => {
       expect(loadConfig({}).callbacks).toEqual({
         allowList: { origins: [], loopback: true },
-        signingSecrets: [DEVELOPMENT_SIGNING_SECRET],
+        builtInAllowList: true,
+        signingSecrets: [],
+        signingMasters: [DEVELOPMENT_SIGNING_MASTER_SECRET],
         developmentSecret: true,
         payloadVersion: '2026-11-25',
       });
@@ -514,7 +516,9 @@ describe('loadConfig', () => {
     it('real bank default: nothing allowed, no secret needed (no callback can be sent)', () => {
       expect(loadConfig(REAL_BANK).callbacks).toEqual({
         allowList: { origins: [], loopback: false },
+        builtInAllowList: true,
         signingSecrets: [],
+        signingMasters: [],
         developmentSecret: false,
         payloadVersion: '2026-11-25',
       });
@@ -529,7 +533,9 @@ describe('loadConfig', () => {
       });
       expect(config.callbacks).toEqual({
         allowList: { origins: ['https://shop.example', 'https://hooks.shop.example:8443'], loopback: false },
+        builtInAllowList: false,
         signingSecrets: [NEW, OLD],
+        signingMasters: [],
         developmentSecret: false,
         payloadVersion: '2026-11-25',
       });
@@ -539,14 +545,38 @@ describe('loadConfig', () => {
       });
     });
 
-    it('requires a signing secret with a real bank once callbacks are configured', () => {
+    it('requires a master (or, for one merchant, a secret) with a real bank once callbacks are configured', () => {
       for (const env of [
         { CALLBACK_ALLOWED_ORIGINS: 'https://shop.example' } as Record<string, string>,
         { CALLBACK_ALLOWED_ORIGINS: 'https://shop.example', TRANSACTIONS_CALLBACK_URL: 'https://shop.example/tx' },
       ]) {
-        const issue = issuesOf({ ...REAL_BANK, ...env }).find((i) => i.variable === 'CALLBACK_SIGNING_SECRETS');
+        const issue = issuesOf({ ...REAL_BANK, ...env }).find((i) => i.variable === 'CALLBACK_SIGNING_MASTER_SECRETS');
         expect(issue?.message).toMatch(/required when BANK_BASE_URL is set and callbacks are configured/);
+        const master = { CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) };
+        expect(loadConfig({ ...REAL_BANK, ...env, ...master }).merchants.resolve('shop').callbacks).toMatchObject({
+          signingSecrets: [],
+          signingMasters: ['m'.repeat(32)],
+        });
       }
+    });
+
+    it('refuses CALLBACK_SIGNING_SECRETS beside CALLBACK_SIGNING_MASTER_SECRETS, and a short master, never echoing either', () => {
+      const master = 'a-master-of-at-least-32-characters!!';
+      const both = issuesOf({ CALLBACK_SIGNING_SECRETS: NEW, CALLBACK_SIGNING_MASTER_SECRETS: master });
+      expect(both).toEqual([
+        {
+          variable: 'CALLBACK_SIGNING_SECRETS',
+          message: expect.stringMatching(/cannot be set beside CALLBACK_SIGNING_MASTER_SECRETS/),
+        },
+      ]);
+      const short = issuesOf({ CALLBACK_SIGNING_MASTER_SECRETS: `${master},too-short-master` });
+      expect(short).toEqual([
+        {
+          variable: 'CALLBACK_SIGNING_MASTER_SECRETS',
+          message: expect.stringMatching(/^master 2 of 2: each master must be at least 32 characters/),
+        },
+      ]);
+      expect(JSON.stringify([...both, ...short])).not.toMatch(/too-short-master|a-master-of|whsec_/);
     });
 
     it('refuses a TRANSACTIONS_CALLBACK_URL outside the allow-list at start-up, naming the origin and the variable', () => {

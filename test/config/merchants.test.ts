@@ -159,7 +159,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     }
   });
 
-  it('names the merchants the development secret signs for: those without callbackSigningSecrets of their own, on the embedded stack with CALLBACK_SIGNING_SECRETS unset', () => {
+  it('names the merchants on the development master: those without callbackSigningSecrets of their own, on the embedded stack with neither CALLBACK_SIGNING_MASTER_SECRETS nor CALLBACK_SIGNING_SECRETS set', () => {
     const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
     const fileWith = (merchants: Record<string, object>) => {
       const file = join(dir, `merchants-${Object.keys(merchants).join('-') || 'none'}.json`);
@@ -167,19 +167,25 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       return file;
     };
     const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
-    const own = { callbackSigningSecrets: [secret('own')] };
-    const both = fileWith({ 'shop-a': own, 'shop-b': own });
+    const own = (id: string) => ({ callbackSigningSecrets: [secret(`own ${id}`)] });
+    const both = fileWith({ 'shop-a': own('a'), 'shop-b': own('b') });
     // Every merchant has its own: no warning, no banner line.
     expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: both }))).toEqual([]);
     // One falls back: only it is named.
-    const onlyA = fileWith({ 'shop-a': own });
+    const onlyA = fileWith({ 'shop-a': own('a') });
     expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: onlyA }))).toEqual(['shop-b']);
     expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS }))).toEqual(['shop-a', 'shop-b']);
     // Nothing configured: the development key's merchant.
     expect(merchantsOnDevelopmentSecret(loadConfig({}))).toEqual(['dev']);
-    // CALLBACK_SIGNING_SECRETS set: nobody is on the development secret.
+    // CALLBACK_SIGNING_SECRETS (one merchant) or a master set: nobody is on the development master.
+    const oneKey = `${keys[0]!.name}:${keys[0]!.key}`;
     expect(
-      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, CALLBACK_SIGNING_SECRETS: secret('global') })),
+      merchantsOnDevelopmentSecret(
+        loadConfig({ MERCHANT_API_KEYS: oneKey, CALLBACK_SIGNING_SECRETS: secret('global') }),
+      ),
+    ).toEqual([]);
+    expect(
+      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) })),
     ).toEqual([]);
   });
 
@@ -236,5 +242,130 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(() =>
       loadConfig({ MERCHANT_API_KEYS: 'shop-a:shop-a-key-0123456789abcdefghij', LEGACY_MERCHANT: 'nobody' }),
     ).toThrow(/LEGACY_MERCHANT: names "nobody"/);
+  });
+});
+
+/**
+ * Nothing one merchant could use against another is shared (docs/decisions/0045-derived-callback-signing-secrets.md):
+ * before it, MERCHANT_API_KEYS alone gave every merchant the one CALLBACK_SIGNING_SECRETS (or the development secret),
+ * the one allow-list and the one TRANSACTIONS_CALLBACK_URL, and nothing warned.
+ */
+describe('several merchants share no secret, allow-list or transactions URL', () => {
+  const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
+  const ONE_KEY = `${keys[0]!.name}:${keys[0]!.key}`;
+  const MASTER = 'a-master-of-the-callback-signing-secrets-0123456789';
+  const dir = mkdtempSync(join(tmpdir(), 'merchants-shared-'));
+  let n = 0;
+  const fileWith = (merchants: Record<string, object>) => {
+    const file = join(dir, `merchants-${n++}.json`);
+    writeFileSync(file, JSON.stringify({ merchants }));
+    return file;
+  };
+  const issuesOf = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      if (err instanceof ConfigError) return err.issues;
+      throw err;
+    }
+    throw new Error('expected a ConfigError');
+  };
+
+  it('gives two merchants with MERCHANT_API_KEYS alone each its own derived secret and no shared allow-list', () => {
+    const config = loadConfig({ MERCHANT_API_KEYS });
+    const [a, b] = [config.merchants.get('shop-a')!, config.merchants.get('shop-b')!];
+    expect(a.callbacks.signingSecrets).toEqual([]);
+    expect(a.callbacks.signingMasters).toEqual(b.callbacks.signingMasters);
+    expect(a.callbacks.signingMasters).toHaveLength(1);
+    // The embedded loopback default (any port) would let shop-b's callbacks reach shop-a's local receiver.
+    expect(a.callbacks.allowList).toMatchObject({ origins: [], loopback: false });
+    expect(b.callbacks.allowList.source?.name).toBe('MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-b"');
+    // One merchant keeps the embedded default.
+    expect(loadConfig({ MERCHANT_API_KEYS: ONE_KEY }).merchants.get('shop-a')!.callbacks.allowList).toEqual({
+      origins: [],
+      loopback: true,
+    });
+    // With a master: derived from it; a merchant a worker does not list too (it cannot count the merchants).
+    const worker = loadConfig({ CALLBACK_SIGNING_MASTER_SECRETS: MASTER }, { role: 'worker' });
+    expect(worker.merchants.resolve('shop-z').callbacks).toMatchObject({
+      signingSecrets: [],
+      signingMasters: [MASTER],
+    });
+  });
+
+  it.each([
+    ['CALLBACK_SIGNING_SECRETS', { CALLBACK_SIGNING_SECRETS: secret('global') }, 'the signing secret'],
+    ['CALLBACK_ALLOWED_ORIGINS', { CALLBACK_ALLOWED_ORIGINS: 'https://hooks.example' }, 'the allow-list'],
+    [
+      'TRANSACTIONS_CALLBACK_URL',
+      { TRANSACTIONS_CALLBACK_URL: 'http://127.0.0.1:9000/tx' },
+      'the transactions callback',
+    ],
+  ])('refuses %s for two merchants, naming it and them, never the value', (variable, env, what) => {
+    const issues = issuesOf({ MERCHANT_API_KEYS, ...env });
+    expect(issues).toEqual([
+      {
+        variable,
+        message: expect.stringContaining(
+          `would be ${what} of 2 merchants (shop-a, shop-b): one merchant could then act as another`,
+        ),
+      },
+    ]);
+    expect(JSON.stringify(issues)).not.toContain(Object.values(env)[0]!.slice(6, 30));
+    // The same for one merchant: its own.
+    expect(() => loadConfig({ MERCHANT_API_KEYS: ONE_KEY, ...env })).not.toThrow();
+    // Or when only one of two merchants falls back to it.
+    const field = {
+      CALLBACK_SIGNING_SECRETS: 'callbackSigningSecrets',
+      CALLBACK_ALLOWED_ORIGINS: 'callbackAllowedOrigins',
+      TRANSACTIONS_CALLBACK_URL: 'transactionsCallbackUrl',
+    }[variable]!;
+    const own = {
+      callbackSigningSecrets: { callbackSigningSecrets: [secret('own b')] },
+      callbackAllowedOrigins: { callbackAllowedOrigins: ['https://hooks.shop-b.example'] },
+      transactionsCallbackUrl: {
+        callbackAllowedOrigins: ['https://b.example'],
+        transactionsCallbackUrl: 'https://b.example/tx',
+      },
+    }[field]!;
+    expect(() => loadConfig({ MERCHANT_API_KEYS, ...env, MERCHANTS_FILE: fileWith({ 'shop-b': own }) })).not.toThrow();
+  });
+
+  it('refuses a secret, an origin or a transactions URL that MERCHANTS_FILE gives two merchants, naming merchant and field', () => {
+    const shared = secret('shared by two');
+    const issues = issuesOf({
+      MERCHANT_API_KEYS,
+      CALLBACK_SIGNING_MASTER_SECRETS: MASTER,
+      MERCHANTS_FILE: fileWith({
+        'shop-a': {
+          callbackSigningSecrets: [shared],
+          callbackAllowedOrigins: ['https://hooks.shared.example'],
+          transactionsCallbackUrl: 'https://hooks.shared.example/tx',
+        },
+        'shop-b': {
+          callbackSigningSecrets: [secret('b own'), shared],
+          callbackAllowedOrigins: ['https://hooks.shop-b.example', 'https://hooks.shared.example/'],
+          transactionsCallbackUrl: 'https://hooks.shared.example/tx',
+        },
+      }),
+    });
+    expect(issues).toEqual([
+      {
+        variable: 'MERCHANTS_FILE',
+        message:
+          'merchant "shop-b", callbackSigningSecrets[1]: the same secret as merchant "shop-a"\'s; each needs its own',
+      },
+      {
+        variable: 'MERCHANTS_FILE',
+        message:
+          'merchant "shop-b", callbackAllowedOrigins[1]: https://hooks.shared.example is also in merchant "shop-a"\'s list; ' +
+          "an origin receives one merchant's callbacks",
+      },
+      {
+        variable: 'MERCHANTS_FILE',
+        message: 'merchant "shop-b", transactionsCallbackUrl: also merchant "shop-a"\'s; each needs its own',
+      },
+    ]);
+    expect(JSON.stringify(issues)).not.toContain(shared.slice(6));
   });
 });

@@ -8,7 +8,10 @@ import { financeApplicationHandle, startFinanceApplication } from '../../src/cli
 import { findTemporalCli } from '../../src/temporal/binaries';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startSandbox } from '../../src/sandbox';
-import { DEVELOPMENT_SIGNING_SECRET } from '../../src/security/callback-signature';
+import {
+  deriveCallbackSigningSecret,
+  DEVELOPMENT_SIGNING_MASTER_SECRET,
+} from '../../src/security/merchant-signing-secret';
 import { connectTestTemporal, eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 import { freeLoopbackPort as freePort } from '../../src/temporal/free-port';
 import { TEST_MERCHANT } from '../helpers/merchants';
@@ -109,15 +112,19 @@ describe('npm start (embedded default)', () => {
         app.output().includes(`Temporal Web UI           http://localhost:${uiPort}`) ? true : undefined,
       );
       expectPrebuiltBundle(app.output());
-      // The development callback secret: printed once in the banner for a local merchant, in no log line.
+      // The local merchant's callback secret (derived from the development master, generation 1 in a new data
+      // folder): printed once in the banner, in no log line.
+      const devSecret = deriveCallbackSigningSecret(DEVELOPMENT_SIGNING_MASTER_SECRET, 'dev', 1);
       const withSecret = app
         .output()
         .split('\n')
-        .filter((l) => l.includes(DEVELOPMENT_SIGNING_SECRET));
+        .filter((l) => l.includes(devSecret));
       expect(withSecret).toEqual([
         expect.stringMatching(/^ {2}Callback signing secret {3}whsec_\S+ {3}\(development only; signs for dev\)$/),
       ]);
-      expect(app.output()).toContain('callbacks of merchant dev are signed with the development secret');
+      expect(app.output()).toContain(
+        'callbacks of merchant dev are signed with secrets derived from the public development master',
+      );
 
       // Both listeners printed, and the development key kept in the data folder (MERCHANT_API_KEYS unset), once.
       const output = app.output();

@@ -3,6 +3,7 @@ import { claimConsent, type ConsentClaim } from '../../src/client/consent-claims
 import { TEST_MERCHANT } from '../../harness/merchants';
 
 export {
+  TEST_CALLBACK_SIGNING_MASTER_SECRET,
   TEST_CALLBACK_SIGNING_SECRET,
   TEST_MERCHANT,
   testMerchants,

@@ -12,7 +12,9 @@ import { testDataConverter } from '../helpers/temporal';
  * change with patched(). Refresh histories from before LEARNED_BANKS_PATCH (unprefixed) and under it (`v2-`) both stay.
  */
 const dir = join(__dirname, '..', 'histories');
-const files = readdirSync(dir).filter((f) => /^(consent|transaction|callback-redelivery)-.*\.json$/.test(f));
+const files = readdirSync(dir).filter((f) =>
+  /^(consent|transaction|callback-redelivery|merchant-secrets)-.*\.json$/.test(f),
+);
 
 function load(file: string): temporal.api.history.v1.IHistory {
   const { History } = temporal.api.history.v1;
@@ -49,6 +51,8 @@ describe('replay of committed consent-refresh and transaction-events histories',
     expect(files).toContain('consent-claim-v2-assigned-conflict-released.json');
     // The console's resend of a callback (callbackRedeliveryWorkflow), recorded by test/api/console.test.ts.
     expect(files).toContain('callback-redelivery-delivered.json');
+    // A merchant's callback signing secret rotations (merchantSecretsWorkflow), recorded by test/api/callback-signing-secret.test.ts.
+    expect(files).toContain('merchant-secrets-rotated.json');
   });
 
   // Through the encrypting data converter: recorded before encryption, their plain payloads pass through the codec.

@@ -2,6 +2,7 @@ import { consentRefreshWorkflowType, lateAccountEventsWorkflowType } from '../..
 import { transactionEventsWorkflowType } from '../../src/shared/transaction-events';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
 import { callbackRedeliveryWorkflowType } from '../../src/shared/merchant-callbacks';
+import { merchantSecretsWorkflowType } from '../../src/shared/merchant-secrets';
 import * as workflows from '../../src/workflows';
 
 /**
@@ -15,6 +16,7 @@ describe('workflow type names', () => {
     [transactionEventsWorkflowType, workflows.transactionEventsWorkflow],
     [lateAccountEventsWorkflowType, workflows.lateAccountEventsWorkflow],
     [callbackRedeliveryWorkflowType, workflows.callbackRedeliveryWorkflow],
+    [merchantSecretsWorkflowType, workflows.merchantSecretsWorkflow],
   ])('%s is the name of an exported workflow function', (name, fn) => {
     expect(fn.name).toBe(name);
   });

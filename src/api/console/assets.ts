@@ -67,7 +67,7 @@ nav ul { list-style: none; display: flex; gap: 1rem; margin: 0; padding: 0; }
 main { padding: 1rem 1.5rem; max-width: 72rem; }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: 1rem; background: #fff; color: #000; padding: .5rem; z-index: 1; }
-a:focus, button:focus, input:focus { outline: 3px solid #f5a623; outline-offset: 2px; }
+a:focus, button:focus, input:focus, select:focus, summary:focus { outline: 3px solid #f5a623; outline-offset: 2px; }
 .stack { display: flex; flex-direction: column; gap: .5rem; max-width: 24rem; }
 .filters { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-end; }
 .filters div { display: flex; flex-direction: column; }
@@ -83,6 +83,8 @@ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #ccc;
 .summary dd { margin: 0; }
 .timeline li { margin: .25rem 0; }
 td form { display: inline; }
+select { font: inherit; padding: .3rem .5rem; }
+code.secret { font-family: ui-monospace, monospace; word-break: break-all; }
 `;
 
 /**

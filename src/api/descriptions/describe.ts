@@ -47,6 +47,7 @@ export const open: [] = [];
 export const Tag = {
   Applications: 'Finance applications',
   Consents: 'Consent refresh',
+  Secrets: 'Callback signing secret',
   Webhooks: 'Bank webhooks (public listener)',
   Operations: 'Operations',
   Codec: 'Payload codec',

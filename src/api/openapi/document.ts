@@ -5,6 +5,7 @@
 import { createDocument } from 'zod-openapi';
 import { accountWebhookPaths } from '../descriptions/account-webhooks';
 import { apiDocsPaths } from '../descriptions/api-docs';
+import { callbackSigningSecretPaths } from '../descriptions/callback-signing-secret';
 import { codecPaths } from '../descriptions/codec';
 import { consentRefreshPaths } from '../descriptions/consent-refresh';
 import { consentPaths } from '../descriptions/consents';
@@ -28,6 +29,7 @@ export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   financeApplicationPaths,
   consentRefreshPaths,
   consentPaths,
+  callbackSigningSecretPaths,
   financeApplicationWebhookPaths,
   accountWebhookPaths,
   healthPaths,

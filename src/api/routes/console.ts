@@ -27,6 +27,9 @@ import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../budge
 import { FailedAuthentications } from '../auth-failures';
 import { HttpError, PROBLEM_TITLES, ProblemType, type ProblemTypeUri } from '../problem-details';
 import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
+import { callbackSecretPage, CONSOLE_ROTATION_GRACE_CHOICES } from '../console/secret-view';
+import { readSigningSecret, rotateSigningSecret } from './callback-signing-secret';
+import { parseDurationMs } from '../../shared/application-settings';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
 import {
@@ -326,6 +329,30 @@ export function consoleRoutes(
     res.setHeader('X-Console-Fingerprint', fingerprint(progress));
     res.setHeader('X-Console-Done', String(progress.done));
     res.type('text/html').send(refreshFragment(progress).text);
+  });
+
+  // The merchant's own callback signing secret, and its rotation (src/api/routes/callback-signing-secret.ts).
+  router.get('/console/callback-secret', async (_req, res) => {
+    const session = current(res);
+    const view = await readSigningSecret(deps, session.merchantId);
+    page(res, 200, 'Callback signing secret', callbackSecretPage(view, session.csrfToken), session);
+  });
+
+  router.post('/console/callback-secret/rotate', form, async (req, res) => {
+    const session = current(res);
+    requireCsrf(req, session);
+    const grace = (req.body as Record<string, unknown>).gracePeriod;
+    if (!CONSOLE_ROTATION_GRACE_CHOICES.some((c) => c.value === grace))
+      throw new ConsoleError(400, 'gracePeriod must be one of the choices offered');
+    const { client, taskQueue, merchants, logger } = deps;
+    await rotateSigningSecret(
+      { client, taskQueue, merchants, logger },
+      session.merchantId,
+      parseDurationMs(grace as string)!,
+    ).catch((err: unknown) => {
+      throw err instanceof HttpError ? new ConsoleError(err.status, err.message) : err;
+    });
+    res.redirect(303, '/console/callback-secret');
   });
 
   router.use('/console', (_req, _res, next) => next(new ConsoleError(404, 'No such page')));
