@@ -147,7 +147,7 @@ runEntry<MainConfig>(
       '',
       'Pay-later integration is running:',
       `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
-      `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
+      `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz; /metrics: operator key)`,
       `  API reference             ${internalUrl}/docs`,
       `  Merchant console          ${internalUrl}/console`,
       // The address too: the typed client and `npm run temporal` need it when the dev server's port was moved.
