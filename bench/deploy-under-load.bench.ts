@@ -217,6 +217,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
       INTERNAL_PORT: String(internalPort),
       // Two merchants: the changing applications' reads get their own share of the bank-reads ceiling (fairness).
       MERCHANT_API_KEYS: `${idle.id}:${idle.key},${changer.id}:${changer.key}`,
+      LEGACY_MERCHANT: idle.id,
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       WORKER_DEPLOYMENT_NAME: deploymentName,
       ...o.extraEnv,

@@ -186,7 +186,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const built = buildMerchantDirectory({
     keys: merchantApiKeys,
     fileJson: options.merchantsFile,
-    legacyMerchant: options.legacyMerchant,
+    // A deployment of several merchants must name it (src/config/merchants.ts); a test stack defaults to the first.
+    legacyMerchant: options.legacyMerchant ?? merchantApiKeys[0]?.name,
     defaults: {
       allowList: callbackAllowList,
       signingSecrets,

@@ -658,7 +658,7 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description:
       'the merchant that owns the workflows started before tenancy; the typed client reads only this variable',
-    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins over it; neither: `MERCHANT_API_KEYS`' first",
+    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins; one is required with 2+ merchants",
   },
   MERCHANT_REQUESTS_PER_MINUTE: { processes: START_API, description: "every merchant's request budget per minute" },
   MERCHANT_MAX_LONG_POLLS: { processes: START_API, description: "every merchant's long polls open at once" },
