@@ -50,6 +50,8 @@ export interface TestStackOptions {
   legacyMerchant?: string;
   /** The operators' keys (/codec); one `test-operator` key when absent (TEST_OPERATOR_KEY). */
   operatorApiKeys?: OperatorApiKey[];
+  /** CONSOLE_SESSIONS_PER_MERCHANT; its default when absent. */
+  consoleSessionsPerMerchant?: number;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
@@ -207,6 +209,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     merchants,
     operatorApiKeys,
+    consoleSessionsPerMerchant: options.consoleSessionsPerMerchant,
     settings: options.settings,
     startDeadlineMs: options.startDeadlineMs,
     readDeadlineMs: options.readDeadlineMs,

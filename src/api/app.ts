@@ -56,6 +56,8 @@ export interface AppDeps {
   logger: Logger;
   /** The merchant console's sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
   consoleSignIn?: ConsoleSignInLimit;
+  /** The merchant console's sessions per merchant (CONSOLE_SESSIONS_PER_MERCHANT); absent: its default. */
+  consoleSessionsPerMerchant?: number;
   /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;
   /**

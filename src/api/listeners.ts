@@ -33,6 +33,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     settings: config.settings,
     merchants: config.merchants,
     consoleSignIn: { attempts: config.console.signInAttemptsPer15Minutes },
+    consoleSessionsPerMerchant: config.console.sessionsPerMerchant,
     logger: deps.logger,
     metrics: createMetrics(),
     checkTemporal: () => checkTemporal(deps.connection, config.temporal.namespace),

@@ -129,6 +129,8 @@ export interface Config {
   console: {
     /** CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: failed sign-ins per client address in 15 minutes. */
     signInAttemptsPer15Minutes: number;
+    /** CONSOLE_SESSIONS_PER_MERCHANT: sessions held per merchant. */
+    sessionsPerMerchant: number;
   };
   /** The codec endpoint (src/api/routes/codec.ts). */
   codec: {
@@ -272,7 +274,10 @@ export function loadConfig(
       keys: e.PAYLOAD_ENCRYPTION_KEYS ?? parsePayloadEncryptionKeys(DEVELOPMENT_PAYLOAD_ENCRYPTION_KEYS),
       developmentKey: !e.PAYLOAD_ENCRYPTION_KEYS,
     },
-    console: { signInAttemptsPer15Minutes: e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES },
+    console: {
+      signInAttemptsPer15Minutes: e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES,
+      sessionsPerMerchant: e.CONSOLE_SESSIONS_PER_MERCHANT,
+    },
     codec: {
       // The embedded dev server's Web UI, under either name a browser may use for it.
       corsOrigins: e.CODEC_CORS_ORIGINS ?? [

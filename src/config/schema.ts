@@ -195,6 +195,8 @@ const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
  */
 export const DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS = 10;
 export const CONSOLE_SIGN_IN_WINDOW_MS = 15 * 60_000;
+/** Console sessions held per merchant (CONSOLE_SESSIONS_PER_MERCHANT): its people signed in at once, a browser each. */
+export const DEFAULT_CONSOLE_SESSIONS_PER_MERCHANT = 50;
 
 /** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
 export const MIN_SECURITY_HEADER_LENGTH = 16;
@@ -300,6 +302,8 @@ export const ENV_SHAPE = {
   OPERATOR_API_KEYS: optionalString,
   /** Failed console sign-ins per client address in 15 minutes (DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS). */
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: count(1, DEFAULT_CONSOLE_SIGN_IN_ATTEMPTS),
+  /** Console sessions per merchant; its new one past them ends its own least recently used. */
+  CONSOLE_SESSIONS_PER_MERCHANT: count(1, DEFAULT_CONSOLE_SESSIONS_PER_MERCHANT),
 
   // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
   // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -675,6 +679,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: {
     processes: START_API,
     description: "failed `/console` sign-ins per client address (the connection's) in 15 minutes; then 429",
+  },
+  CONSOLE_SESSIONS_PER_MERCHANT: {
+    processes: START_API,
+    description: "`/console` sessions per merchant; a new one past them ends the merchant's least recently used",
   },
   TEMPORAL_ADDRESS: {
     processes: ALL,

@@ -159,9 +159,16 @@ describe('loadConfig', () => {
 
   describe('merchant console (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES)', () => {
     it('allows 10 failed sign-ins per client address in 15 minutes by default, the variable otherwise', () => {
-      expect(loadConfig({}).console).toEqual({ signInAttemptsPer15Minutes: 10 });
+      expect(loadConfig({}).console).toEqual({ signInAttemptsPer15Minutes: 10, sessionsPerMerchant: 50 });
       expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: '25' }).console.signInAttemptsPer15Minutes).toBe(25);
       expect(loadConfig({ CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: ' ' }).console.signInAttemptsPer15Minutes).toBe(10);
+    });
+
+    it('holds 50 sessions per merchant by default, the variable otherwise (CONSOLE_SESSIONS_PER_MERCHANT)', () => {
+      expect(loadConfig({ CONSOLE_SESSIONS_PER_MERCHANT: '3' }).console.sessionsPerMerchant).toBe(3);
+      expect(issuesOf({ CONSOLE_SESSIONS_PER_MERCHANT: '0' })).toEqual([
+        { variable: 'CONSOLE_SESSIONS_PER_MERCHANT', message: 'must be at least 1' },
+      ]);
     });
 
     it('stops start-up on a value that is not a whole number of at least 1, naming the variable', () => {

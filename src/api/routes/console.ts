@@ -28,7 +28,7 @@ import type { Metrics } from '../metrics';
 import { LongPollSlots, type BudgetDeps } from '../budgets';
 import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { layout, type Html } from '../console/html';
-import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
+import { ConsoleSessions, csrfMatches, DEFAULT_SESSION_LIMITS, type ConsoleSession } from '../console/sessions';
 import {
   applicationPage,
   applicationsPage,
@@ -77,6 +77,8 @@ export interface ConsoleRouteDeps extends BudgetDeps {
   sessions?: ConsoleSessions;
   /** The sign-in limit (CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES); absent: its default. */
   consoleSignIn?: ConsoleSignInLimit;
+  /** Sessions held per merchant (CONSOLE_SESSIONS_PER_MERCHANT); absent: DEFAULT_SESSION_LIMITS'. */
+  consoleSessionsPerMerchant?: number;
 }
 
 /** Failed sign-ins allowed per client address in each window (one API process's count). */
@@ -106,7 +108,12 @@ class ConsoleError extends Error {
  */
 export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   const router = express.Router();
-  const sessions = deps.sessions ?? new ConsoleSessions();
+  const sessions =
+    deps.sessions ??
+    new ConsoleSessions({
+      ...DEFAULT_SESSION_LIMITS,
+      maxSessionsPerMerchant: deps.consoleSessionsPerMerchant ?? DEFAULT_SESSION_LIMITS.maxSessionsPerMerchant,
+    });
   const waits = new FinanceApplicationWaits(deps.client);
   const longPolls = new LongPollSlots(deps);
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
