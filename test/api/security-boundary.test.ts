@@ -315,6 +315,54 @@ describe('security boundary (whole stack, two listeners)', () => {
     }
   });
 
+  it('answers deeply nested JSON with a 400 problem, never a 500 (5,000 levels in a bank field, every JSON route)', async () => {
+    const key = { authorization: `Bearer ${KEY_A}` };
+    const ref = `deep-${randomUUID()}`;
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const bodies: [string, string, string, Record<string, string>, string][] = [
+      // A bank field's value is any JSON: the validator would recurse 5,000 times.
+      [
+        stack.internalUrl,
+        'POST',
+        '/applications',
+        key,
+        `{"merchantReference":"${ref}","redirectUrl":"https://shop.example/done","basket":${deep(5_000)}}`,
+      ],
+      // Unbalanced, and not even JSON: refused before it is parsed.
+      [stack.internalUrl, 'POST', '/applications', key, '['.repeat(5_000)],
+      [
+        stack.internalUrl,
+        'POST',
+        `/consents/deep-${randomUUID()}/refresh`,
+        key,
+        `{"expectedBankCodes":${deep(5_000)}}`,
+      ],
+      [stack.internalUrl, 'PUT', `/consents/deep-${randomUUID()}`, key, deep(400)],
+      [stack.publicUrl, 'POST', '/webhooks/accounts', { authorization: stack.webhooks.securityHeader }, deep(5_000)],
+    ];
+    for (const [base, method, path, headers, body] of bodies) {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+      const text = await res.text();
+      expect({ method, path, status: res.status }).toEqual({ method, path, status: 400 });
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(text)).toMatchObject({ status: 400, detail: expect.stringMatching(/nested deeper than 64/) });
+      expect(text).not.toMatch(/RangeError|Maximum call stack| at /);
+    }
+    await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
+    // 64 levels are a bank field's business: accepted.
+    const fine = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...key },
+      body: `{"merchantReference":"${ref}","redirectUrl":"https://shop.example/done","basket":${deep(63)}}`,
+    });
+    expect(fine.status).toBe(201);
+    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
+  });
+
   it('answers malformed requests with 4xx, never 500: bad percent-encoding, HEAD, OPTIONS, huge headers', async () => {
     const raw = (port: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       new Promise<number>((resolve, reject) => {

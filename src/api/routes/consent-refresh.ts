@@ -1,4 +1,5 @@
-import express, { type Request, type Router } from 'express';
+import type { Request, Router } from 'express';
+import { jsonBody } from '../json-body';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -54,7 +55,7 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps {
  */
 export function consentRefreshRoutes(deps: ConsentRefreshRouteDeps): Router {
   const router = tracedRouter();
-  const json = express.json({ limit: '16kb' });
+  const json = jsonBody({ limit: '16kb' });
 
   // Described in src/api/descriptions/consent-refresh.ts.
   router.post('/consents/:consentId/refresh', json, async (req, res) => {

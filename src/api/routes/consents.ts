@@ -1,4 +1,5 @@
-import express, { type Router } from 'express';
+import type { Router } from 'express';
+import { jsonBody } from '../json-body';
 import { claimConsent, ConsentNotFoundError, consentOwner, releaseConsent } from '../../client/consent-claims';
 import type { Client } from '@temporalio/client';
 import type { MerchantDirectory } from '../../config/merchants';
@@ -31,7 +32,7 @@ export function consentRoutes(deps: ConsentRouteDeps): Router {
   const router = tracedRouter();
 
   // Described in src/api/descriptions/consents.ts.
-  router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
+  router.put('/consents/:consentId', jsonBody({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or `{}`): a body that is anything else is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;

@@ -1,4 +1,5 @@
-import express, { type Router } from 'express';
+import type { Router } from 'express';
+import { jsonBody } from '../json-body';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import {
@@ -111,7 +112,7 @@ export function financeApplicationRoutes(deps: FinanceApplicationRouteDeps): Rou
     sendAs(res, 200, ListApplicationsResponseSchema, page);
   });
 
-  router.post('/applications', express.json({ limit: '256kb' }), async (req, res) => {
+  router.post('/applications', jsonBody({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     parseInput(NoQuery, req.query, 'query');
     const {
