@@ -20,6 +20,7 @@ import { startSandbox, type RunningSandbox, type SandboxOptions } from '../src/s
 import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTuning } from '../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../src/security/callback-url';
 import type { MerchantApiKey, OperatorApiKey } from '../src/security/api-keys';
+import { applicationRecords } from '../src/temporal/application-records';
 import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } from '../src/config/merchants';
 import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from '../src/activities/callback-payload';
 import { createPayloadCodec, type AesGcmPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
@@ -268,6 +269,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     callbackDispatcher: (merchant) => dispatchers.for(merchant),
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,
+    applications: applicationRecords(t.client.workflowService, t.namespace),
   });
 
   const apiKey = merchantApiKeys[0]?.key ?? '';
