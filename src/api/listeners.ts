@@ -99,15 +99,28 @@ export async function startListeners(
   servers.push(await listen(drain.track(publicApp), ctx.config.port, undefined, 'PORT', publicApp));
   const internalApp = createInternalApp(deps, options);
   servers.push(
-    await listen(drain.track(internalApp), ctx.config.internalPort, undefined, 'INTERNAL_PORT', internalApp),
+    // Loopback on the embedded stack unless INTERNAL_HOST says otherwise; the public listener on every interface.
+    await listen(
+      drain.track(internalApp),
+      ctx.config.internalPort,
+      ctx.config.internalHost,
+      'INTERNAL_PORT',
+      internalApp,
+    ),
   );
   const [publicServer, internalServer] = servers as [Server, Server];
   return {
     publicUrl: `http://localhost:${boundPort(publicServer)}`,
-    internalUrl: `http://localhost:${boundPort(internalServer)}`,
+    internalUrl: `http://${reachableHost(ctx.config.internalHost)}:${boundPort(internalServer)}`,
     drain,
     stop,
   };
+}
+
+/** The host of a listener's URL: `localhost` when it binds loopback or every interface, else its address. */
+function reachableHost(host: string): string {
+  if (['127.0.0.1', '::1', '0.0.0.0', '::'].includes(host)) return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /**

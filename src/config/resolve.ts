@@ -22,6 +22,7 @@ import {
   type MerchantDirectory,
 } from './merchants';
 import {
+  ALL_INTERFACES_HOST,
   ConfigError,
   DEFAULT_API_DRAIN_DELAY_MS,
   DEFAULT_MAX_POLLERS,
@@ -29,6 +30,7 @@ import {
   DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
   DEV_DEFAULTS,
   envSchema,
+  LOOPBACK_HOST,
   tracingFromEnv,
   type ConfigRole,
   type Env,
@@ -70,6 +72,10 @@ export interface Config {
   internalPort: number;
   /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker/metrics.ts); 0: a free port. */
   workerMetricsPort: number;
+  /** The internal listener's address (INTERNAL_HOST): loopback for `npm start`, every interface for `npm run api`. */
+  internalHost: string;
+  /** The worker listener's address (WORKER_METRICS_HOST): loopback for `npm start`, every interface for a worker. */
+  workerMetricsHost: string;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
@@ -223,6 +229,9 @@ export function loadConfig(
     port: e.PORT,
     internalPort: e.INTERNAL_PORT,
     workerMetricsPort: e.WORKER_METRICS_PORT,
+    // The embedded stack (npm start, role `all`) binds every listener but the public one to this machine only.
+    internalHost: e.INTERNAL_HOST ?? (options.role === 'api' ? ALL_INTERFACES_HOST : LOOPBACK_HOST),
+    workerMetricsHost: e.WORKER_METRICS_HOST ?? (options.role === 'worker' ? ALL_INTERFACES_HOST : LOOPBACK_HOST),
     merchantApiKeys,
     merchants,
     operatorApiKeys,

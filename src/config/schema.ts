@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parsePayloadEncryptionKeys, type PayloadEncryptionKey } from '../security/payload-codec';
 import { parseMerchantApiKeys, parseOperatorApiKeys, sharedApiKeys } from '../security/api-keys';
@@ -75,6 +76,20 @@ const signingSecrets = optionalList.superRefine((secrets, ctx) => {
     if (problem) ctx.addIssue({ code: 'custom', message: `secret ${i + 1} of ${secrets.length}: ${problem}` });
   });
 });
+/** A listener's address: an IP address (node:net's isIP), unset for the process's default. */
+const listenHost = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .refine((v) => isIP(v) !== 0, 'must be an IP address: 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)')
+    .optional(),
+);
+
+/** Where `npm start` binds every listener but the public one (the embedded stack: this machine only). */
+export const LOOPBACK_HOST = '127.0.0.1';
+/** Where a process of its own (`npm run api`, `npm run worker`) binds them: behind its own network boundary. */
+export const ALL_INTERFACES_HOST = '0.0.0.0';
+
 const port = (fallback: number) =>
   z.preprocess(
     emptyToUndefined,
@@ -288,6 +303,10 @@ export const ENV_SHAPE = {
   INTERNAL_PORT: port(3001),
   /** The worker process's own listener: the SDK's and the worker's metrics, worker health (0: any free port). */
   WORKER_METRICS_PORT: port(9464),
+  /** The internal listener's address; unset: loopback for `npm start`, every interface for `npm run api`. */
+  INTERNAL_HOST: listenHost,
+  /** The worker's listener's address; unset: loopback for `npm start`, every interface for `npm run worker`. */
+  WORKER_METRICS_HOST: listenHost,
   /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
   MERCHANT_API_KEYS: optionalString,
   /** Per-merchant settings (JSON, src/config/merchants.ts); read and checked by loadConfig. */
@@ -647,6 +666,16 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   WORKER_METRICS_PORT: {
     processes: START_WORKER,
     description: "the worker's Prometheus `/metrics`, `/healthz` and `/readyz`; `0`: a free port",
+  },
+  INTERNAL_HOST: {
+    processes: START_API,
+    description: "the internal listener's address (an IP); merchants and operators reach it, never the internet",
+    default: '`127.0.0.1` (`npm start`), `0.0.0.0` (`npm run api`)',
+  },
+  WORKER_METRICS_HOST: {
+    processes: START_WORKER,
+    description: "the worker's listener's address (an IP); not merchant-facing: the monitoring network only",
+    default: '`127.0.0.1` (`npm start`), `0.0.0.0` (`npm run worker`)',
   },
   MERCHANT_API_KEYS: {
     processes: ALL,

@@ -267,6 +267,7 @@ export async function startWorker(options: {
   // Up before the workers: /healthz answers and /readyz says "starting" while the workflow bundle loads.
   const metricsServer = await startWorkerMetricsServer({
     port: config.workerMetricsPort,
+    host: config.workerMetricsHost,
     registry: metrics.registry,
     runtimeMetricsUrl: options.runtimeMetricsUrl,
     logger: logger.child({ component: 'worker-metrics' }),

@@ -175,6 +175,19 @@ describe('npm start (embedded default)', () => {
       expect(scrape).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
       expect(scrape).toMatch(/^paylater_bank_token_requests_total\{outcome="ok"\} [1-9]/m);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
+      // Every listener but the public one binds 127.0.0.1 (INTERNAL_HOST, WORKER_METRICS_HOST unset): 127.0.0.2, also
+      // loopback, reaches a wildcard bind and not those (as another host's address would not).
+      const answers = (port: number | string) =>
+        fetch(`http://127.0.0.2:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+          (r) => r.status,
+          () => 'refused',
+        );
+      expect({
+        public: await answers(port),
+        internal: await answers(internalPort),
+        worker: await answers(metricsPort!),
+        sandbox: await answers(sandboxPort),
+      }).toEqual({ public: 200, internal: 'refused', worker: 'refused', sandbox: 'refused' });
       // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
       expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
