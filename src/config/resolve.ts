@@ -94,7 +94,8 @@ export interface Config {
     taskQueue: string;
     /** WORKER_DEPLOYMENT_NAME, and WORKER_BUILD_ID (undefined: buildIdOf the workflow bundle's inputs). */
     deployment: { name: string; buildId?: string };
-    devServer: { port: number; uiPort: number; dataDir: string };
+    /** The embedded dev server: its ports, its Web UI's codec gateway's (TEMPORAL_UI_CODEC_PORT), its data folder. */
+    devServer: { port: number; uiPort: number; uiCodecPort: number; dataDir: string };
   };
   bank: {
     /** True when the bank sandbox is started in-process (BANK_BASE_URL unset). */
@@ -246,7 +247,12 @@ export function loadConfig(
       },
       taskQueue: e.TASK_QUEUE,
       deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
-      devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
+      devServer: {
+        port: e.TEMPORAL_DEV_SERVER_PORT,
+        uiPort: e.TEMPORAL_UI_PORT,
+        uiCodecPort: e.TEMPORAL_UI_CODEC_PORT,
+        dataDir: e.TEMPORAL_DATA_DIR,
+      },
     },
     bank: {
       embedded: embeddedBank,

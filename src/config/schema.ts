@@ -350,6 +350,8 @@ export const ENV_SHAPE = {
     z.string().regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"').optional(),
   ),
   TEMPORAL_UI_PORT: port(8233),
+  /** The embedded Web UI's codec gateway, on 127.0.0.1 (src/api/ui-codec-gateway.ts). */
+  TEMPORAL_UI_CODEC_PORT: port(8234),
   TEMPORAL_DEV_SERVER_PORT: port(7233),
   TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
 
@@ -737,6 +739,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     default: "the workflow bundle's (`wf-…`)",
   },
   TEMPORAL_UI_PORT: { processes: START_API, description: "the embedded dev server's Web UI (and the codec's CORS)" },
+  TEMPORAL_UI_CODEC_PORT: {
+    processes: ['start'],
+    description: "the embedded Web UI's codec gateway on 127.0.0.1 (decodes for the UI as the operator `web-ui`)",
+  },
   TEMPORAL_DEV_SERVER_PORT: { processes: ['start'], description: 'the embedded dev server' },
   TEMPORAL_DATA_DIR: { processes: ['start'], description: "the embedded dev server's and sandbox's data" },
   BANK_AUTH_URL: { processes: START_WORKER, description: '`{auth_url}` of docs/bank-interface.md' },

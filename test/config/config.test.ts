@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config.temporal.address).toBeUndefined();
     expect(config.temporal.namespace).toBe('default');
-    expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, dataDir: 'data' });
+    expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, uiCodecPort: 8234, dataDir: 'data' });
     expect(config.bank.embedded).toBe(true);
     expect(config.port).toBe(3000);
     expect(config.internalPort).toBe(3001);

@@ -77,7 +77,8 @@ beforeAll(() => {
 
 describe('npm start (embedded default)', () => {
   it('brings up Temporal with its Web UI, the sandbox, the worker and both listeners; SIGTERM leaves nothing behind', async () => {
-    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+    const [port, internalPort, uiPort, temporalPort, sandboxPort, uiCodecPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -89,6 +90,7 @@ describe('npm start (embedded default)', () => {
       PORT: String(port),
       INTERNAL_PORT: String(internalPort),
       TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_UI_CODEC_PORT: String(uiCodecPort),
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,
@@ -162,6 +164,20 @@ describe('npm start (embedded default)', () => {
       expect((await decode({ authorization: `Bearer ${operatorKey}` })).status).toBe(200);
       expect((await decode({ authorization: `Bearer ${key}` })).status).toBe(403);
       expect((await decode({})).status).toBe(401);
+      // The Web UI's Origin opens nothing there (anyone can send it) …
+      const uiOrigin = `http://localhost:${uiPort}`;
+      expect((await decode({ origin: uiOrigin })).status).toBe(401);
+      // … the UI decodes through its own gateway on 127.0.0.1, which it was given as its codec endpoint.
+      const settings = await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).text();
+      expect(settings).toContain(`http://localhost:${uiCodecPort}/codec`);
+      const viaGateway = await fetch(`http://127.0.0.1:${uiCodecPort}/codec/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: uiOrigin, 'x-namespace': 'default' },
+        body: '{"payloads":[]}',
+      });
+      expect(viaGateway.status).toBe(200);
+      expect(viaGateway.headers.get('access-control-allow-origin')).toBe(uiOrigin);
+      expect(output).toContain(`(decodes through http://localhost:${uiCodecPort}/codec, loopback only)`);
       // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
       // through the Runtime's exporter, the worker's business metrics, and health.
       // Its workers joined the deployment as the build of dist's workflow bundle, and made it current.
@@ -187,7 +203,8 @@ describe('npm start (embedded default)', () => {
         internal: await answers(internalPort),
         worker: await answers(metricsPort!),
         sandbox: await answers(sandboxPort),
-      }).toEqual({ public: 200, internal: 'refused', worker: 'refused', sandbox: 'refused' });
+        uiCodec: await answers(uiCodecPort),
+      }).toEqual({ public: 200, internal: 'refused', worker: 'refused', sandbox: 'refused', uiCodec: 'refused' });
       // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
       expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
@@ -213,7 +230,8 @@ describe('npm start (embedded default)', () => {
   });
 
   it('an application halfway through, Ctrl-C, npm start again: the application goes on to its end', async () => {
-    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+    const [port, internalPort, uiPort, temporalPort, sandboxPort, uiCodecPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -226,6 +244,7 @@ describe('npm start (embedded default)', () => {
       PORT: String(port),
       INTERNAL_PORT: String(internalPort),
       TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_UI_CODEC_PORT: String(uiCodecPort),
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,
