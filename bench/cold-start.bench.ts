@@ -57,8 +57,8 @@ export async function benchColdStart(): Promise<void> {
  */
 async function timedStart(): Promise<{ seconds: number; firstLogSeconds: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'paylater-bench-cold-start-'));
-  const [port, internalPort, metricsPort, devPort, uiPort, sandboxPort] = await Promise.all(
-    Array.from({ length: 6 }, () => freePort()),
+  const [port, internalPort, metricsPort, devPort, uiPort, uiCodecPort, sandboxPort] = await Promise.all(
+    Array.from({ length: 7 }, () => freePort()),
   );
   const started = Date.now();
   let mainAt: number | undefined;
@@ -76,6 +76,7 @@ async function timedStart(): Promise<{ seconds: number; firstLogSeconds: number 
       WORKER_METRICS_PORT: String(metricsPort),
       TEMPORAL_DEV_SERVER_PORT: String(devPort),
       TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_UI_CODEC_PORT: String(uiCodecPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,
     },

@@ -106,6 +106,8 @@ class Stack {
   readonly sandboxUrl: string;
   readonly publicUrls: string[];
   readonly internalUrls: string[];
+  /** The operator key the APIs list: their /metrics are an operator's (src/api/routes/health.ts). */
+  readonly operatorKey = randomBytes(24).toString('base64url');
 
   constructor(
     root: string,
@@ -150,7 +152,7 @@ class Stack {
       sandboxUrl: this.sandboxUrl,
       secrets,
       merchant: MERCHANT,
-      operatorKey: `chaos-operator:${randomBytes(24).toString('base64url')}`,
+      operatorKey: `chaos-operator:${this.operatorKey}`,
       callbacks: { origin: merchant.origin, transactionsUrl: merchant.transactionsUrl },
     });
     this.apis = ports.apis.map((p, i) => apiProcess(place, `api-${i + 1}`, appEnv, p, this.publicUrls[i]!));
@@ -232,7 +234,10 @@ class Prober {
   private apiLag(): Promise<number[]> {
     return Promise.all(
       this.stack.internalUrls.map(async (url) => {
-        const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) })
+        const text = await fetch(`${url}/metrics`, {
+          headers: { authorization: `Bearer ${this.stack.operatorKey}` },
+          signal: AbortSignal.timeout(10_000),
+        })
           .then((r) => r.text())
           .catch(() => '');
         const max = parsePrometheus(text).find((m) => m.name === 'nodejs_eventloop_lag_max_seconds');
@@ -403,7 +408,10 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     const apiMetrics = (
       await Promise.all(
         stack.internalUrls.map((url) =>
-          fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) })
+          fetch(`${url}/metrics`, {
+            headers: { authorization: `Bearer ${stack.operatorKey}` },
+            signal: AbortSignal.timeout(10_000),
+          })
             .then((res) => res.text())
             .catch(() => ''),
         ),

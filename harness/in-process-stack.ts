@@ -21,6 +21,7 @@ import { startSandbox, type RunningSandbox, type SandboxOptions } from '../src/s
 import { loadConfig, type WebhookSecrets, type WebhookSettings, type WorkerTuning } from '../src/config';
 import { parseAllowedOrigins, type CallbackAllowList } from '../src/security/callback-url';
 import type { MerchantApiKey, OperatorApiKey } from '../src/security/api-keys';
+import { applicationRecords } from '../src/temporal/application-records';
 import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } from '../src/config/merchants';
 import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from '../src/activities/callback-payload';
 import { createPayloadCodec, type AesGcmPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
@@ -61,6 +62,8 @@ export interface TestStackOptions {
    * sends from 127.0.0.1 and many send wrong keys on purpose; a test of the limit sets it.
    */
   failedAuthentications?: { attempts?: number; windowMs?: number };
+  /** CONSOLE_SESSIONS_PER_MERCHANT; its default when absent. */
+  consoleSessionsPerMerchant?: number;
   /** AppDeps.startDeadlineMs: how long a merchant's start call waits before a 503. */
   startDeadlineMs?: number;
   /** AppDeps.readDeadlineMs: how long a merchant's plain read waits for a worker before a 503. */
@@ -210,7 +213,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const built = buildMerchantDirectory({
     keys: merchantApiKeys,
     fileJson: options.merchantsFile,
-    legacyMerchant: options.legacyMerchant,
+    // A deployment of several merchants must name it (src/config/merchants.ts); a test stack defaults to the first.
+    legacyMerchant: options.legacyMerchant ?? merchantApiKeys[0]?.name,
     defaults: {
       allowList: callbackAllowList,
       builtInAllowList: options.callbacks?.allowedOrigins === undefined,
@@ -233,6 +237,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     merchants,
     operatorApiKeys,
     consentAssignment: options.consentAssignment,
+    consoleSessionsPerMerchant: options.consoleSessionsPerMerchant,
     settings: options.settings,
     startDeadlineMs: options.startDeadlineMs,
     readDeadlineMs: options.readDeadlineMs,
@@ -298,6 +303,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     callbackDispatcher: (merchant) => dispatchers.for(merchant),
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,
+    applications: applicationRecords(t.client.workflowService, t.namespace),
   });
 
   const apiKey = merchantApiKeys[0]?.key ?? '';

@@ -5,7 +5,7 @@ import './entry/supported-node';
 import './entry/compile-cache';
 import './entry/load-env-file';
 import { processTracing } from './entry/tracing-preload';
-import { devServerProcessOptions, early, releaseEarlySignals } from './entry/early-dev-server';
+import { devServerProcessOptions, early, releaseEarlySignals, uiCodecGatewayPort } from './entry/early-dev-server';
 import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
@@ -73,8 +73,10 @@ runEntry<MainConfig>(
       onShutdown,
       stopSignal,
       payloadCodec,
+      // The embedded Web UI's way to /codec, when the dev server runs here (its UI was given this endpoint).
+      uiCodecGatewayPort: uiUrl ? uiCodecGatewayPort(config) : undefined,
     });
-    const { publicUrl, internalUrl } = listeners;
+    const { publicUrl, internalUrl, uiCodecUrl } = listeners;
 
     let bank: BankEndpoints;
     let sandboxUrl: string | undefined;
@@ -159,12 +161,16 @@ runEntry<MainConfig>(
       '',
       'Pay-later integration is running:',
       `  Public listener (bank)    ${publicUrl}   (webhooks /webhooks/*, liveness /healthz)`,
-      `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz, /metrics)`,
+      `  Internal listener         ${internalUrl}   (merchant facade, readiness ${internalUrl}/readyz; /metrics: operator key)`,
       `  API reference             ${internalUrl}/docs`,
       `  Merchant console          ${internalUrl}/console`,
       // The address too: the typed client and `npm run temporal` need it when the dev server's port was moved.
       `  Temporal                  ${address} (namespace ${config.temporal.namespace})`,
-      ...(uiUrl ? [`  Temporal Web UI           ${uiUrl}`] : []),
+      ...(uiUrl
+        ? [
+            `  Temporal Web UI           ${uiUrl}${uiCodecUrl ? `   (decodes through ${uiCodecUrl}, loopback only)` : ''}`,
+          ]
+        : []),
       sandboxUrl
         ? `  Bank sandbox              ${sandboxUrl}   (ground truth: ${sandboxUrl}/_sandbox)`
         : `  Bank                      ${bank.baseUrl}`,

@@ -13,6 +13,7 @@ import {
   CALLBACK_NOT_ALLOWED,
   CALLBACK_REJECTED,
   CALLBACK_UNAVAILABLE,
+  NOT_THIS_REFERENCES,
   POLL_STATUS_UNCHANGED,
 } from '../shared/failure-types';
 import { postMerchantCallback } from './merchant-callback';
@@ -24,6 +25,7 @@ import { INITIAL_SECRET_GENERATIONS, type SecretGeneration } from '../shared/mer
 import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
+import type { ApplicationRecords } from '../temporal/application-records';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -85,6 +87,11 @@ export interface ActivityDeps {
   readPacer?: ReadPacer;
   /** What the activities count (the worker's createWorkerMetrics, src/worker/metrics.ts); nothing when absent. */
   metrics?: ActivityMetrics;
+  /**
+   * Which workflows record a bank application id as their own (src/temporal/application-records.ts): a duplicate is
+   * believed only when no other does. Absent: confirmation reads ask the bank alone (unit tests).
+   */
+  applications?: ApplicationRecords;
 }
 
 /** One merchant as its callbacks need it (a MerchantDirectory entry, src/config/merchants.ts, is one). */
@@ -184,8 +191,11 @@ export function createActivities(deps: ActivityDeps): Activities {
       }
     },
 
-    async getApplicationStatus({ financeApplicationId, merchantReference, source }) {
+    async getApplicationStatus({ financeApplicationId, merchantReference, source, confirmsDuplicate }) {
       if (source === 'webhook') evidence.record();
+      // Before the bank is asked: the bank knows every merchant's applications, and that one exists there says
+      // nothing about whose it is.
+      if (confirmsDuplicate && deps.applications) await notAnotherApplication(deps.applications, financeApplicationId);
       try {
         await deps.readPacer?.wait(cancellationSignal());
         const status = await bank.getApplicationStatus(financeApplicationId, { signal: cancellationSignal() });
@@ -305,6 +315,32 @@ export function createActivities(deps: ActivityDeps): Activities {
       }
     },
   };
+}
+
+/**
+ * Throws NOT_THIS_REFERENCES when a workflow other than the calling one records `financeApplicationId` as its own, or
+ * when the id cannot be looked up (a quote in it): the webhook naming it is then no evidence of a duplicate. Our own
+ * workflow id is the same across its runs and continue-as-new; a reference started again keeps it too.
+ */
+async function notAnotherApplication(records: ApplicationRecords, financeApplicationId: string): Promise<void> {
+  const own = activityInfo().workflowExecution?.workflowId;
+  let others: string[];
+  try {
+    others = (await records.workflowsRecording(financeApplicationId)).filter((id) => id !== own);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err; // visibility unavailable: retried, then unchecked
+    others = ['(an id no query can name)'];
+  }
+  if (others.length === 0) return;
+  log.warn('Another application of this service named on this application’s webhook URL: not a duplicate', {
+    otherFinanceApplicationId: financeApplicationId,
+  });
+  throw ApplicationFailure.create({
+    type: NOT_THIS_REFERENCES,
+    message: 'That financeApplicationId is not this reference’s: another application of this service records it',
+    nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
+  });
 }
 
 /** Logs the failure with the bank's ids and returns what the activity should throw. */

@@ -38,6 +38,11 @@ export interface Activities {
     financeApplicationId: string;
     merchantReference: string;
     source?: 'webhook' | 'poll';
+    /**
+     * The read confirms another id seen on this application's webhook URL as a duplicate of its reference: refused
+     * (NOT_THIS_REFERENCES) before the bank is asked when another workflow of ours records that id as its own.
+     */
+    confirmsDuplicate?: boolean;
   }): Promise<StatusRead>;
 
   /**

@@ -67,6 +67,8 @@ export interface AppDeps {
    * deps then counts apart).
    */
   authFailures?: FailedAuthentications;
+  /** The merchant console's sessions per merchant (CONSOLE_SESSIONS_PER_MERCHANT); absent: its default. */
+  consoleSessionsPerMerchant?: number;
   /** One registry for both listeners (served by the internal one's /metrics). */
   metrics: Metrics;
   /**
@@ -200,9 +202,9 @@ export function createPublicApp(deps: AppDeps): Express {
 
 /**
  * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
- * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`), and, open, `/readyz`
- * and `/metrics` (probes and scrapers cannot send a key; the listener itself is the boundary), `/healthz`, and the
- * API description (`/openapi.json`, the `/docs` reference page).
+ * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`); `/metrics` and `/readyz`'s
+ * details behind an operator key (merchants reach this listener: src/api/routes/health.ts); and, open, `/healthz`,
+ * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
   const app = baseApp(listenerMiddleware(deps, 'internal'));

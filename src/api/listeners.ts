@@ -13,6 +13,7 @@ import type { RequestHandler } from 'express';
 import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
 import { authenticateOperator } from './authenticate';
 import { codecRoutes } from './routes/codec';
+import { uiCodecGatewayApp } from './ui-codec-gateway';
 import { boundPort, listen } from './http-server';
 import { ApiDrain, drainListeners } from './drain';
 import { createMetrics } from './metrics';
@@ -36,6 +37,7 @@ export function appDepsFromConfig(deps: { config: Config; client: Client; connec
     consentAssignment: config.consentAssignment.rule,
     settings: config.settings,
     merchants: config.merchants,
+    consoleSessionsPerMerchant: config.console.sessionsPerMerchant,
     logger: deps.logger,
     metrics,
     // One count of wrong keys per client address for the API, /codec and the console's sign-in.
@@ -53,6 +55,8 @@ export interface RunningListeners {
   publicUrl: string;
   /** The internal listener (INTERNAL_PORT): merchant facade, /readyz, /metrics. */
   internalUrl: string;
+  /** The embedded Web UI's codec endpoint (TEMPORAL_UI_CODEC_PORT, on 127.0.0.1), when startListeners runs one. */
+  uiCodecUrl?: string;
   /** The drain's state (src/api/drain.ts). */
   drain: ApiDrain;
   /**
@@ -78,6 +82,8 @@ export async function startListeners(
     stopSignal?: AbortSignal;
     /** The process's payload codec: served at /codec on the internal listener for the Web UI and the CLI. */
     payloadCodec: PayloadCodec;
+    /** The embedded Web UI's codec gateway's port (npm start with its dev server, ./ui-codec-gateway.ts); none when unset. */
+    uiCodecGatewayPort?: number;
   },
   options: InternalAppOptions = {},
 ): Promise<RunningListeners> {
@@ -109,37 +115,52 @@ export async function startListeners(
   servers.push(await listen(drain.track(publicApp), ctx.config.port, undefined, 'PORT', publicApp));
   const internalApp = createInternalApp(deps, options);
   servers.push(
-    await listen(drain.track(internalApp), ctx.config.internalPort, undefined, 'INTERNAL_PORT', internalApp),
+    // Loopback on the embedded stack unless INTERNAL_HOST says otherwise; the public listener on every interface.
+    await listen(
+      drain.track(internalApp),
+      ctx.config.internalPort,
+      ctx.config.internalHost,
+      'INTERNAL_PORT',
+      internalApp,
+    ),
   );
   const [publicServer, internalServer] = servers as [Server, Server];
+  let uiCodecUrl: string | undefined;
+  if (ctx.uiCodecGatewayPort !== undefined) {
+    const gateway = uiCodecGatewayApp({
+      codec: ctx.payloadCodec,
+      corsOrigins: ctx.config.codec.corsOrigins,
+      metrics: deps.metrics,
+      logger: ctx.logger,
+    });
+    const port = ctx.uiCodecGatewayPort;
+    const server = await listen(drain.track(gateway), port, '127.0.0.1', 'TEMPORAL_UI_CODEC_PORT', gateway);
+    servers.push(server);
+    uiCodecUrl = `http://localhost:${boundPort(server)}/codec`;
+  }
   return {
+    uiCodecUrl,
     publicUrl: `http://localhost:${boundPort(publicServer)}`,
-    internalUrl: `http://localhost:${boundPort(internalServer)}`,
+    internalUrl: `http://${reachableHost(ctx.config.internalHost)}:${boundPort(internalServer)}`,
     drain,
     stop,
   };
 }
 
+/** The host of a listener's URL: `localhost` when it binds loopback or every interface, else its address. */
+function reachableHost(host: string): string {
+  if (['127.0.0.1', '::1', '0.0.0.0', '::'].includes(host)) return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 /**
- * Who may decode at /codec: an operator API key (`Authorization: Bearer`, as `temporal --codec-auth` sends it);
- * a merchant's key answers 403 (authenticateOperator). The Temporal Web UI sends no Authorization header of its
- * own (only its users' SSO token when run with TEMPORAL_CODEC_PASS_ACCESS_TOKEN), so on the embedded stack with
- * the public development payload key and the development operator key generated for the run, and only there, a
- * browser on an allowed UI origin without Authorization is let through: that payload key protects nothing anyway,
- * and no operator chose keys. With OPERATOR_API_KEYS or PAYLOAD_ENCRYPTION_KEYS set, a UI reaches /codec through
- * a proxy that authenticates its users and adds the operator's bearer key (docs/security.md).
+ * Who may decode at /codec: an operator API key (`Authorization: Bearer`, as `temporal --codec-auth` sends it),
+ * whatever the `Origin` (any client can send the Web UI's); a merchant's key answers 403 (authenticateOperator). The
+ * Temporal Web UI sends no key of its own: compose's reaches /codec through a gateway that adds one, `npm start`'s
+ * through ./ui-codec-gateway.ts on 127.0.0.1 (docs/security.md).
  */
-export function codecAuthentication(config: Config, deps: AppDeps): RequestHandler {
-  const keyed = authenticateOperator(deps);
-  const development =
-    config.bank.embedded && config.payloadEncryption.developmentKey && config.operatorApiKeys.generated;
-  if (!development) return keyed;
-  const uiOrigins = new Set(config.codec.corsOrigins);
-  return (req, res, next) => {
-    const origin = req.headers.origin;
-    if (req.headers.authorization === undefined && origin !== undefined && uiOrigins.has(origin)) return next();
-    keyed(req, res, next);
-  };
+export function codecAuthentication(_config: Config, deps: AppDeps): RequestHandler {
+  return authenticateOperator(deps);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from './resolve';
 
 /** `npm run api`: the public and internal listeners. No worker sizing, no worker listener. */
-export type ApiConfig = Omit<Config, 'worker' | 'workerMetricsPort'>;
+export type ApiConfig = Omit<Config, 'worker' | 'workerMetricsPort' | 'workerMetricsHost'>;
 
 /**
  * The configuration of `npm run api` (role `api`): with a real bank the merchant and operator keys and the account

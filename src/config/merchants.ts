@@ -77,7 +77,10 @@ export interface MerchantLimits {
 
 /** The merchants of a deployment, by id. */
 export interface MerchantDirectory {
-  /** Owner of the applications and refreshes started before tenancy (LEGACY_MERCHANT; default the first key's). */
+  /**
+   * Owner of the applications and refreshes started before tenancy: MERCHANTS_FILE legacyMerchant, else
+   * LEGACY_MERCHANT; either is required when there is more than one merchant, else the only one.
+   */
   readonly legacyMerchantId: string;
   get(merchantId: string): MerchantSettings | undefined;
   /**
@@ -220,15 +223,24 @@ export function buildMerchantDirectory(input: {
       });
   }
   const legacyFrom = file.legacyMerchant !== undefined ? MERCHANTS_FILE : LEGACY_MERCHANT;
-  const legacyMerchantId = file.legacyMerchant ?? input.legacyMerchant ?? names[0];
+  const named = file.legacyMerchant ?? input.legacyMerchant;
+  // The merchants this deployment has: its keys, or for a process without them (a worker) the file's entries.
+  const known = keysConfigured ? input.keys.map((k) => k.name) : Object.keys(file.merchants);
+  if (named === undefined && known.length > 1)
+    // The first of a list is no owner: reordering MERCHANT_API_KEYS would hand the pre-tenancy workflows to another.
+    problems.push({
+      variable: LEGACY_MERCHANT,
+      message:
+        `${known.length} merchants are configured (${known.join(', ')}): name the one that owns the workflows ` +
+        `started before tenancy with ${LEGACY_MERCHANT} or ${MERCHANTS_FILE} legacyMerchant`,
+    });
+  const legacyMerchantId = named ?? names[0];
   if (legacyMerchantId === undefined || (keysConfigured && !names.includes(legacyMerchantId)))
     problems.push({
       variable: legacyFrom,
       message: `${legacyFrom === MERCHANTS_FILE ? 'legacyMerchant ' : ''}names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
     });
 
-  // The merchants this process can count: its keys; a worker without MERCHANT_API_KEYS knows those of the file.
-  const known = keysConfigured ? names : Object.keys(file.merchants);
   const fallback = fallbackSettings(input.defaults, known.length > 1);
   const merchants = new Map<string, MerchantSettings>();
   for (const id of names) {

@@ -27,6 +27,7 @@ import {
   type MerchantDirectory,
 } from './merchants';
 import {
+  ALL_INTERFACES_HOST,
   ConfigError,
   DEFAULT_API_DRAIN_DELAY_MS,
   DEFAULT_FAILED_AUTHENTICATIONS,
@@ -35,6 +36,7 @@ import {
   DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
   DEV_DEFAULTS,
   envSchema,
+  LOOPBACK_HOST,
   tracingFromEnv,
   type ConfigRole,
   type Env,
@@ -76,6 +78,10 @@ export interface Config {
   internalPort: number;
   /** The worker's metrics and health port (WORKER_METRICS_PORT, src/worker/metrics.ts); 0: a free port. */
   workerMetricsPort: number;
+  /** The internal listener's address (INTERNAL_HOST): loopback for `npm start`, every interface for `npm run api`. */
+  internalHost: string;
+  /** The worker listener's address (WORKER_METRICS_HOST): loopback for `npm start`, every interface for a worker. */
+  workerMetricsHost: string;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
   /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
@@ -96,7 +102,8 @@ export interface Config {
     taskQueue: string;
     /** WORKER_DEPLOYMENT_NAME, and WORKER_BUILD_ID (undefined: buildIdOf the workflow bundle's inputs). */
     deployment: { name: string; buildId?: string };
-    devServer: { port: number; uiPort: number; dataDir: string };
+    /** The embedded dev server: its ports, its Web UI's codec gateway's (TEMPORAL_UI_CODEC_PORT), its data folder. */
+    devServer: { port: number; uiPort: number; uiCodecPort: number; dataDir: string };
   };
   bank: {
     /** True when the bank sandbox is started in-process (BANK_BASE_URL unset). */
@@ -137,6 +144,11 @@ export interface Config {
   failedAuthentications: {
     /** FAILED_AUTHENTICATIONS_PER_15_MINUTES (formerly CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES): per client address. */
     per15Minutes: number;
+  };
+  /** The merchant console (src/api/routes/console.ts). */
+  console: {
+    /** CONSOLE_SESSIONS_PER_MERCHANT: sessions held per merchant. */
+    sessionsPerMerchant: number;
   };
   /** The codec endpoint (src/api/routes/codec.ts). */
   codec: {
@@ -239,6 +251,9 @@ export function loadConfig(
     port: e.PORT,
     internalPort: e.INTERNAL_PORT,
     workerMetricsPort: e.WORKER_METRICS_PORT,
+    // The embedded stack (npm start, role `all`) binds every listener but the public one to this machine only.
+    internalHost: e.INTERNAL_HOST ?? (options.role === 'api' ? ALL_INTERFACES_HOST : LOOPBACK_HOST),
+    workerMetricsHost: e.WORKER_METRICS_HOST ?? (options.role === 'worker' ? ALL_INTERFACES_HOST : LOOPBACK_HOST),
     merchantApiKeys,
     merchants,
     operatorApiKeys,
@@ -257,7 +272,12 @@ export function loadConfig(
       },
       taskQueue: e.TASK_QUEUE,
       deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
-      devServer: { port: e.TEMPORAL_DEV_SERVER_PORT, uiPort: e.TEMPORAL_UI_PORT, dataDir: e.TEMPORAL_DATA_DIR },
+      devServer: {
+        port: e.TEMPORAL_DEV_SERVER_PORT,
+        uiPort: e.TEMPORAL_UI_PORT,
+        uiCodecPort: e.TEMPORAL_UI_CODEC_PORT,
+        dataDir: e.TEMPORAL_DATA_DIR,
+      },
     },
     bank: {
       embedded: embeddedBank,
@@ -299,6 +319,9 @@ export function loadConfig(
         e.FAILED_AUTHENTICATIONS_PER_15_MINUTES ??
         e.CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES ??
         DEFAULT_FAILED_AUTHENTICATIONS,
+    },
+    console: {
+      sessionsPerMerchant: e.CONSOLE_SESSIONS_PER_MERCHANT,
     },
     codec: {
       // The embedded dev server's Web UI, under either name a browser may use for it.

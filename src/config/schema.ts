@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parsePayloadEncryptionKeys, type PayloadEncryptionKey } from '../security/payload-codec';
 import { parseMerchantApiKeys, parseOperatorApiKeys, sharedApiKeys } from '../security/api-keys';
@@ -88,6 +89,21 @@ const signingMasters = optionalList.superRefine((masters, ctx) => {
     if (problem) ctx.addIssue({ code: 'custom', message: `master ${i + 1} of ${masters.length}: ${problem}` });
   });
 });
+
+/** A listener's address: an IP address (node:net's isIP), unset for the process's default. */
+const listenHost = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .refine((v) => isIP(v) !== 0, 'must be an IP address: 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)')
+    .optional(),
+);
+
+/** Where `npm start` binds every listener but the public one (the embedded stack: this machine only). */
+export const LOOPBACK_HOST = '127.0.0.1';
+/** Where a process of its own (`npm run api`, `npm run worker`) binds them: behind its own network boundary. */
+export const ALL_INTERFACES_HOST = '0.0.0.0';
+
 const port = (fallback: number) =>
   z.preprocess(
     emptyToUndefined,
@@ -208,6 +224,8 @@ const SHUTDOWN_BOUNDS: Bounds = { min: 0, max: 600_000 };
  */
 export const DEFAULT_FAILED_AUTHENTICATIONS = 10;
 export const FAILED_AUTHENTICATIONS_WINDOW_MS = 15 * 60_000;
+/** Console sessions held per merchant (CONSOLE_SESSIONS_PER_MERCHANT): its people signed in at once, a browser each. */
+export const DEFAULT_CONSOLE_SESSIONS_PER_MERCHANT = 50;
 
 /** With a real bank, WEBHOOK_SECURITY_HEADER is at least this long (trimmed): it alone authenticates account webhooks. */
 export const MIN_SECURITY_HEADER_LENGTH = 16;
@@ -299,6 +317,10 @@ export const ENV_SHAPE = {
   INTERNAL_PORT: port(3001),
   /** The worker process's own listener: the SDK's and the worker's metrics, worker health (0: any free port). */
   WORKER_METRICS_PORT: port(9464),
+  /** The internal listener's address; unset: loopback for `npm start`, every interface for `npm run api`. */
+  INTERNAL_HOST: listenHost,
+  /** The worker's listener's address; unset: loopback for `npm start`, every interface for `npm run worker`. */
+  WORKER_METRICS_HOST: listenHost,
   /** `name:key,name:key`; parsed below (problems name the entry, never the key). */
   MERCHANT_API_KEYS: optionalString,
   /** Per-merchant settings (JSON, src/config/merchants.ts); read and checked by loadConfig. */
@@ -327,6 +349,8 @@ export const ENV_SHAPE = {
   FAILED_AUTHENTICATIONS_PER_15_MINUTES: optionalCount(1),
   /** The former name of FAILED_AUTHENTICATIONS_PER_15_MINUTES (when only the console's sign-in was limited). */
   CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES: optionalCount(1),
+  /** Console sessions per merchant; its new one past them ends its own least recently used. */
+  CONSOLE_SESSIONS_PER_MERCHANT: count(1, DEFAULT_CONSOLE_SESSIONS_PER_MERCHANT),
 
   // Temporal: address, namespace, API key and TLS are decided by @temporalio/envconfig from these and from a
   // profile (TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE): src/temporal/profile.ts. No address from either →
@@ -354,6 +378,8 @@ export const ENV_SHAPE = {
     z.string().regex(DEPLOYMENT_NAME_PATTERN, 'must be 1 to 100 letters, digits, "-" or "_"').optional(),
   ),
   TEMPORAL_UI_PORT: port(8233),
+  /** The embedded Web UI's codec gateway, on 127.0.0.1 (src/api/ui-codec-gateway.ts). */
+  TEMPORAL_UI_CODEC_PORT: port(8234),
   TEMPORAL_DEV_SERVER_PORT: port(7233),
   TEMPORAL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().default('data')),
 
@@ -684,6 +710,16 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_WORKER,
     description: "the worker's Prometheus `/metrics`, `/healthz` and `/readyz`; `0`: a free port",
   },
+  INTERNAL_HOST: {
+    processes: START_API,
+    description: "the internal listener's address (an IP); merchants and operators reach it, never the internet",
+    default: '`127.0.0.1` (`npm start`), `0.0.0.0` (`npm run api`)',
+  },
+  WORKER_METRICS_HOST: {
+    processes: START_WORKER,
+    description: "the worker's listener's address (an IP); not merchant-facing: the monitoring network only",
+    default: '`127.0.0.1` (`npm start`), `0.0.0.0` (`npm run worker`)',
+  },
   MERCHANT_API_KEYS: {
     processes: ALL,
     description: "`name:key,name:key`: each merchant's key of the facade (the names are the merchant ids)",
@@ -698,7 +734,7 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description:
       'the merchant that owns the workflows started before tenancy; the typed client reads only this variable',
-    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins over it; neither: `MERCHANT_API_KEYS`' first",
+    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins; one is required with 2+ merchants",
   },
   MERCHANT_REQUESTS_PER_MINUTE: { processes: START_API, description: "every merchant's request budget per minute" },
   MERCHANT_MAX_LONG_POLLS: { processes: START_API, description: "every merchant's long polls open at once" },
@@ -746,6 +782,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_API,
     description: 'deprecated: the former name of `FAILED_AUTHENTICATIONS_PER_15_MINUTES`, read when that is unset',
   },
+  CONSOLE_SESSIONS_PER_MERCHANT: {
+    processes: START_API,
+    description: "`/console` sessions per merchant; a new one past them ends the merchant's least recently used",
+  },
   TEMPORAL_ADDRESS: {
     processes: ALL,
     description: '`host:port` of a Temporal cluster; `npm run worker` and `npm run api` require one',
@@ -770,6 +810,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     default: "the workflow bundle's (`wf-…`)",
   },
   TEMPORAL_UI_PORT: { processes: START_API, description: "the embedded dev server's Web UI (and the codec's CORS)" },
+  TEMPORAL_UI_CODEC_PORT: {
+    processes: ['start'],
+    description: "the embedded Web UI's codec gateway on 127.0.0.1 (decodes for the UI as the operator `web-ui`)",
+  },
   TEMPORAL_DEV_SERVER_PORT: { processes: ['start'], description: 'the embedded dev server' },
   TEMPORAL_DATA_DIR: { processes: ['start'], description: "the embedded dev server's and sandbox's data" },
   BANK_AUTH_URL: { processes: START_WORKER, description: '`{auth_url}` of docs/bank-interface.md' },

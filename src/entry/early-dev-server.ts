@@ -45,8 +45,19 @@ export function releaseEarlySignals(): void {
   for (const [signal, handler] of earlySignalHandlers.splice(0)) process.removeListener(signal, handler);
 }
 
+/**
+ * The port of the embedded Web UI's codec gateway (src/api/ui-codec-gateway.ts), when it has one: with the embedded dev
+ * server and the public development payload key. With PAYLOAD_ENCRYPTION_KEYS set the UI gets no codec endpoint and
+ * shows payloads encrypted (an endpoint that refused it would show none); the CLI decodes with an operator key.
+ */
+export function uiCodecGatewayPort(config: MainConfig): number | undefined {
+  const embedded = !config.temporal.address;
+  return embedded && config.payloadEncryption.developmentKey ? config.temporal.devServer.uiCodecPort : undefined;
+}
+
 /** The embedded dev server's settings, from the configuration. */
 export function devServerProcessOptions(config: MainConfig, cliPath: string) {
+  const gateway = uiCodecGatewayPort(config);
   return {
     cliPath,
     port: config.temporal.devServer.port,
@@ -54,8 +65,8 @@ export function devServerProcessOptions(config: MainConfig, cliPath: string) {
     dataDir: config.temporal.devServer.dataDir,
     cwd: projectRoot(),
     namespace: config.temporal.namespace,
-    // The Web UI decodes payloads through the internal listener's codec endpoint.
-    uiCodecEndpoint: `http://localhost:${config.internalPort}/codec`,
+    // The Web UI decodes payloads through its codec gateway on 127.0.0.1 (/codec itself takes operator keys only).
+    uiCodecEndpoint: gateway === undefined ? undefined : `http://localhost:${gateway}/codec`,
   };
 }
 

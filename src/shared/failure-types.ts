@@ -61,6 +61,12 @@ export const FinanceApplicationFailureType = {
 /** The consent refresh could not be started at the bank (the refresh workflow and the attachRefresh update fail with it). */
 export const REFRESH_NOT_STARTED = 'RefreshNotStarted';
 
+/**
+ * A confirmation read's refusal: the other financeApplicationId on an application's webhook URL is another application
+ * of this service (another merchant's, or another reference's), or cannot be looked up. Never a duplicate; not retried.
+ */
+export const NOT_THIS_REFERENCES = 'NotThisReferencesApplication';
+
 /** A status read failed with something that is not a typed bank failure (the polling activity retries it). */
 export const BANK_READ_FAILED = 'BankReadFailed';
 

@@ -25,6 +25,7 @@ import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { loggableTarget } from '../security/redaction';
 import { RedactingSpanProcessor } from './span-redaction';
+import { NoInboundBaggage } from './inbound-baggage';
 import { NoThirdPartyPropagation } from './third-party-calls';
 
 /**
@@ -34,7 +35,8 @@ import { NoThirdPartyPropagation } from './third-party-calls';
  * activity spans (@temporalio/interceptors-opentelemetry), to the bank's HTTP call (undici); Express routes name the
  * server span and get a span each (./express-routes.ts). Off unless an OTLP endpoint is configured: otherwise nothing
  * is registered and the Temporal interceptors are left out. What leaves the process: URLs without query strings or
- * capability paths (./span-redaction.ts), and no trace context on calls to merchants (./third-party-calls.ts).
+ * capability paths (./span-redaction.ts), no caller's baggage (./inbound-baggage.ts), and no trace context on calls to
+ * merchants (./third-party-calls.ts).
  */
 
 export interface Tracing {
@@ -102,12 +104,15 @@ export function startTracing(options: {
 
 /**
  * The provider, registering the propagator that `OTEL_PROPAGATORS` names (W3C trace context and baggage by default)
- * wrapped so that calls to merchants carry none of it.
+ * wrapped so that no baggage comes in from a caller (./inbound-baggage.ts) and calls to merchants carry none of it.
  */
 class TracerProvider extends NodeTracerProvider {
   override register(config: SDKRegistrationConfig = {}): void {
     const propagator = config.propagator === undefined ? propagatorFromEnv() : config.propagator;
-    super.register({ ...config, propagator: propagator ? new NoThirdPartyPropagation(propagator) : null });
+    super.register({
+      ...config,
+      propagator: propagator ? new NoThirdPartyPropagation(new NoInboundBaggage(propagator)) : null,
+    });
   }
 }
 

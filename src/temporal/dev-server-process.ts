@@ -17,8 +17,8 @@ export interface DevServerProcessOptions {
   cwd: string;
   namespace: string;
   /**
-   * The codec endpoint the Web UI calls to decode payloads (`--ui-codec-endpoint`): `<internal listener URL>/codec`
-   * (src/api/routes/codec.ts). Unset: the UI shows encrypted payloads as they are stored.
+   * The codec endpoint the Web UI calls to decode payloads (`--ui-codec-endpoint`): its codec gateway on 127.0.0.1
+   * (src/api/ui-codec-gateway.ts). Unset: the UI shows encrypted payloads as they are stored.
    */
   uiCodecEndpoint?: string;
 }

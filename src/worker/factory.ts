@@ -31,6 +31,7 @@ import { workerTracingOptions, type Tracing } from '../telemetry/tracing';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../shared/task-queues';
 import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './metrics';
 import { versionString, type DeploymentVersion } from '../temporal/worker-deployment';
+import { applicationRecords } from '../temporal/application-records';
 
 /**
  * Past the grace time, what cancelled activities and the last workflow tasks may take before the SDK gives up on a
@@ -268,6 +269,7 @@ export async function startWorker(options: {
   // Up before the workers: /healthz answers and /readyz says "starting" while the workflow bundle loads.
   const metricsServer = await startWorkerMetricsServer({
     port: config.workerMetricsPort,
+    host: config.workerMetricsHost,
     registry: metrics.registry,
     runtimeMetricsUrl: options.runtimeMetricsUrl,
     logger: logger.child({ component: 'worker-metrics' }),
@@ -313,6 +315,8 @@ export async function startWorker(options: {
     // Smooths this process's reads under the same ceiling Temporal applies to all workers together.
     readPacer: new ReadPacer(config.bank.maxReadsPerSecond),
     metrics,
+    // A duplicate id is believed only when no other workflow records it as its own (another merchant's included).
+    applications: applicationRecords(options.connection.workflowService, config.temporal.namespace),
   });
   const closeClients = async () => {
     await bank.close();

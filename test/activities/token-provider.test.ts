@@ -126,6 +126,27 @@ describe('ClientCredentialsTokenProvider (real HTTP, fake clock)', () => {
     }
   });
 
+  it("keeps a refusal's documented message, one line, and only a summary of any other body", async () => {
+    bank.override('token', (_req, res) =>
+      res.writeHead(400, { 'content-type': 'text/html' }).end('<html>gateway page with customer 4711</html>'),
+    );
+    const raw = (await provider()
+      .getToken()
+      .catch((e: unknown) => e)) as BankRejectedError;
+    expect(raw.bankMessage).toMatch(/^a body that is not JSON \(44 bytes, sha256 [0-9a-f]{16}…; not kept\)$/);
+    expect(JSON.stringify({ ...raw, message: raw.message }) + logs.text()).not.toContain('4711');
+
+    bank.override('token', (_req, res) =>
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: '<b>not a code</b>', message: 'scope\nnot\u0000allowed' })),
+    );
+    const said = (await provider()
+      .getToken()
+      .catch((e: unknown) => e)) as BankRejectedError;
+    expect([said.bankError, said.bankMessage]).toEqual([undefined, 'scope not allowed']);
+  });
+
   it('never logs the token', async () => {
     const token = await provider().getToken();
     expect(logs.text()).toContain('Bank access token obtained');

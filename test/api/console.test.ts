@@ -14,6 +14,7 @@ import { callbackRedeliveryWorkflowId } from '../../src/shared/merchant-callback
 
 const KEY_A = 'console-a-key-0123456789abcdefghijkl';
 const KEY_B = 'console-b-key-0123456789abcdefghijkl';
+const SESSIONS_PER_MERCHANT = 4;
 const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).toString('base64')}`;
 
 type Merchant = Awaited<ReturnType<typeof startMerchant>>;
@@ -25,6 +26,8 @@ describe('merchant console over HTTP (whole stack)', () => {
     hooks = await startMerchant();
     const origin = new URL(hooks.url).origin;
     stack = await startTestStack({
+      // Small, so that one test can go past it (CONSOLE_SESSIONS_PER_MERCHANT); no test holds more of one merchant's.
+      consoleSessionsPerMerchant: SESSIONS_PER_MERCHANT,
       merchantApiKeys: [
         { name: 'shop-a', key: KEY_A },
         { name: 'shop-b', key: KEY_B },
@@ -234,6 +237,22 @@ describe('merchant console over HTTP (whole stack)', () => {
       .getHandle(`consent-refresh:${consentId}`)
       .terminate('test done')
       .catch(() => undefined);
+  });
+
+  it("caps each merchant's sessions: A signing in again and again ends A's own oldest, never B's", async () => {
+    const signedIn = async (cookie: string) => (await get('/console/applications', cookie)).status === 200;
+    const b = await signIn(KEY_B);
+    const a: string[] = [];
+    for (let i = 0; i < SESSIONS_PER_MERCHANT * 3; i++) {
+      const res = await post('/console/sign-in', { key: KEY_A });
+      expect(res.status).toBe(303); // a sign-in with the right key always succeeds
+      a.push(res.headers.get('set-cookie')!.split(';')[0]!);
+    }
+    expect(await signedIn(b.cookie)).toBe(true);
+    // A's newest SESSIONS_PER_MERCHANT live on; every older one of A's ended.
+    const live = await Promise.all(a.map(signedIn));
+    expect(live).toEqual(a.map((_, i) => i >= a.length - SESSIONS_PER_MERCHANT));
+    expect((await get('/console/applications', a[0])).headers.get('location')).toBe('/console/sign-in');
   });
 
   it('signs out only with the CSRF token, and the session is gone', async () => {

@@ -200,6 +200,7 @@ describe('/readyz while draining', () => {
     taskQueue: 'unused',
     webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'shop', key: 'drain-merchant-key-0123456789' }],
+    operatorApiKeys: [{ name: 'ops', key: 'drain-operator-key-0123456789' }],
     merchants: testMerchants([{ name: 'shop' }]),
     logger,
     metrics: createMetrics(),
@@ -217,7 +218,13 @@ describe('/readyz while draining', () => {
       urls.push(`http://127.0.0.1:${boundPort(server)}`);
     }
     const [internal, pub] = urls as [string, string];
-    expect(await (await fetch(`${internal}/readyz`)).json()).toEqual({ status: 'ready', temporal: 'ok' });
+    // A probe (no key) reads the status; an operator the details too.
+    expect(await (await fetch(`${internal}/readyz`)).json()).toEqual({ status: 'ready' });
+    const operator = { authorization: 'Bearer drain-operator-key-0123456789' };
+    expect(await (await fetch(`${internal}/readyz`, { headers: operator })).json()).toEqual({
+      status: 'ready',
+      temporal: 'ok',
+    });
     expect(await (await fetch(`${pub}/readyz`)).json()).toEqual({ status: 'ready' });
     drain.advance('draining');
     for (const url of urls) {

@@ -4,7 +4,8 @@
  * answers 500; the create is retried and the bank creates a second one for the same reference. The workflow follows the
  * one it was answered; the other's webhooks (same reference, same hashed URL, another financeApplicationId), once a
  * status read of that id confirms it at the bank, show the duplicate to operators (search attribute, Web UI details)
- * and to the merchant (a signed callback).
+ * and to the merchant (a signed callback). Another merchant's application named on a merchant's URL exists at the bank
+ * too, and is believed no duplicate of it: it is not that reference's.
  */
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -14,14 +15,23 @@ import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, TEST_CALLBACK_SIGNING_SECRET, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { financeApplicationStateQuery } from '../../src/shared/finance-application';
+import { financeApplicationWebhookUrl } from '../../src/security/webhook-hash';
 import { TEST_MERCHANT } from '../helpers/merchants';
+
+const KEY_B = 'duplicates-shop-b-key-0123456789abcdef';
 
 describe('duplicate applications at the bank (whole stack)', () => {
   let merchant: Awaited<ReturnType<typeof startMerchant>>;
   let stack: TestStack;
   beforeAll(async () => {
     merchant = await startMerchant();
-    stack = await startTestStack();
+    stack = await startTestStack({
+      merchantApiKeys: [
+        { name: TEST_MERCHANT, key: 'duplicates-test-key-0123456789abcdef' },
+        { name: 'shop-b', key: KEY_B },
+      ],
+    });
   });
   afterAll(async () => {
     await stack?.close();
@@ -84,5 +94,65 @@ describe('duplicate applications at the bank (whole stack)', () => {
     expect(final.otherIds).toMatchObject({ reads: 1, notFound: 0, unchecked: 0 });
     // Recorded under CONFIRM_DUPLICATES_PATCH; `duplicate-application` (unread duplicates) stays for runs from before.
     recordFinanceHistory(await stack.t.client.workflow.getHandle(workflowId).fetchHistory(), 'duplicate-confirmed');
+  });
+
+  it("another merchant's application named on A's webhook URL exists at the bank, but is no duplicate of A's", async () => {
+    const create = (key: string, merchantReference: string, callbackUrl?: string) =>
+      fetch(`${stack.internalUrl}/applications`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/r', callbackUrl }),
+      });
+    // B's application, recorded as B's (its FinanceApplicationId search attribute).
+    const refB = `dup-b-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: refB });
+    const theirs = ((await (await create(KEY_B, refB)).json()) as { financeApplicationId: string })
+      .financeApplicationId;
+    await eventually(async () => {
+      for await (const wf of stack.t.client.workflow.list({ query: `FinanceApplicationId = '${theirs}'` }))
+        if (wf.workflowId === financeApplicationWorkflowId('shop-b', refB)) return true;
+      return undefined;
+    }, 20_000);
+    // A's, with a callback URL, waiting at the bank.
+    const refA = `dup-a-${randomUUID()}`;
+    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: refA });
+    const created = await stack.facade('/applications', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        merchantReference: refA,
+        redirectUrl: 'https://shop.example/r',
+        callbackUrl: merchant.url,
+      }),
+    });
+    expect(created.status).toBe(201);
+    const before = merchant.received.length;
+
+    // B's id posted to A's webhook URL (whoever holds the URL can post any id): the bank knows it, it is B's.
+    const hook = await fetch(
+      financeApplicationWebhookUrl(stack.publicUrl, stack.webhooks.hashSecret, refA, TEST_MERCHANT),
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ financeApplicationId: theirs }),
+      },
+    );
+    expect(hook.status).toBe(202);
+    const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, refA));
+    const state = await eventually(async () => {
+      const s = await handle.query(financeApplicationStateQuery);
+      return (s.otherIds?.notFound ?? 0) > 0 ? s : undefined;
+    }, 20_000);
+    // Counted as not A's, never believed, reported, searchable or sent to A.
+    expect(state.duplicateApplicationIds ?? []).toEqual([]);
+    expect(state.otherIds).toMatchObject({ reads: 1, notFound: 1, unchecked: 0 });
+    for await (const wf of stack.t.client.workflow.list({ query: `DuplicateFinanceApplicationId = '${theirs}'` }))
+      throw new Error(`${wf.workflowId} believed another merchant's application a duplicate`);
+    expect(merchant.received.slice(before).filter((r) => r.body.includes(theirs))).toEqual([]);
+    for (const [merchantId, ref] of [
+      [TEST_MERCHANT, refA],
+      ['shop-b', refB],
+    ] as const)
+      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(merchantId, ref)).terminate('test done');
   });
 });

@@ -69,6 +69,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
   let internalUrl: string;
   let metrics: Metrics;
   const hashSecret = 'outage-test-hash-secret';
+  const OPERATOR_KEY = 'outage-operator-key-0123456789abcdef';
 
   beforeAll(async () => {
     t = await connectTestTemporal();
@@ -86,6 +87,7 @@ describe('finance-application receiver while Temporal is unreachable', () => {
       taskQueue: t.taskQueue,
       webhooks: { publicBaseUrl: '', hashSecret, securityHeader: '' },
       merchantApiKeys: [],
+      operatorApiKeys: [{ name: 'ops', key: OPERATOR_KEY }],
       merchants: testMerchants(),
       logger: pino({ level: 'silent' }),
       metrics,
@@ -164,9 +166,17 @@ describe('finance-application receiver while Temporal is unreachable', () => {
           expect([account.status, account.headers.get('retry-after') !== null]).toEqual([503, true]);
           await account.arrayBuffer();
         }
+        // A probe reads the status alone; Temporal's error text is an operator's (it names addresses and causes).
         const ready = await fetch(`${internalUrl}/readyz`);
         expect(ready.status).toBe(503);
-        expect(await ready.json()).toMatchObject({ status: 'not_ready' });
+        expect(await ready.json()).toEqual({ status: 'not_ready' });
+        const detailed = await fetch(`${internalUrl}/readyz`, { headers: { authorization: `Bearer ${OPERATOR_KEY}` } });
+        expect(detailed.status).toBe(503);
+        expect(await detailed.json()).toEqual({
+          status: 'not_ready',
+          temporal: 'unreachable',
+          message: expect.stringMatching(/\S/),
+        });
         // The bank's own delivery got a 503 too (and keeps retrying).
         await eventually(() =>
           sandbox.control.application(id)!.webhooks[0]?.attempts.some((a) => a.status === 503) ? true : undefined,

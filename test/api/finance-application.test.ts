@@ -239,7 +239,9 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
     expect(ignored.status).toBe(200);
     expect(await ignored.json()).toMatchObject({ status: 'ignored' });
 
-    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${stack.internalUrl}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } })
+    ).text();
     for (const outcome of [
       'accepted',
       'rejected_hash',

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { hardBound } from '../../src/api/deadlines';
 import { HttpError, isTemporalUnavailable } from '../../src/api/problem-details';
 import { loggablePath } from '../../src/security/redaction';
-import { hasJsonContentType, readJsonBody } from '../../src/api/json-body';
+import { hasJsonContentType, jsonTooDeep, MAX_JSON_DEPTH, readJsonBody } from '../../src/api/json-body';
 import { sendJson } from '../../src/api/send-json';
 
 const LIMIT = 1024;
@@ -73,6 +73,26 @@ describe('webhook JSON body', () => {
     expect(bomb.length).toBeLessThan(LIMIT);
     expect((await post(bomb, { 'content-encoding': 'gzip' })).status).toBe(413);
     expect((await post('{"after":true}')).json.body).toEqual({ after: true });
+  });
+
+  it('answers 400 to a body nested deeper than MAX_JSON_DEPTH, before parsing it (gzip too)', async () => {
+    const nest = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect((await post(nest(MAX_JSON_DEPTH))).status).toBe(200);
+    const deep = await post(nest(MAX_JSON_DEPTH + 1));
+    expect(deep.status).toBe(400);
+    expect(JSON.stringify(deep.json)).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    expect((await post(gzipSync(`{"a":${nest(300)}}`), { 'content-encoding': 'gzip' })).status).toBe(400);
+  });
+
+  it('counts nesting outside strings only: brackets and escaped quotes in strings do not count', () => {
+    const text = (s: string) => Buffer.from(s, 'utf8');
+    expect(jsonTooDeep(text(`{"a":"${'['.repeat(500)}"}`))).toBe(false);
+    expect(jsonTooDeep(text(String.raw`{"a":"\\","b":"["}`), 1)).toBe(false); // an escaped backslash ends no string
+    expect(jsonTooDeep(text(String.raw`{"a":"\"[[[[\"","b":[[1]]}`), 2)).toBe(true);
+    expect(jsonTooDeep(text(String.raw`{"a":"\"[[[[\"","b":[1]}`), 2)).toBe(false);
+    expect(jsonTooDeep(text(`[{"é€😀":[{}]}]`), 4)).toBe(false);
+    expect(jsonTooDeep(text(`[{"é€😀":[{}]}]`), 3)).toBe(true);
+    expect(jsonTooDeep(text('[]'.repeat(10_000)), 1)).toBe(false); // siblings are not depth
   });
 
   it('recognises JSON content types as req.is() did', () => {

@@ -44,12 +44,15 @@ function validateOpenApi(document: unknown): Promise<{ valid: boolean; errors?: 
 }
 
 /** Apps built for their routers only (no route runs in the walk): the client is never called. */
+const OPERATOR_KEY = 'o'.repeat(32);
+
 function deps(checkTemporal: () => Promise<void> = () => Promise.resolve()): AppDeps {
   return {
     client: {} as Client,
     taskQueue: 'openapi-test',
     webhooks: { hashSecret: 'x'.repeat(32), securityHeader: '' },
     merchantApiKeys: [{ name: 'test', key: 'k'.repeat(32) }],
+    operatorApiKeys: [{ name: 'ops', key: OPERATOR_KEY }],
     merchants: testMerchants([{ name: 'test' }]),
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),
@@ -170,7 +173,7 @@ describe('OpenAPI document', () => {
         expect(ids.has(op.operationId as string)).toBe(false);
         ids.add(op.operationId as string);
         expect({ where, security: Array.isArray(op.security) }).toEqual({ where, security: true });
-        const operatorRoute = path.startsWith('/codec') || path.startsWith('/operator/');
+        const operatorRoute = path.startsWith('/codec') || path.startsWith('/operator/') || path === '/metrics';
         const facade =
           path.startsWith('/applications') ||
           path.startsWith('/consents') ||
@@ -178,7 +181,7 @@ describe('OpenAPI document', () => {
           operatorRoute;
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
-          keyed: facade || path === '/webhooks/accounts',
+          keyed: facade || path === '/webhooks/accounts' || path === '/readyz',
         });
         if (facade) expect({ where, has401: '401' in (op.responses as object) }).toEqual({ where, has401: true });
         // Operator routes take an operator key (a merchant key answers 401); the facade a merchant key.
@@ -189,6 +192,9 @@ describe('OpenAPI document', () => {
           });
         if (operatorRoute)
           expect({ where, has403: '403' in (op.responses as object) }).toEqual({ where, has403: true });
+        // Readiness: open to probes (the status alone), its details to an operator key.
+        if (path === '/readyz')
+          expect({ where, security: op.security }).toEqual({ where, security: [{}, { operatorApiKey: [] }] });
       }
     }
   });
@@ -313,15 +319,24 @@ describe('API description on the internal listener (real app over HTTP)', () => 
   });
 
   it('probes and a keyed route answer as described (200, 503, 401)', async () => {
+    const operator = { authorization: `Bearer ${OPERATOR_KEY}` };
     await expectMatchesOpenApi(await fetch(`${url}/healthz`), 'GET');
     await expectMatchesOpenApi(await fetch(`${url}/readyz`), 'GET');
+    await expectMatchesOpenApi(await fetch(`${url}/readyz`, { headers: operator }), 'GET');
     ready = false;
     const down = await fetch(`${url}/readyz`);
     expect(down.status).toBe(503);
     await expectMatchesOpenApi(down, 'GET');
+    const downDetailed = await fetch(`${url}/readyz`, { headers: operator });
+    expect(downDetailed.status).toBe(503);
+    await expectMatchesOpenApi(downDetailed, 'GET');
     ready = true;
-    const metrics = await fetch(`${url}/metrics`);
+    const metrics = await fetch(`${url}/metrics`, { headers: operator });
+    expect(metrics.status).toBe(200);
     await expectMatchesOpenApi(metrics, 'GET');
+    const metricsWithoutKey = await fetch(`${url}/metrics`);
+    expect(metricsWithoutKey.status).toBe(401);
+    await expectMatchesOpenApi(metricsWithoutKey, 'GET');
     const unauthorized = await fetch(`${url}/applications/order-1`);
     expect(unauthorized.status).toBe(401);
     await expectMatchesOpenApi(unauthorized, 'GET', '/applications/{ref}');

@@ -133,7 +133,9 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(await authCount('shop-a', 'accepted')).toBe(before + 2); // the start and its own read
     expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
     // The metrics carry names, never keys.
-    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${stack.internalUrl}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } })
+    ).text();
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
@@ -192,10 +194,41 @@ describe('security boundary (whole stack, two listeners)', () => {
     }
   });
 
-  it('keeps /readyz and /metrics open on the internal listener (probes send no key)', async () => {
-    expect((await fetch(`${stack.internalUrl}/readyz`)).status).toBe(200);
-    expect((await fetch(`${stack.internalUrl}/metrics`)).status).toBe(200);
+  it("keeps /healthz and /readyz's status open on the internal listener (probes send no key); /metrics and readiness details are an operator's", async () => {
     expect((await fetch(`${stack.internalUrl}/healthz`)).status).toBe(200);
+    const probe = await fetch(`${stack.internalUrl}/readyz`);
+    expect(probe.status).toBe(200);
+    expect(await probe.json()).toEqual({ status: 'ready' });
+    const operator = { authorization: `Bearer ${stack.operatorKey}` };
+    const detailed = await fetch(`${stack.internalUrl}/readyz`, { headers: operator });
+    expect(await detailed.json()).toEqual({ status: 'ready', temporal: 'ok' });
+
+    // Every merchant's name and request volume (shop-b's here): never to a merchant, nor to anyone without a key.
+    await fetch(`${stack.internalUrl}/applications/never-${randomUUID()}`, {
+      headers: { authorization: `Bearer ${KEY_B}` },
+    });
+    for (const [headers, status] of [
+      [{}, 401],
+      [{ authorization: `Bearer ${KEY_A}` }, 403],
+      [{ authorization: `Bearer ${KEY_A}x` }, 401],
+      [{ authorization: `Basic ${stack.operatorKey}` }, 401],
+    ] as [Record<string, string>, number][]) {
+      const metrics = await fetch(`${stack.internalUrl}/metrics`, { headers });
+      const text = await metrics.text();
+      expect({ headers, status: metrics.status }).toEqual({ headers, status });
+      expect(metrics.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(text).not.toContain('shop-');
+      expect(text).not.toContain('paylater_');
+      // Nor do the readiness details open to a key that is not an operator's (no key: the status alone, above).
+      if (headers.authorization !== undefined)
+        expect({ headers, status: (await fetch(`${stack.internalUrl}/readyz`, { headers })).status }).toEqual({
+          headers,
+          status,
+        });
+    }
+    const scraped = await fetch(`${stack.internalUrl}/metrics`, { headers: operator });
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toMatch(/^paylater_merchant_api_requests_total\{merchant="shop-b"/m);
   });
 
   it("answers the public listener's /readyz (its load balancer's probe) with the drain state only, nothing of Temporal", async () => {
@@ -296,6 +329,54 @@ describe('security boundary (whole stack, two listeners)', () => {
       for (const ref of [refOld, refNew])
         await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
     }
+  });
+
+  it('answers deeply nested JSON with a 400 problem, never a 500 (5,000 levels in a bank field, every JSON route)', async () => {
+    const key = { authorization: `Bearer ${KEY_A}` };
+    const ref = `deep-${randomUUID()}`;
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const bodies: [string, string, string, Record<string, string>, string][] = [
+      // A bank field's value is any JSON: the validator would recurse 5,000 times.
+      [
+        stack.internalUrl,
+        'POST',
+        '/applications',
+        key,
+        `{"merchantReference":"${ref}","redirectUrl":"https://shop.example/done","basket":${deep(5_000)}}`,
+      ],
+      // Unbalanced, and not even JSON: refused before it is parsed.
+      [stack.internalUrl, 'POST', '/applications', key, '['.repeat(5_000)],
+      [
+        stack.internalUrl,
+        'POST',
+        `/consents/deep-${randomUUID()}/refresh`,
+        key,
+        `{"expectedBankCodes":${deep(5_000)}}`,
+      ],
+      [stack.internalUrl, 'PUT', `/consents/deep-${randomUUID()}`, key, deep(400)],
+      [stack.publicUrl, 'POST', '/webhooks/accounts', { authorization: stack.webhooks.securityHeader }, deep(5_000)],
+    ];
+    for (const [base, method, path, headers, body] of bodies) {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+      const text = await res.text();
+      expect({ method, path, status: res.status }).toEqual({ method, path, status: 400 });
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(text)).toMatchObject({ status: 400, detail: expect.stringMatching(/nested deeper than 64/) });
+      expect(text).not.toMatch(/RangeError|Maximum call stack| at /);
+    }
+    await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
+    // 64 levels are a bank field's business: accepted.
+    const fine = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...key },
+      body: `{"merchantReference":"${ref}","redirectUrl":"https://shop.example/done","basket":${deep(63)}}`,
+    });
+    expect(fine.status).toBe(201);
+    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
   });
 
   it('answers malformed requests with 4xx, never 500: bad percent-encoding, HEAD, OPTIONS, huge headers', async () => {

@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config.temporal.address).toBeUndefined();
     expect(config.temporal.namespace).toBe('default');
-    expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, dataDir: 'data' });
+    expect(config.temporal.devServer).toEqual({ port: 7233, uiPort: 8233, uiCodecPort: 8234, dataDir: 'data' });
     expect(config.bank.embedded).toBe(true);
     expect(config.port).toBe(3000);
     expect(config.internalPort).toBe(3001);
@@ -173,6 +173,17 @@ describe('loadConfig', () => {
       ).toBe(3);
     });
 
+    it('holds the console sessions per merchant (CONSOLE_SESSIONS_PER_MERCHANT)', () => {
+      expect(loadConfig({}).console).toEqual({ sessionsPerMerchant: 50 });
+    });
+
+    it('holds 50 sessions per merchant by default, the variable otherwise (CONSOLE_SESSIONS_PER_MERCHANT)', () => {
+      expect(loadConfig({ CONSOLE_SESSIONS_PER_MERCHANT: '3' }).console.sessionsPerMerchant).toBe(3);
+      expect(issuesOf({ CONSOLE_SESSIONS_PER_MERCHANT: '0' })).toEqual([
+        { variable: 'CONSOLE_SESSIONS_PER_MERCHANT', message: 'must be at least 1' },
+      ]);
+    });
+
     it('stops start-up on a value that is not a whole number of at least 1, naming the variable', () => {
       expect(issuesOf({ FAILED_AUTHENTICATIONS_PER_15_MINUTES: '0' })).toEqual([
         { variable: 'FAILED_AUTHENTICATIONS_PER_15_MINUTES', message: 'must be at least 1' },
@@ -248,7 +259,7 @@ describe('loadConfig', () => {
 
     it('takes name:key pairs, trimmed, and honours them on the embedded stack too', () => {
       const keys = ` shop-eu : ${'a'.repeat(24)} ,shop.us:${'b'.repeat(40)},`;
-      expect(loadConfig({ MERCHANT_API_KEYS: keys }).merchantApiKeys).toEqual({
+      expect(loadConfig({ MERCHANT_API_KEYS: keys, LEGACY_MERCHANT: 'shop-eu' }).merchantApiKeys).toEqual({
         generated: false,
         keys: [
           { name: 'shop-eu', key: 'a'.repeat(24) },

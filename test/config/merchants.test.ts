@@ -44,6 +44,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
           },
         },
       },
+      legacyMerchant: 'shop-a',
       defaults,
     });
     expect(problems).toEqual([]);
@@ -76,7 +77,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     });
     expect(b.transactionsCallbackUrl).toBe(defaults.transactionsCallbackUrl);
     expect(b.limits).toEqual(DEFAULT_MERCHANT_LIMITS);
-    // The first key's merchant owns the pre-tenancy workflows unless named.
+    // The merchant named (LEGACY_MERCHANT) owns the pre-tenancy workflows.
     expect(directory!.legacyMerchantId).toBe('shop-a');
     // A merchant this process does not list is served with the globals (a worker without MERCHANT_API_KEYS).
     expect(directory!.resolve('shop-z').callbacks.allowList).toBe(defaults.allowList);
@@ -167,14 +168,22 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       return file;
     };
     const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
+    const LEGACY_MERCHANT = 'shop-a';
     const own = (id: string) => ({ callbackSigningSecrets: [secret(`own ${id}`)] });
     const both = fileWith({ 'shop-a': own('a'), 'shop-b': own('b') });
     // Every merchant has its own: no warning, no banner line.
-    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: both }))).toEqual([]);
+    expect(
+      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, MERCHANTS_FILE: both })),
+    ).toEqual([]);
     // One falls back: only it is named.
     const onlyA = fileWith({ 'shop-a': own('a') });
-    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: onlyA }))).toEqual(['shop-b']);
-    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS }))).toEqual(['shop-a', 'shop-b']);
+    expect(
+      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, MERCHANTS_FILE: onlyA })),
+    ).toEqual(['shop-b']);
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT }))).toEqual([
+      'shop-a',
+      'shop-b',
+    ]);
     // Nothing configured: the development key's merchant.
     expect(merchantsOnDevelopmentSecret(loadConfig({}))).toEqual(['dev']);
     // CALLBACK_SIGNING_SECRETS (one merchant) or a master set: nobody is on the development master.
@@ -185,11 +194,13 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       ),
     ).toEqual([]);
     expect(
-      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) })),
+      merchantsOnDevelopmentSecret(
+        loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) }),
+      ),
     ).toEqual([]);
   });
 
-  it('takes the legacy merchant from MERCHANTS_FILE legacyMerchant, then LEGACY_MERCHANT, then the first key', () => {
+  it('takes the legacy merchant from MERCHANTS_FILE legacyMerchant, then LEGACY_MERCHANT; the only merchant needs neither', () => {
     const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
     const file = join(dir, 'merchants.json');
     writeFileSync(file, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
@@ -198,7 +209,53 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: file, LEGACY_MERCHANT: 'shop-a' }).merchants.legacyMerchantId,
     ).toBe('shop-b');
     expect(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT: 'shop-b' }).merchants.legacyMerchantId).toBe('shop-b');
-    expect(loadConfig({ MERCHANT_API_KEYS }).merchants.legacyMerchantId).toBe('shop-a');
+    expect(loadConfig({ MERCHANT_API_KEYS: `shop-b:${keys[1]!.key}` }).merchants.legacyMerchantId).toBe('shop-b');
+    expect(loadConfig({}).merchants.legacyMerchantId).toBe('dev'); // the embedded stack's development key
+  });
+
+  it('refuses several merchants whose legacy owner is not named, naming the variable: the order of MERCHANT_API_KEYS decides nothing', () => {
+    const issuesOf = (env: Record<string, string>, role?: 'api' | 'worker') => {
+      try {
+        loadConfig(env, { role });
+      } catch (err) {
+        if (err instanceof ConfigError) return err.issues;
+        throw err;
+      }
+      return [];
+    };
+    const expected = [
+      {
+        variable: 'LEGACY_MERCHANT',
+        message:
+          '2 merchants are configured (shop-a, shop-b): name the one that owns the workflows started before tenancy ' +
+          'with LEGACY_MERCHANT or MERCHANTS_FILE legacyMerchant',
+      },
+    ];
+    const forward = keys.map((k) => `${k.name}:${k.key}`).join(',');
+    const reversed = [...keys]
+      .reverse()
+      .map((k) => `${k.name}:${k.key}`)
+      .join(',');
+    expect(issuesOf({ MERCHANT_API_KEYS: forward })).toEqual(expected);
+    expect(issuesOf({ MERCHANT_API_KEYS: forward }, 'api')).toEqual(expected);
+    expect(issuesOf({ MERCHANT_API_KEYS: reversed })).toEqual([
+      { ...expected[0]!, message: expect.stringContaining('(shop-b, shop-a)') },
+    ]);
+    // A worker without the keys knows its merchants from the file: the same rule.
+    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
+    const file = join(dir, 'merchants.json');
+    writeFileSync(file, JSON.stringify({ merchants: { 'shop-a': {}, 'shop-b': {} } }));
+    expect(issuesOf({ MERCHANTS_FILE: file }, 'worker')).toEqual(expected);
+    // Named, in either place, whatever the order: the same owner.
+    for (const MERCHANT_API_KEYS of [forward, reversed]) {
+      expect(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT: 'shop-b' }).merchants.legacyMerchantId).toBe('shop-b');
+      const named = join(dir, 'named.json');
+      writeFileSync(named, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
+      expect(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: named }).merchants.legacyMerchantId).toBe('shop-b');
+    }
+    expect(
+      loadConfig({ MERCHANTS_FILE: file, LEGACY_MERCHANT: 'shop-a' }, { role: 'worker' }).merchants.legacyMerchantId,
+    ).toBe('shop-a');
   });
 
   it('loads the file through loadConfig, with LEGACY_MERCHANT', () => {
@@ -232,6 +289,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(config.merchants.get('shop-a')!.callbacks.payloadVersion).toBe('2026-11-25');
     const onLegacy = loadConfig({
       MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
+      LEGACY_MERCHANT: 'shop-a',
       MERCHANTS_FILE: file,
       CALLBACK_PAYLOAD_VERSION: 'legacy',
     });

@@ -34,6 +34,7 @@ const { services } = renderCompose(join(root, 'docker-compose.yml'), {
   WEBHOOK_SECURITY_HEADER: `Basic ${'s'.repeat(44)}`,
   POSTGRES_PASSWORD: 'p'.repeat(48),
   WEB_UI_OPERATOR_KEY: UI_KEY,
+  PROMETHEUS_OPERATOR_KEY: 'm'.repeat(48),
   BANK_CLIENT_SECRET: 'sandbox-secret',
   MERCHANT_API_KEYS: `shop:${MERCHANT_KEY}`,
   OPERATOR_API_KEYS: `ops:${'o'.repeat(32)}`,

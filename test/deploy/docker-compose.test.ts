@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
 import { loadSandboxConfig } from '../../src/sandbox/config';
@@ -34,6 +35,7 @@ const HOST_ENV = {
   WEBHOOK_SECURITY_HEADER: `Basic ${'s'.repeat(44)}`,
   POSTGRES_PASSWORD: 'p'.repeat(48),
   WEB_UI_OPERATOR_KEY: 'u'.repeat(48),
+  PROMETHEUS_OPERATOR_KEY: 'm'.repeat(48),
   BANK_CLIENT_SECRET: 'sandbox-secret',
   MERCHANT_API_KEYS: `shop:${'k'.repeat(32)}`,
   OPERATOR_API_KEYS: `ops:${'o'.repeat(32)}`,
@@ -227,16 +229,19 @@ describe('docker-compose.yml', () => {
       expect(config.temporal.address).toBeDefined();
       expect(config.temporal.namespace).toBe('default');
     }
-    expect([...rendered.required].sort()).toEqual([
-      'BANK_CLIENT_SECRET',
-      'MERCHANT_API_KEYS',
-      'OPERATOR_API_KEYS',
-      'PAYLOAD_ENCRYPTION_KEYS',
-      'POSTGRES_PASSWORD',
-      'WEBHOOK_HASH_SECRET',
-      'WEBHOOK_SECURITY_HEADER',
-      'WEB_UI_OPERATOR_KEY',
-    ]);
+    expect([...rendered.required].sort()).toEqual(
+      [
+        'BANK_CLIENT_SECRET',
+        'MERCHANT_API_KEYS',
+        'OPERATOR_API_KEYS',
+        'PAYLOAD_ENCRYPTION_KEYS',
+        'POSTGRES_PASSWORD',
+        'WEBHOOK_HASH_SECRET',
+        'WEBHOOK_SECURITY_HEADER',
+        'WEB_UI_OPERATOR_KEY',
+        'PROMETHEUS_OPERATOR_KEY',
+      ].sort(),
+    );
     expect(() => renderCompose(composePath, {})).toThrow(/required variable [A-Z_]+ is missing a value/);
     // Only the API holds the merchant and operator keys.
     expect(environmentOf('worker')).not.toHaveProperty('MERCHANT_API_KEYS');
@@ -245,11 +250,12 @@ describe('docker-compose.yml', () => {
       keys: [{ name: 'shop', key: 'k'.repeat(32) }],
       generated: false,
     });
-    // The operator's keys, and the Web UI's codec gateway's own (below).
+    // The operator's keys, the Web UI's codec gateway's own (below) and Prometheus's (its scrape of /metrics).
     expect(configOf('api').operatorApiKeys).toEqual({
       keys: [
         { name: 'ops', key: 'o'.repeat(32) },
         { name: 'web-ui', key: HOST_ENV.WEB_UI_OPERATOR_KEY },
+        { name: 'prometheus', key: HOST_ENV.PROMETHEUS_OPERATOR_KEY },
       ],
       generated: false,
     });
@@ -512,6 +518,7 @@ describe('docker-compose.yml', () => {
       scrape_configs: {
         job_name: string;
         metrics_path?: string;
+        authorization?: { type?: string; credentials_file?: string };
         dns_sd_configs?: { names: string[]; type: string; port: number }[];
         static_configs?: { targets: string[] }[];
       }[];
@@ -544,10 +551,40 @@ describe('docker-compose.yml', () => {
         expect(config.scrape_configs.find((c) => c.job_name === job)?.metrics_path ?? '/metrics').toBe('/metrics');
     });
 
+    it("sends an operator key of the API's to its /metrics, and none to the workers' (they serve no merchant)", () => {
+      const auth = config.scrape_configs.find((c) => c.job_name === 'paylater-api')?.authorization;
+      expect(auth?.type ?? 'Bearer').toBe('Bearer');
+      // The secret compose mounts into the Prometheus container, from a variable of the host's environment …
+      const secret = (prometheus.secrets ?? []).find((name) => auth?.credentials_file === `/run/secrets/${name}`);
+      expect(secret).toBeDefined();
+      const variable = rendered.compose.secrets?.[secret!]?.environment;
+      expect(variable).toBe('PROMETHEUS_OPERATOR_KEY');
+      // … whose key the API lists as an operator's (not a merchant's): the scrape gets 200, never 401 or 403.
+      const api = configOf('api');
+      const key = HOST_ENV[variable as keyof typeof HOST_ENV];
+      expect(api.operatorApiKeys.keys.filter((k) => k.key === key).map((k) => k.name)).toEqual(['prometheus']);
+      expect(api.merchantApiKeys.keys.map((k) => k.key)).not.toContain(key);
+      for (const job of ['paylater-worker', 'temporal-server'])
+        expect(config.scrape_configs.find((c) => c.job_name === job)?.authorization).toBeUndefined();
+    });
+
     withPromtool('passes promtool check config (rule files included)', () => {
       if (!promtool)
         throw new Error('promtool is not installed: run `npm run toolchain` (Debian: apt-get install prometheus)');
-      const result = spawnSync(promtool, ['check', 'config', configFile], { encoding: 'utf8', timeout: 60_000 });
+      // promtool reads the credentials file: a copy of the folder whose secret path points at a file of its own.
+      const dir = mkdtempSync(join(tmpdir(), 'paylater-prometheus-'));
+      cpSync(dirname(configFile), dir, { recursive: true });
+      writeFileSync(join(dir, 'operator-key'), HOST_ENV.PROMETHEUS_OPERATOR_KEY);
+      const copy = join(dir, basename(configFile));
+      writeFileSync(
+        copy,
+        readFileSync(configFile, 'utf8').replace(
+          /credentials_file: \S+/g,
+          `credentials_file: ${join(dir, 'operator-key')}`,
+        ),
+      );
+      const result = spawnSync(promtool, ['check', 'config', copy], { encoding: 'utf8', timeout: 60_000 });
+      rmSync(dir, { recursive: true, force: true });
       expect({ status: result.status, output: `${result.stdout}${result.stderr}` }).toMatchObject({ status: 0 });
       expect(result.stdout).toContain('SUCCESS: 1 rule files found');
     });

@@ -83,6 +83,7 @@ describe('an API process (npm run api) on SIGTERM', () => {
       PORT: String(port),
       INTERNAL_PORT: String(internalPort),
       MERCHANT_API_KEYS: `${TEST_MERCHANT}:${stack.apiKey}`,
+      OPERATOR_API_KEYS: `test-operator:${stack.operatorKey}`,
       WEBHOOK_HASH_SECRET: stack.webhooks.hashSecret,
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
       SHUTDOWN_DRAIN_DELAY: '2s',
@@ -98,7 +99,9 @@ describe('an API process (npm run api) on SIGTERM', () => {
         headers: { authorization: `Bearer ${stack.apiKey}` },
       });
       await eventually(async () => {
-        const metrics = await (await fetch(`${internal}/metrics`)).text();
+        const metrics = await (
+          await fetch(`${internal}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } })
+        ).text();
         return /^paylater_merchant_long_polls_open\{merchant="test"\} 1$/m.test(metrics) ? true : undefined;
       });
 

@@ -54,6 +54,7 @@ describe('npm start and stop, as the README says', () => {
       WORKER_METRICS_PORT: await freePort(),
       TEMPORAL_DEV_SERVER_PORT: await freePort(),
       TEMPORAL_UI_PORT: await freePort(),
+      TEMPORAL_UI_CODEC_PORT: await freePort(),
       SANDBOX_PORT: await freePort(),
     };
     env = {

@@ -80,7 +80,8 @@ beforeAll(() => {
 
 describe('npm start (embedded default)', () => {
   it('brings up Temporal with its Web UI, the sandbox, the worker and both listeners; SIGTERM leaves nothing behind', async () => {
-    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+    const [port, internalPort, uiPort, temporalPort, sandboxPort, uiCodecPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -92,6 +93,7 @@ describe('npm start (embedded default)', () => {
       PORT: String(port),
       INTERNAL_PORT: String(internalPort),
       TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_UI_CODEC_PORT: String(uiCodecPort),
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,
@@ -169,6 +171,20 @@ describe('npm start (embedded default)', () => {
       expect((await decode({ authorization: `Bearer ${operatorKey}` })).status).toBe(200);
       expect((await decode({ authorization: `Bearer ${key}` })).status).toBe(401);
       expect((await decode({})).status).toBe(401);
+      // The Web UI's Origin opens nothing there (anyone can send it) …
+      const uiOrigin = `http://localhost:${uiPort}`;
+      expect((await decode({ origin: uiOrigin })).status).toBe(401);
+      // … the UI decodes through its own gateway on 127.0.0.1, which it was given as its codec endpoint.
+      const settings = await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).text();
+      expect(settings).toContain(`http://localhost:${uiCodecPort}/codec`);
+      const viaGateway = await fetch(`http://127.0.0.1:${uiCodecPort}/codec/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: uiOrigin, 'x-namespace': 'default' },
+        body: '{"payloads":[]}',
+      });
+      expect(viaGateway.status).toBe(200);
+      expect(viaGateway.headers.get('access-control-allow-origin')).toBe(uiOrigin);
+      expect(output).toContain(`(decodes through http://localhost:${uiCodecPort}/codec, loopback only)`);
       // The worker's own listener (WORKER_METRICS_PORT=0 here: the port the banner prints): the SDK's series
       // through the Runtime's exporter, the worker's business metrics, and health.
       // Its workers joined the deployment as the build of dist's workflow bundle, and made it current.
@@ -182,6 +198,20 @@ describe('npm start (embedded default)', () => {
       expect(scrape).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
       expect(scrape).toMatch(/^paylater_bank_token_requests_total\{outcome="ok"\} [1-9]/m);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
+      // Every listener but the public one binds 127.0.0.1 (INTERNAL_HOST, WORKER_METRICS_HOST unset): 127.0.0.2, also
+      // loopback, reaches a wildcard bind and not those (as another host's address would not).
+      const answers = (port: number | string) =>
+        fetch(`http://127.0.0.2:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+          (r) => r.status,
+          () => 'refused',
+        );
+      expect({
+        public: await answers(port),
+        internal: await answers(internalPort),
+        worker: await answers(metricsPort!),
+        sandbox: await answers(sandboxPort),
+        uiCodec: await answers(uiCodecPort),
+      }).toEqual({ public: 200, internal: 'refused', worker: 'refused', sandbox: 'refused', uiCodec: 'refused' });
       // No PAYLOAD_ENCRYPTION_KEYS: the embedded default encrypts with the public development key, and says so.
       expect(app.output()).toMatch(/"level":40.*PAYLOAD_ENCRYPTION_KEYS is unset.*development key, which is public/);
 
@@ -207,7 +237,8 @@ describe('npm start (embedded default)', () => {
   });
 
   it('an application halfway through, Ctrl-C, npm start again: the application goes on to its end', async () => {
-    const [port, internalPort, uiPort, temporalPort, sandboxPort] = [
+    const [port, internalPort, uiPort, temporalPort, sandboxPort, uiCodecPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -220,6 +251,7 @@ describe('npm start (embedded default)', () => {
       PORT: String(port),
       INTERNAL_PORT: String(internalPort),
       TEMPORAL_UI_PORT: String(uiPort),
+      TEMPORAL_UI_CODEC_PORT: String(uiCodecPort),
       TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
       SANDBOX_PORT: String(sandboxPort),
       TEMPORAL_DATA_DIR: dataDir,

@@ -13,7 +13,9 @@ describe('the in-process test stack', () => {
     const ready = await fetch(`${stack.internalUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready' });
-    const metrics = await (await fetch(`${stack.internalUrl}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${stack.internalUrl}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } })
+    ).text();
     expect(metrics).toContain('paylater_http_request_duration_seconds');
     // The bank's listener: readiness for its load balancer (draining only, never a Temporal call), no metrics.
     expect((await fetch(`${stack.publicUrl}/readyz`)).status).toBe(200);

@@ -22,6 +22,8 @@ export interface ComposeService {
   restart?: string;
   healthcheck?: { test: string[] | string };
   deploy?: { replicas?: number };
+  /** Secrets granted to the service (short syntax: the top-level secret's name, at /run/secrets/<name>). */
+  secrets?: string[];
 }
 
 /** The long syntax of a `ports:` entry. */
@@ -36,6 +38,8 @@ export interface ComposeFile {
   name?: string;
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
+  /** Top-level secrets: each from a file or from a variable of the host's environment. */
+  secrets?: Record<string, { file?: string; environment?: string }>;
 }
 
 export class ComposeInterpolationError extends Error {

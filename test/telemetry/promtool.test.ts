@@ -98,7 +98,8 @@ describe('/metrics of the API and the worker (promtool check metrics)', () => {
   });
 
   async function text(url: string): Promise<string> {
-    const res = await fetch(`${url}/metrics`);
+    // The API's /metrics is an operator's; the worker's listener takes no key and ignores it.
+    const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } });
     expect(res.status).toBe(200);
     return res.text();
   }

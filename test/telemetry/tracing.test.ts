@@ -6,6 +6,7 @@
  * each file in a worker of its own) and shut down after it.
  */
 import { randomUUID } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
 // The module object itself (a namespace import's copy cannot be patched).
 import http from 'node:http';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
@@ -52,6 +53,14 @@ afterAll(async () => {
   for (const d of httpPatches) d.unpatch?.(http);
   await tracing?.shutdown();
 });
+
+/** The text of every byte array in a history (headers' payloads are not encrypted; the rest is ciphertext). */
+function bytesIn(value: unknown, found: string[] = []): string[] {
+  if (value instanceof Uint8Array) found.push(Buffer.from(value).toString('utf8'));
+  else if (Array.isArray(value)) for (const v of value) bytesIn(v, found);
+  else if (value && typeof value === 'object') for (const v of Object.values(value)) bytesIn(v, found);
+  return found;
+}
 
 const spansOf = (traceId: string): ReadableSpan[] =>
   exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
@@ -335,14 +344,35 @@ describe('tracing', () => {
       stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
       const callbackUrl = `${origin}/hooks/${PATH_SECRET}?token=${QUERY_SECRET}`;
       const since = exporter.getFinishedSpans().length;
+      // What the bank receives: every request to the sandbox (in this process), with its headers.
+      const sandboxPort = new URL(stack.sandbox.url).port;
+      const atTheBank: { path: string; headers: Record<string, unknown> }[] = [];
+      const onRequest = (message: unknown) => {
+        const { request: req, socket } = message as { request: http.IncomingMessage; socket: { localPort?: number } };
+        if (String(socket.localPort) === sandboxPort) atTheBank.push({ path: req.url ?? '', headers: req.headers });
+      };
+      diagnostics.subscribe('http.server.request.start', onRequest);
+      // A caller's baggage stays at the edge: not in Temporal, not to the bank (the trace context goes on).
+      const BAGGAGE = `customer=bag-${randomUUID()}`;
       const res = await stack.facade('/applications', {
         method: 'POST',
-        // A caller's baggage travels with our trace context (to Temporal and the bank), never to the merchant.
-        headers: { 'content-type': 'application/json', baggage: 'tenant=shop-a' },
+        headers: { 'content-type': 'application/json', baggage: BAGGAGE },
         body: JSON.stringify({ merchantReference: ref, redirectUrl: 'https://shop.example/done', callbackUrl }),
       });
       expect(res.status).toBe(201);
-      const { financeApplicationId } = (await res.json()) as { financeApplicationId: string };
+      const { financeApplicationId, workflowId } = (await res.json()) as {
+        financeApplicationId: string;
+        workflowId: string;
+      };
+      diagnostics.unsubscribe('http.server.request.start', onRequest);
+      const create = atTheBank.find((r) => r.path === '/applications');
+      expect(create?.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-/);
+      expect(create?.headers.baggage).toBeUndefined();
+      expect(atTheBank.filter((r) => r.headers.baggage !== undefined)).toEqual([]);
+      // Headers are the only payloads a codec never encrypts: no byte of the history holds the baggage.
+      const history = await stack.t.client.workflow.getHandle(workflowId).fetchHistory();
+      expect(bytesIn(history).some((text) => text.includes(BAGGAGE.split('=')[1]!))).toBe(false);
+      expect(bytesIn(history).some((text) => text.includes('"traceparent":"00-'))).toBe(true);
       const hash = tenantWebhookHash(stack.webhooks.hashSecret, TEST_MERCHANT, ref);
       const key = webhookKey(TEST_MERCHANT, ref);
       for (const path of [`/${key}?hash=${hash}`, `/${key}/${hash}?hash=${hash}&x=${QUERY_SECRET}`]) {

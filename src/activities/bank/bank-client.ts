@@ -16,18 +16,17 @@ import {
   type BankOperation,
 } from './errors';
 import { classifyTransportError } from './transport-errors';
-import { discardBody, readBodyText, safeJson } from '../../http-client/body';
+import { discardBody, readBodyText } from '../../http-client/body';
 import { raceAbort, withDeadline } from '../../http-client/deadline';
 import { parseRetryAfter } from '../../http-client/retry-after';
 import { silentLogger, type BankLogger } from './logger';
 import {
   applicationStatusResponseSchema,
-  bankErrorBodySchema,
   createApplicationResponseSchema,
   describeIssues,
   refreshResponseSchema,
 } from './schemas';
-import { bankMessage, type TokenProvider } from './token-provider';
+import { bankErrorCode, bankMessage, type TokenProvider } from './token-provider';
 
 export interface BankClientOptions {
   /** Base address of the banking API ({base_url}); may carry a path prefix. */
@@ -181,7 +180,6 @@ export class BankClient {
       throw new BankUnavailableError(call.operation, `bank answered HTTP ${status}`, { status });
     }
     // 3xx are not followed (the bank documents none) and count as a refusal like 4xx.
-    const body = bankErrorBodySchema.safeParse(safeJson(text));
-    throw new BankRejectedError(call.operation, status, body.success ? body.data.error : undefined, bankMessage(text));
+    throw new BankRejectedError(call.operation, status, bankErrorCode(text), bankMessage(text));
   }
 }

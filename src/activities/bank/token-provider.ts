@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import { BANK_SCOPE } from '../../shared/bank-wire';
 import {
@@ -163,8 +164,7 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
     if (status === 429) return new BankRateLimitedError('token', parseRetryAfter(retryAfter, this.now()));
     if (status >= 500) return new BankUnavailableError('token', `token endpoint answered HTTP ${status}`, { status });
     // OAuth 2.0 answers bad client credentials with 400 invalid_client or 401 (RFC 6749 5.2).
-    const body = bankErrorBodySchema.safeParse(safeJson(text));
-    const oauthError = body.success ? body.data.error : undefined;
+    const oauthError = bankErrorCode(text);
     if (status === 401 || status === 403 || oauthError === 'invalid_client' || oauthError === 'unauthorized_client') {
       return new BankUnauthorizedError('token', status, detail);
     }
@@ -172,16 +172,38 @@ export class ClientCredentialsTokenProvider implements TokenProvider {
   }
 }
 
-/** The bank's `message` (or OAuth `error_description`) when present, else the raw body, truncated. */
+/** Longest bank `message` kept: one line, what it says, never what the body carries around it. */
+const MAX_BANK_MESSAGE_CHARS = 256;
+/** A bank `error` code as the bank's document shows them (`invalid_request`); anything else is not kept. */
+const BANK_ERROR_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * What an error answer of the bank says, never its raw body (section 7 leaves bodies open: a gateway's HTML page, an
+ * echo of our request with a customer's data): the `message` of a `{ error, message }` body (or OAuth's
+ * `error_description`) on one line, bounded; otherwise a summary, its size and a digest to match it with the bank's
+ * own logs. It travels in errors, failures and log lines.
+ */
 export function bankMessage(text: string): string | undefined {
   const json = safeJson(text);
-  if (json && typeof json === 'object') {
+  if (json && typeof json === 'object' && !Array.isArray(json)) {
     const { message, error_description: description } = json as Record<string, unknown>;
-    if (typeof message === 'string') return truncate(message);
-    if (typeof description === 'string') return truncate(description);
+    const said = typeof message === 'string' ? message : typeof description === 'string' ? description : undefined;
+    // Control characters (a log line's newline among them) become spaces.
+    // eslint-disable-next-line no-control-regex
+    const line = said?.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+    if (line) return truncate(line, MAX_BANK_MESSAGE_CHARS);
   }
-  const trimmed = text.trim();
-  return trimmed ? truncate(trimmed) : undefined;
+  if (!text.trim()) return undefined;
+  const digest = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  const kind = json === undefined ? 'a body that is not JSON' : 'a JSON body without a message';
+  return `${kind} (${Buffer.byteLength(text)} bytes, sha256 ${digest}…; not kept)`;
+}
+
+/** The `error` code of a `{ error, message }` body, when it is one (a bounded token); else undefined. */
+export function bankErrorCode(text: string): string | undefined {
+  const body = bankErrorBodySchema.safeParse(safeJson(text));
+  const code = body.success ? body.data.error : undefined;
+  return code !== undefined && BANK_ERROR_CODE.test(code) ? code : undefined;
 }
 
 /** Removes the secret as sent (form-encoded) and as plain text. */

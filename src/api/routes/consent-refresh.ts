@@ -1,4 +1,5 @@
-import express, { type Request, type Router } from 'express';
+import type { Request, Router } from 'express';
+import { jsonBody } from '../json-body';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -67,7 +68,7 @@ export function consentRefreshRoutes(
 ): Router {
   const router = tracedRouter();
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
-  const json = express.json({ limit: '16kb' });
+  const json = jsonBody({ limit: '16kb' });
 
   // Described in src/api/descriptions/consent-refresh.ts. The refreshes budget first: a refused one is not read.
   router.post('/consents/:consentId/refresh', budgets.refreshes, json, async (req, res) => {

@@ -1,4 +1,5 @@
-import express, { type Router } from 'express';
+import type { Router } from 'express';
+import { jsonBody } from '../json-body';
 import {
   claimConsent,
   ConsentHeldByAnotherError,
@@ -52,7 +53,7 @@ export function consentRoutes(
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
 
   // Described in src/api/descriptions/consents.ts.
-  router.put('/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
+  router.put('/consents/:consentId', jsonBody({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or `{}`): a body that is anything else is refused, not ignored.
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;

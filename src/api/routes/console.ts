@@ -31,7 +31,7 @@ import { callbackSecretPage, CONSOLE_ROTATION_GRACE_CHOICES } from '../console/s
 import { readSigningSecret, rotateSigningSecret } from './callback-signing-secret';
 import { parseDurationMs } from '../../shared/application-settings';
 import { layout, type Html } from '../console/html';
-import { ConsoleSessions, csrfMatches, type ConsoleSession } from '../console/sessions';
+import { ConsoleSessions, csrfMatches, DEFAULT_SESSION_LIMITS, type ConsoleSession } from '../console/sessions';
 import {
   applicationPage,
   applicationsPage,
@@ -86,6 +86,8 @@ export interface ConsoleRouteDeps extends BudgetDeps {
    * /codec; absent: one of the console's own.
    */
   authFailures?: FailedAuthentications;
+  /** Sessions held per merchant (CONSOLE_SESSIONS_PER_MERCHANT); absent: DEFAULT_SESSION_LIMITS'. */
+  consoleSessionsPerMerchant?: number;
 }
 
 /** A console error: its status and the sentence the page shows. */
@@ -115,7 +117,12 @@ export function consoleRoutes(
   failures: FailedAuthentications = deps.authFailures ?? new FailedAuthentications(deps),
 ): Router {
   const router = express.Router();
-  const sessions = deps.sessions ?? new ConsoleSessions();
+  const sessions =
+    deps.sessions ??
+    new ConsoleSessions({
+      ...DEFAULT_SESSION_LIMITS,
+      maxSessionsPerMerchant: deps.consoleSessionsPerMerchant ?? DEFAULT_SESSION_LIMITS.maxSessionsPerMerchant,
+    });
   const waits = new FinanceApplicationWaits(deps.client);
   const { longPolls, livePages } = budgets;
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });

@@ -1,4 +1,5 @@
-import express, { type Router } from 'express';
+import type { Router } from 'express';
+import { jsonBody } from '../json-body';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import {
@@ -117,7 +118,7 @@ export function financeApplicationRoutes(
   });
 
   // The creations budget first: a refused creation is not even read.
-  router.post('/applications', budgets.creations, express.json({ limit: '256kb' }), async (req, res) => {
+  router.post('/applications', budgets.creations, jsonBody({ limit: '256kb' }), async (req, res) => {
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     parseInput(NoQuery, req.query, 'query');
     const {

@@ -1,7 +1,8 @@
-import type { Response, Router } from 'express';
+import type { Request, Response, Router } from 'express';
 import type { Logger } from '../../telemetry/logging';
 import type { Metrics } from '../metrics';
 import type { DrainSignals } from '../drain';
+import { authenticateOperator, type AuthenticateOperatorDeps } from '../authenticate';
 import { hardBound } from '../deadlines';
 import { sendAs } from '../descriptions/describe';
 import { tracedRouter } from '../../telemetry/express-routes';
@@ -9,6 +10,7 @@ import {
   LivenessSchema,
   ReadySchema,
   NotReadySchema,
+  NotReadyStatusSchema,
   DrainingSchema,
   ReceiverReadySchema,
 } from '../descriptions/health';
@@ -48,37 +50,48 @@ export function receiverReadinessRoutes(deps: { drain?: DrainSignals }): Router 
   return router;
 }
 
-export interface OperatorRouteDeps {
+export interface OperatorRouteDeps extends AuthenticateOperatorDeps {
   /** Resolves when Temporal answers. */
   checkTemporal(): Promise<void>;
-  /** Both listeners' metrics, served at /metrics. */
-  metrics: Pick<Metrics, 'registry'>;
+  /** Both listeners' metrics, served at /metrics; `operatorAuth` counts the operator keys presented. */
+  metrics: AuthenticateOperatorDeps['metrics'] & Pick<Metrics, 'registry'>;
   logger: Logger;
   /** The process's shutdown: /readyz answers 503 while draining. */
   drain?: DrainSignals;
 }
 
 /**
- * Readiness (Temporal answers within a deadline) and Prometheus metrics, on the internal listener only. No API key:
- * probes and scrapers cannot send one, and they tell nothing about any merchant's data.
+ * Readiness (Temporal answers within a deadline) and Prometheus metrics, on the internal listener only. Merchants
+ * reach this listener, so what tells about other merchants or about Temporal is an operator's (OPERATOR_API_KEYS,
+ * `Authorization: Bearer`): `/metrics` (every merchant's name and request volume) always, and `/readyz`'s details
+ * (Temporal's error text) when a key is sent. A probe sends none and gets the status alone: 200 `{status:"ready"}`
+ * or 503 `{status:"not_ready"}`.
  */
 export function operatorRoutes(deps: OperatorRouteDeps): Router {
   const router = tracedRouter();
-  router.get('/readyz', async (_req, res) => {
+  const operator = authenticateOperator(deps);
+  // A request with an Authorization header asks for the details: it must carry an operator key (401/403 otherwise).
+  const detailsIfOperator = (req: Request, res: Response, next: (err?: unknown) => void) =>
+    req.headers.authorization === undefined ? next() : operator(req, res, next);
+  router.get('/readyz', detailsIfOperator, async (req, res) => {
     if (answeredDraining(res, deps.drain)) return;
+    const detailed = req.headers.authorization !== undefined;
     try {
       await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
-      sendAs(res, 200, ReadySchema, { status: 'ready', temporal: 'ok' });
+      if (detailed) sendAs(res, 200, ReadySchema, { status: 'ready', temporal: 'ok' });
+      else sendAs(res, 200, ReceiverReadySchema, { status: 'ready' });
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message }, 'readiness check failed');
-      sendAs(res, 503, NotReadySchema, {
-        status: 'not_ready',
-        temporal: 'unreachable',
-        message: (err as Error).message,
-      });
+      if (!detailed) sendAs(res, 503, NotReadyStatusSchema, { status: 'not_ready' });
+      else
+        sendAs(res, 503, NotReadySchema, {
+          status: 'not_ready',
+          temporal: 'unreachable',
+          message: (err as Error).message,
+        });
     }
   });
-  router.get('/metrics', async (_req, res) => {
+  router.get('/metrics', operator, async (_req, res) => {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
   return router;

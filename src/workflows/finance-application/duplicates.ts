@@ -1,5 +1,5 @@
 import { isCancellation, log, metricMeter, upsertSearchAttributes } from '@temporalio/workflow';
-import { BankFailureType } from '../../shared/failure-types';
+import { BankFailureType, NOT_THIS_REFERENCES } from '../../shared/failure-types';
 import { WorkflowMetric } from '../../shared/metric-names';
 import { DuplicateFinanceApplicationId } from '../../shared/search-attributes';
 import { confirmations } from './proxies';
@@ -17,9 +17,14 @@ import { OTHER_ID_LIMITS } from './webhook-ids';
 /** What a confirmation read of another id said. */
 export type Verdict = 'found' | 'not_found' | 'failed';
 
-/** A confirmation read's failure: a 404 means the id is invented; anything else leaves it unchecked. */
-export const verdictOf = (err: unknown): Verdict =>
-  failureType(err) === BankFailureType.ApplicationUnknown ? 'not_found' : 'failed';
+/**
+ * A confirmation read's failure: a 404 means the id is invented, another application of ours (another merchant's or
+ * another reference's: the activity's NOT_THIS_REFERENCES) is no duplicate either; anything else leaves it unchecked.
+ */
+export const verdictOf = (err: unknown): Verdict => {
+  const type = failureType(err);
+  return type === BankFailureType.ApplicationUnknown || type === NOT_THIS_REFERENCES ? 'not_found' : 'failed';
+};
 
 export class Duplicates {
   constructor(
@@ -54,9 +59,11 @@ export class Duplicates {
   private async confirmOne(id: string): Promise<Verdict> {
     try {
       // No `source`: a webhook naming another id is no evidence that webhooks reach us.
+      // Believed only when the bank knows it and no other application of ours records it (the activity checks).
       await confirmations(this.merchantId).getApplicationStatus({
         financeApplicationId: id,
         merchantReference: this.app.merchantReference,
+        confirmsDuplicate: true,
       });
       return 'found';
     } catch (err) {

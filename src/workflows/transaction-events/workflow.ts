@@ -120,7 +120,14 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
 
   async function deliver(batch: TransactionBatch): Promise<void> {
     if (!callbackUrl) {
-      log.info('transactionEvents coalesced (no merchant callback configured)', { ...batch });
+      // Counts, never the customers' account ids (up to MAX_ACCOUNTS_PER_BATCH a batch): they go to the merchant only.
+      log.info('transactionEvents coalesced (no merchant callback configured)', {
+        consentId,
+        eventType: batch.eventType,
+        batch: batch.batch,
+        events: batch.events,
+        accounts: batch.accountIds.length,
+      });
       return;
     }
     const { workflowId, firstExecutionRunId } = workflowInfo();
@@ -147,7 +154,7 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
       log.error('transactionEvents batch not delivered', {
         consentId,
         batch: batch.batch,
-        accountIds: batch.accountIds,
+        accounts: batch.accountIds.length,
         error: err.cause?.message ?? err.message,
       });
     }

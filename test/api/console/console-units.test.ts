@@ -15,8 +15,8 @@ import {
 import { deliveredRecord, failedRecord } from '../../../src/workflows/finance-application/callback-deliveries';
 
 describe('console sessions', () => {
-  const limits = { idleMs: 1_000, absoluteMs: 5_000, maxSessions: 2 };
-  it('keeps a session while used, ends it when idle or too old, and drops the least recently used beyond the cap', () => {
+  const limits = { idleMs: 1_000, absoluteMs: 5_000, maxSessionsPerMerchant: 2 };
+  it("keeps a session while used, ends it when idle or too old, and drops the merchant's least recently used beyond its cap", () => {
     let now = 0;
     const sessions = new ConsoleSessions(limits, () => now);
     const a = sessions.create('shop-a');
@@ -36,14 +36,37 @@ describe('console sessions', () => {
     expect(sessions.get(b.id)).toBeUndefined();
 
     const c = sessions.create('c');
-    const d = sessions.create('d');
-    sessions.get(c.id); // c used last: d is the least recently used
-    sessions.create('e');
+    const d = sessions.create('c');
+    sessions.get(c.id); // c used last: d is the merchant's least recently used
+    const e = sessions.create('c');
     expect(sessions.size).toBe(2);
     expect(sessions.get(d.id)).toBeUndefined();
     expect(sessions.get(c.id)).toBeDefined();
+    expect(sessions.get(e.id)).toBeDefined();
     expect(sessions.get('not-an-id')).toBeUndefined();
     expect(sessions.get(undefined)).toBeUndefined();
+  });
+
+  it("never ends another merchant's session: one merchant signing in without end only replaces its own", () => {
+    let now = 0;
+    const sessions = new ConsoleSessions({ ...limits, idleMs: 60_000, absoluteMs: 600_000 }, () => now);
+    const b = sessions.create('shop-b');
+    const others = [sessions.create('shop-c'), sessions.create('shop-c')];
+    let last = sessions.create('shop-a');
+    for (let i = 0; i < 20_000; i++) last = sessions.create('shop-a');
+    // Every other merchant still signed in; shop-a holds its cap, its newest among them.
+    expect(sessions.get(b.id)?.merchantId).toBe('shop-b');
+    for (const s of others) expect(sessions.get(s.id)?.merchantId).toBe('shop-c');
+    expect(sessions.get(last.id)?.merchantId).toBe('shop-a');
+    expect(sessions.size).toBe(1 + 2 + 2);
+    // A merchant's expired sessions go first when it signs in again, not a live one; sign-out frees its place.
+    now = 61_000;
+    const fresh = sessions.create('shop-b');
+    expect(sessions.size).toBe(1 + 2 + 2);
+    sessions.get(fresh.id);
+    sessions.delete(fresh.id);
+    expect(sessions.get(fresh.id)).toBeUndefined();
+    expect(sessions.size).toBe(2 + 2);
   });
 
   it('takes only the session’s own CSRF token', () => {

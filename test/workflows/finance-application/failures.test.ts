@@ -1,6 +1,6 @@
 import { RetryState } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/workflow';
-import { BankFailureType } from '../../../src/shared/failure-types';
+import { BankFailureType, NOT_THIS_REFERENCES } from '../../../src/shared/failure-types';
 import { FinanceApplicationFailureType } from '../../../src/shared/finance-application';
 import { verdictOf } from '../../../src/workflows/finance-application/duplicates';
 import {
@@ -74,8 +74,9 @@ describe('what an activity failure means to the finance application', () => {
     ).toEqual([{ merchantReference: 'o', callbackOrigin: 'https://evil.example', reason: 'not allowed' }]);
   });
 
-  it("reads another id's confirmation failure: a 404 means invented, anything else unchecked", () => {
+  it("reads another id's confirmation failure: a 404 or another application of ours is no duplicate, anything else unchecked", () => {
     expect(verdictOf(activityFailure(bankError(BankFailureType.ApplicationUnknown)))).toBe('not_found');
+    expect(verdictOf(activityFailure(bankError(NOT_THIS_REFERENCES)))).toBe('not_found');
     expect(verdictOf(activityFailure(bankError(BankFailureType.Unavailable)))).toBe('failed');
   });
 
