@@ -309,6 +309,8 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
  * the one allow-list and the one TRANSACTIONS_CALLBACK_URL, and nothing warned.
  */
 describe('several merchants share no secret, allow-list or transactions URL', () => {
+  // With several merchants the owner of the pre-tenancy workflows is named (LEGACY_MERCHANT).
+  const withLegacy = (env: Record<string, string>) => ({ LEGACY_MERCHANT: 'shop-a', ...env });
   const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
   const ONE_KEY = `${keys[0]!.name}:${keys[0]!.key}`;
   const MASTER = 'a-master-of-the-callback-signing-secrets-0123456789';
@@ -321,7 +323,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
   };
   const issuesOf = (env: Record<string, string>) => {
     try {
-      loadConfig(env);
+      loadConfig(withLegacy(env));
     } catch (err) {
       if (err instanceof ConfigError) return err.issues;
       throw err;
@@ -330,7 +332,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
   };
 
   it('gives two merchants with MERCHANT_API_KEYS alone each its own derived secret and no shared allow-list', () => {
-    const config = loadConfig({ MERCHANT_API_KEYS });
+    const config = loadConfig(withLegacy({ MERCHANT_API_KEYS }));
     const [a, b] = [config.merchants.get('shop-a')!, config.merchants.get('shop-b')!];
     expect(a.callbacks.signingSecrets).toEqual([]);
     expect(a.callbacks.signingMasters).toEqual(b.callbacks.signingMasters);
@@ -339,12 +341,14 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
     expect(a.callbacks.allowList).toMatchObject({ origins: [], loopback: false });
     expect(b.callbacks.allowList.source?.name).toBe('MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-b"');
     // One merchant keeps the embedded default.
-    expect(loadConfig({ MERCHANT_API_KEYS: ONE_KEY }).merchants.get('shop-a')!.callbacks.allowList).toEqual({
-      origins: [],
-      loopback: true,
-    });
+    expect(loadConfig(withLegacy({ MERCHANT_API_KEYS: ONE_KEY })).merchants.get('shop-a')!.callbacks.allowList).toEqual(
+      {
+        origins: [],
+        loopback: true,
+      },
+    );
     // With a master: derived from it; a merchant a worker does not list too (it cannot count the merchants).
-    const worker = loadConfig({ CALLBACK_SIGNING_MASTER_SECRETS: MASTER }, { role: 'worker' });
+    const worker = loadConfig(withLegacy({ CALLBACK_SIGNING_MASTER_SECRETS: MASTER }), { role: 'worker' });
     expect(worker.merchants.resolve('shop-z').callbacks).toMatchObject({
       signingSecrets: [],
       signingMasters: [MASTER],
@@ -371,7 +375,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
     ]);
     expect(JSON.stringify(issues)).not.toContain(Object.values(env)[0]!.slice(6, 30));
     // The same for one merchant: its own.
-    expect(() => loadConfig({ MERCHANT_API_KEYS: ONE_KEY, ...env })).not.toThrow();
+    expect(() => loadConfig(withLegacy({ MERCHANT_API_KEYS: ONE_KEY, ...env }))).not.toThrow();
     // Or when only one of two merchants falls back to it.
     const field = {
       CALLBACK_SIGNING_SECRETS: 'callbackSigningSecrets',
@@ -386,7 +390,9 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
         transactionsCallbackUrl: 'https://b.example/tx',
       },
     }[field]!;
-    expect(() => loadConfig({ MERCHANT_API_KEYS, ...env, MERCHANTS_FILE: fileWith({ 'shop-b': own }) })).not.toThrow();
+    expect(() =>
+      loadConfig(withLegacy({ MERCHANT_API_KEYS, ...env, MERCHANTS_FILE: fileWith({ 'shop-b': own }) })),
+    ).not.toThrow();
   });
 
   it('refuses a secret, an origin or a transactions URL that MERCHANTS_FILE gives two merchants, naming merchant and field', () => {
