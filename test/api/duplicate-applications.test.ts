@@ -31,6 +31,16 @@ describe('duplicate applications at the bank (whole stack)', () => {
         { name: TEST_MERCHANT, key: 'duplicates-test-key-0123456789abcdef' },
         { name: 'shop-b', key: KEY_B },
       ],
+      // Several merchants: each its own allow-list (no shared loopback default).
+      merchantsFile: {
+        merchants: {
+          [TEST_MERCHANT]: {
+            callbackAllowedOrigins: [new URL(merchant.url).origin],
+            callbackSigningSecrets: [TEST_CALLBACK_SIGNING_SECRET],
+          },
+          'shop-b': { callbackAllowedOrigins: ['https://shop-b.example'] },
+        },
+      },
     });
   });
   afterAll(async () => {

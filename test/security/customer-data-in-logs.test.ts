@@ -48,7 +48,12 @@ describe("a customer's account ids (transactionEvents) stay out of every log lin
         { name: 'shop-refusing', key: 'logs-refusing-merchant-key-0123456789' },
       ],
       merchantsFile: {
-        merchants: { 'shop-refusing': { transactionsCallbackUrl: refusing.url.replace(/\?.*$/, '') } },
+        merchants: {
+          'shop-refusing': {
+            transactionsCallbackUrl: refusing.url.replace(/\?.*$/, ''),
+            callbackAllowedOrigins: [new URL(refusing.url).origin],
+          },
+        },
       },
     });
   });
