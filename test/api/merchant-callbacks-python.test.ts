@@ -18,6 +18,8 @@ import { claimTestConsent, TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from '.
 
 const ROOT = join(__dirname, '..', '..');
 const LEGACY_SHOP = 'legacy-shop';
+/** LEGACY_SHOP's own callback signing secret (two merchants never share one). */
+const LEGACY_SHOP_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 const LEGACY_SHOP_KEY = 'legacy-shop-key-0123456789abcdefghij';
 
 /** One line of the Python merchant's output: a POST it received and what it made of it. */
@@ -37,6 +39,7 @@ describe('merchant callbacks verified and validated by a merchant written in Pyt
   let python: ChildProcessWithoutNullStreams;
   const received: Received[] = [];
   let merchantUrl: string;
+  let legacyShopUrl: string;
   let stack: TestStack;
 
   beforeAll(async () => {
@@ -47,20 +50,35 @@ describe('merchant callbacks verified and validated by a merchant written in Pyt
       .at(-1)!;
     const port = await freeLoopbackPort();
     merchantUrl = `http://127.0.0.1:${port}`;
+    legacyShopUrl = `http://127.0.0.2:${port}`;
     stack = await startTestStack({
       merchantApiKeys: [
         { name: TEST_MERCHANT, key: TEST_API_KEY },
         { name: LEGACY_SHOP, key: LEGACY_SHOP_KEY },
       ],
-      // TEST_MERCHANT takes the default (the current version); LEGACY_SHOP stays on today's body.
-      merchantsFile: { merchants: { [LEGACY_SHOP]: { callbackPayloadVersion: 'legacy' } } },
-      transactionsCallbackUrl: `${merchantUrl}/transactions`,
+      // TEST_MERCHANT takes the default (the current version); LEGACY_SHOP stays on today's body. Each merchant has
+      // its own secret and origin (the Python merchant listens on 127.0.0.1 and 127.0.0.2, one port).
+      merchantsFile: {
+        merchants: {
+          [TEST_MERCHANT]: {
+            callbackSigningSecrets: [TEST_CALLBACK_SIGNING_SECRET],
+            callbackAllowedOrigins: [merchantUrl],
+            transactionsCallbackUrl: `${merchantUrl}/transactions`,
+          },
+          [LEGACY_SHOP]: {
+            callbackPayloadVersion: 'legacy',
+            callbackSigningSecrets: [LEGACY_SHOP_SECRET],
+            callbackAllowedOrigins: [legacyShopUrl],
+          },
+        },
+      },
     });
     python = spawn(
       pythonBin,
       [
         join(ROOT, 'test', 'fixtures', 'python', 'standard_webhooks_merchant.py'),
-        ...['--secret', TEST_CALLBACK_SIGNING_SECRET, '--spec', `${stack.internalUrl}/openapi.json`],
+        ...['--secret', TEST_CALLBACK_SIGNING_SECRET, '--secret', LEGACY_SHOP_SECRET],
+        ...['--host', '127.0.0.1', '--host', '127.0.0.2', '--spec', `${stack.internalUrl}/openapi.json`],
         ...['--port', String(port)],
       ],
       { stdio: 'pipe' },
@@ -90,7 +108,7 @@ describe('merchant callbacks verified and validated by a merchant written in Pyt
       body: JSON.stringify({
         merchantReference: ref,
         redirectUrl: 'https://shop.example/done',
-        callbackUrl: `${merchantUrl}/finance?shop=${key === LEGACY_SHOP_KEY ? LEGACY_SHOP : TEST_MERCHANT}`,
+        callbackUrl: `${key === LEGACY_SHOP_KEY ? legacyShopUrl : merchantUrl}/finance?shop=${key === LEGACY_SHOP_KEY ? LEGACY_SHOP : TEST_MERCHANT}`,
       }),
     });
   /** POSTs bytes with headers to the Python merchant, as the service would: its answer's status. */
