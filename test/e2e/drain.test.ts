@@ -46,6 +46,22 @@ function run(entry: string, env: Record<string, string>): Child {
   return { child, output: () => output, exit };
 }
 
+/**
+ * The child's exit code once it exited within `ms`; else it is killed (SIGKILL) and this throws with the end of its
+ * output, so a process that does not stop fails the test with what it said instead of hanging it.
+ */
+async function exitWithin(p: Child, ms: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const exited = await Promise.race([p.exit, late]);
+  clearTimeout(timer);
+  if (exited !== 'late') return exited;
+  p.child.kill('SIGKILL');
+  throw new Error(
+    `pid ${p.child.pid} still running ${ms / 1_000} s after SIGTERM; its output ends:\n${p.output().slice(-4_000)}`,
+  );
+}
+
 /** The error code under a failed fetch (ECONNREFUSED, UND_ERR_SOCKET…). */
 const codeOf = (err: unknown): string =>
   String((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
@@ -270,7 +286,7 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       );
       expect(draining.status).toBe(503);
       expect(draining.body).toMatchObject({ status: 'draining' });
-      expect(await first.exit).toBe(0);
+      expect(await exitWithin(first, 60_000)).toBe(0);
       expect(first.output()).toContain('"msg":"stopped"');
       expect(first.output()).not.toMatch(/GracefulShutdownPeriodExpired/);
 
@@ -291,7 +307,7 @@ describe('a worker process (npm run worker) on SIGTERM with an activity running'
       expect(retried!.identity.startsWith(`${second.child.pid}@`)).toBe(true);
     } finally {
       for (const p of [first, second]) if (p && p.child.exitCode === null) p.child.kill('SIGTERM');
-      await Promise.all([first.exit, second?.exit]);
+      for (const p of [first, second]) if (p) await exitWithin(p, 30_000).catch(() => undefined);
       await financeApplicationHandle(t.client, TEST_MERCHANT, merchantReference)
         .terminate('test done')
         .catch(() => undefined);
