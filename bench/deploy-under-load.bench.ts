@@ -233,7 +233,7 @@ export async function benchDeployUnderLoad(): Promise<void> {
         const metricsPort = await freePort();
         const worker = startChild(
           `worker-${label}${i + 1}`,
-          join(ROOT, 'dist', 'worker', 'main.js'),
+          join(ROOT, 'dist', 'worker.js'),
           {
             ...stackEnv,
             WORKER_METRICS_PORT: String(metricsPort),

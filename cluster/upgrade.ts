@@ -161,7 +161,7 @@ export async function rollingUpgrade(ctx: UpgradeContext): Promise<{ findings: s
     const w = new ManagedProcess(
       `worker-b${i + 1}`,
       process.execPath,
-      [join(variants.b.distDir, 'worker', 'main.js')],
+      [join(variants.b.distDir, 'worker.js')],
       await ctx.workerEnv(i),
       ctx.logOf(`worker-b${i + 1}`),
       ctx.root,
