@@ -97,9 +97,10 @@ export interface StartDeadlineDeps {
  */
 export async function withStartDeadline<T>(deps: StartDeadlineDeps, what: string, fn: () => Promise<T>): Promise<T> {
   const ms = deps.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS;
+  const deadline = Date.now() + ms;
   try {
     return await answerBefore(
-      deps.client.withDeadline(Date.now() + ms, fn),
+      deps.client.withDeadline(deadline, fn),
       deps.drain?.expired,
       () =>
         new HttpError(
@@ -110,7 +111,7 @@ export async function withStartDeadline<T>(deps: StartDeadlineDeps, what: string
         ),
     );
   } catch (err) {
-    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) {
+    if (deadlineRanOut(err, deadline)) {
       throw new HttpError(
         503,
         `${what} did not complete within ${ms} ms; it goes on: retry the same request`,
@@ -136,11 +137,12 @@ export async function withReadDeadline<T>(
   fn: () => Promise<T>,
 ): Promise<T> {
   const ms = deps.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
+  const deadline = Date.now() + ms;
   try {
     // The gRPC deadline, and a hard bound a little after it whatever the client library does.
-    return await hardBound(deps.client.withDeadline(Date.now() + ms, fn), ms + 1_000, what);
+    return await hardBound(deps.client.withDeadline(deadline, fn), ms + 1_000, what);
   } catch (err) {
-    if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */))
+    if (deadlineRanOut(err, deadline))
       throw new HttpError(
         503,
         `${what} did not answer within ${ms} ms (no worker answered); retry later`,
@@ -149,6 +151,23 @@ export async function withReadDeadline<T>(
       );
     throw err;
   }
+}
+
+/**
+ * Margin within which a CANCELLED answer counts as the deadline: the server passes the caller's deadline on to its
+ * own services, and when that runs out inside them it may answer CANCELLED ("context canceled") a moment before the
+ * client sees DEADLINE_EXCEEDED.
+ */
+const CANCELLED_NEAR_DEADLINE_MS = 250;
+
+/**
+ * True when the call failed because its deadline ran out: DEADLINE_EXCEEDED, or CANCELLED at (or within a moment of)
+ * the deadline. This service never cancels these calls itself, so a CANCELLED well before the deadline is something
+ * else (Temporal going away) and stays that.
+ */
+export function deadlineRanOut(err: unknown, deadline: number, now: number = Date.now()): boolean {
+  if (hasGrpcCode(err, 4 /* DEADLINE_EXCEEDED */)) return true;
+  return hasGrpcCode(err, 1 /* CANCELLED */) && now >= deadline - CANCELLED_NEAR_DEADLINE_MS;
 }
 
 function hasGrpcCode(err: unknown, code: number): boolean {
