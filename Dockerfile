@@ -7,7 +7,11 @@ COPY package.json package-lock.json ./
 # The pinned Node of the npm scripts (a development dependency: pruned below; the image runs the base image's Node).
 COPY packages/node-runtime/package.json ./packages/node-runtime/
 # No Temporal binaries in the image (the postinstall toolchain is for local runs): the cluster is separate.
-RUN npm ci --ignore-scripts
+# Behind a proxy that re-signs TLS, pass its CA bundle as the build secret `npm-ca` (it never reaches a layer):
+#   podman build --secret id=npm-ca,src=/etc/ssl/certs/ca-certificates.crt .   (scripts/containers/build-app-image.sh)
+RUN --mount=type=secret,id=npm-ca,target=/run/secrets/npm-ca \
+  if [ -s /run/secrets/npm-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca; fi \
+  && npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json temporal-toolchain.json ./
 COPY scripts/build.mjs ./scripts/
 COPY src ./src

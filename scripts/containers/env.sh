@@ -1,0 +1,6 @@
+# Sourced by the container scripts: one podman configuration for all of them (scripts/containers/containers.conf).
+# shellcheck shell=bash
+containers_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export CONTAINERS_CONF="$containers_dir/containers.conf"
+# Docker's image format keeps HEALTHCHECK (OCI's has no field for it).
+export BUILDAH_FORMAT=docker
