@@ -44,6 +44,9 @@ describe('financeApplicationWorkflow replay', () => {
         'finance-application-v3-fair-bank-reads.json',
         // Recorded after the workflow became a folder of modules (src/workflows/finance-application/): same commands.
         'finance-application-v4-webhooks.json',
+        // Recorded with the duplicate's confirmation read flagged in the activity's input (confirmsDuplicate): the
+        // activity, not the workflow, checks the id is not another of this service's applications.
+        'finance-application-v4-duplicate-confirmed.json',
       ]),
     );
   });
