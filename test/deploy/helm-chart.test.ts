@@ -1,6 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
+import { ConfigError, loadConfig } from '../../src/config';
 import { chartDir, checkManifests, helmTemplate, podSpecOf, requireHelm, root, type K8sObject } from '../helpers/helm';
 
 /**
@@ -17,6 +19,58 @@ const VALUE_SETS: Record<string, string[]> = {
   'worker-controller': ['examples/worker-controller.yaml'],
   'staging-sandbox': ['examples/staging-sandbox.yaml'],
 };
+
+/** What the Secret holds in these tests, where the chart does not create it (docs/deploying.md's command). */
+function secretValues(objects: K8sObject[]): Record<string, string> {
+  const merchantsFile = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'paylater-merchants');
+  const merchantIds = merchantsFile
+    ? Object.keys((JSON.parse(merchantsFile.data!['merchants.json']!) as { merchants: object }).merchants)
+    : ['shop'];
+  const created = objects.find((o) => o.kind === 'Secret')?.stringData;
+  return (
+    created ?? {
+      WEBHOOK_HASH_SECRET: 'h'.repeat(48),
+      WEBHOOK_SECURITY_HEADER: `Basic ${'s'.repeat(44)}`,
+      BANK_CLIENT_SECRET: 'bank-client-secret',
+      PAYLOAD_ENCRYPTION_KEYS: `key-1:${Buffer.alloc(32, 7).toString('base64')}`,
+      MERCHANT_API_KEYS: merchantIds.map((id, i) => `${id}:${String(i).repeat(32)}`).join(','),
+      OPERATOR_API_KEYS: `ops:${'o'.repeat(32)}`,
+      PROMETHEUS_OPERATOR_KEY: 'm'.repeat(48),
+      CALLBACK_SIGNING_MASTER_SECRETS: 'c'.repeat(48),
+      TEMPORAL_API_KEY: 't'.repeat(48),
+    }
+  );
+}
+
+/**
+ * A container's environment as the kubelet gives it: the ConfigMaps of envFrom, then env in order, secrets from
+ * secretValues and $(VAR) expanded. A file the pod mounts under /etc/paylater is written under `dir` (the merchants
+ * file from its ConfigMap, a stand-in for a certificate) and the variable points there.
+ */
+function containerEnv(objects: K8sObject[], workload: K8sObject, dir: string): Record<string, string> {
+  const c = podSpecOf(workload)!.containers[0]!;
+  const secrets = secretValues(objects);
+  const env: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) Object.assign(env, find(objects, 'ConfigMap', from.configMapRef!.name).data);
+  for (const e of c.env ?? []) {
+    const ref = e.valueFrom?.secretKeyRef;
+    if (ref) {
+      if (secrets[ref.key] !== undefined) env[e.name] = secrets[ref.key]!;
+      else if (!ref.optional) throw new Error(`${e.name}: the Secret has no ${ref.key}`);
+    } else {
+      env[e.name] = (e.value ?? '').replace(/\$\((\w+)\)/g, (whole, name: string) => env[name] ?? whole);
+    }
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (!value.startsWith('/etc/paylater/')) continue;
+    const path = join(dir, value);
+    mkdirSync(dirname(path), { recursive: true });
+    const merchants = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'paylater-merchants');
+    writeFileSync(path, name === 'MERCHANTS_FILE' ? merchants!.data!['merchants.json']! : 'a PEM file\n');
+    env[name] = path;
+  }
+  return env;
+}
 
 function render(files: string[], set: string[] = []): K8sObject[] {
   const result = helmTemplate(files, set);
@@ -72,6 +126,30 @@ requireHelm('the Helm chart tests')('the Helm chart', () => {
       }
     });
 
+    it('gives the API and the workers (a Deployment per build) an environment their configuration accepts', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'helm-env-'));
+      try {
+        const api = loadConfig(containerEnv(objects, find(objects, 'Deployment', 'paylater-api'), dir), {
+          role: 'api',
+        });
+        // The drain the process runs is the one terminationGracePeriodSeconds was computed from.
+        expect(api.shutdown).toMatchObject({ drainDelayMs: 5000, gracePeriodMs: 10_000 });
+        expect({ port: api.port, internalPort: api.internalPort }).toEqual({ port: 3000, internalPort: 3001 });
+        if (objects.some((o) => o.kind === 'ServiceMonitor'))
+          expect(api.operatorApiKeys.keys.map((k) => k.name)).toEqual(['ops', 'prometheus']);
+        const workers = objects.filter(
+          (o) => o.kind === 'Deployment' && o.metadata.name.startsWith('paylater-worker-'),
+        );
+        for (const worker of workers) {
+          const config = loadConfig(containerEnv(objects, worker, dir), { role: 'worker' });
+          expect(config.shutdown.workerGraceMs).toBe(10_000);
+          expect(config.workerMetricsPort).toBe(9464);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('keeps the internal listener a ClusterIP Service', () => {
       const internal = find(objects, 'Service', 'paylater-internal');
       expect(internal.spec).toMatchObject({ type: 'ClusterIP', ports: [{ port: 3001 }] });
@@ -89,6 +167,30 @@ requireHelm('the Helm chart tests')('the Helm chart', () => {
     const worker = find(objects, 'Deployment', 'paylater-worker-current');
     expect(podSpecOf(worker)!.terminationGracePeriodSeconds).toBe(60 + 5 + 2);
     expect(checkManifests(objects)).toEqual([]);
+  });
+
+  it('controller mode: the worker still refuses the Worker Deployment name temporal-worker-controller gives', () => {
+    // The gap docs/deploying.md names: the controller sets TEMPORAL_DEPLOYMENT_NAME to <namespace>/<name>, which
+    // the wrapper passes on as WORKER_DEPLOYMENT_NAME. When the worker accepts it, this test says the mode can run.
+    const objects = render(['examples/worker-controller.yaml']);
+    const wd = find(objects, 'WorkerDeployment', 'paylater-worker');
+    const dir = mkdtempSync(join(tmpdir(), 'helm-env-'));
+    try {
+      const env = containerEnv(objects, wd, dir);
+      // What the controller appends (its Connection: address, namespace; the client certificate's paths).
+      Object.assign(env, {
+        TEMPORAL_ADDRESS: 'payments.a1b2c.tmprl.cloud:7233',
+        TEMPORAL_NAMESPACE: 'payments.a1b2c',
+        WORKER_DEPLOYMENT_NAME: 'payments/paylater-worker',
+        WORKER_BUILD_ID: 'wf-3f9a1c2e4b5d6a7f',
+      });
+      expect(() => loadConfig(env, { role: 'worker' })).toThrow(ConfigError);
+      expect(() => loadConfig(env, { role: 'worker' })).toThrow(/WORKER_DEPLOYMENT_NAME/);
+      expect(() => loadConfig({ ...env, WORKER_DEPLOYMENT_NAME: 'paylater-worker' }, { role: 'worker' })).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(podSpecOf(wd)!.containers[0]!.env!.map((e) => e.name)).not.toContain('TEMPORAL_ADDRESS');
   });
 
   it('renders the alert rules of deploy/prometheus as a PrometheusRule', () => {
@@ -153,6 +255,12 @@ requireHelm('the Helm chart tests')('the Helm chart', () => {
       );
       expect(result.status).not.toBe(0);
       expect(result.output).toMatch(/callbackSigningSecrets: put the file in a Secret/);
+    });
+
+    it('an autoscaler for the WorkerDeployment, which has no scale subresource', () => {
+      const result = helmTemplate(['examples/worker-controller.yaml'], ['autoscaling.mode=keda']);
+      expect(result.status).not.toBe(0);
+      expect(result.output).toMatch(/autoscaling.mode must be none with workers.mode controller/);
     });
 
     it('secrets.create without a required secret', () => {

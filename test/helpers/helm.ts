@@ -15,6 +15,7 @@ export interface K8sObject {
   metadata: { name: string; labels?: Record<string, string> };
   spec?: Record<string, unknown>;
   data?: Record<string, string>;
+  stringData?: Record<string, string>;
 }
 
 /** As scripts/helm-tools.sh installs it: HELM_PATH, .tools/bin/helm, then PATH; undefined when absent. */
@@ -62,14 +63,16 @@ interface Probe {
   httpGet?: { path: string; port: number | string };
   tcpSocket?: { port: number | string };
 }
-interface EnvVar {
+export interface EnvVar {
   name: string;
   value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
 }
-interface Container {
+export interface Container {
   name: string;
   ports?: { name?: string; containerPort: number }[];
   env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string } }[];
   readinessProbe?: Probe;
   livenessProbe?: Probe;
   lifecycle?: { preStop?: { sleep?: { seconds: number }; exec?: { command: string[] } } };
@@ -84,7 +87,7 @@ interface SecurityContext {
   capabilities?: { drop?: string[] };
   seccompProfile?: { type: string };
 }
-interface PodSpec {
+export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
   terminationGracePeriodSeconds?: number;

@@ -113,8 +113,11 @@ SHUTDOWN_GRACE_PERIOD + 250 ms (rounded up to 1 s); a worker's is WORKER_SHUTDOW
 {{- end }}
 {{- end }}
 
-{{/* What the API and the workers share. */}}
+{{/* What the API and the workers share: with a real bank the configuration requires the bank's and the public
+URL in both processes (src/config/schema.ts), as docker-compose.yml gives them. */}}
 {{- define "paylater.commonEnv" -}}
+{{- $sandbox := ternary (include "paylater.bankSandboxUrl" .) "" .Values.sandbox.enabled -}}
+{{- $baseUrl := .Values.bank.baseUrl | default $sandbox | required "bank.baseUrl is required (or sandbox.enabled)" -}}
 - name: NODE_ENV
   value: production
 - name: LOG_FORMAT
@@ -122,14 +125,20 @@ SHUTDOWN_GRACE_PERIOD + 250 ms (rounded up to 1 s); a worker's is WORKER_SHUTDOW
 - name: TASK_QUEUE
   value: {{ .Values.temporal.taskQueue | quote }}
 - name: BANK_BASE_URL
-  value: {{ .Values.bank.baseUrl | default (ternary (include "paylater.bankSandboxUrl" .) "" .Values.sandbox.enabled) | required "bank.baseUrl is required (or sandbox.enabled)" | quote }}
+  value: {{ $baseUrl | quote }}
+- name: BANK_AUTH_URL
+  value: {{ .Values.bank.authUrl | default $baseUrl | quote }}
+- name: BANK_CLIENT_ID
+  value: {{ .Values.bank.clientId | default (ternary "sandbox-client" "" .Values.sandbox.enabled) | required "bank.clientId is required" | quote }}
+- name: PUBLIC_BASE_URL
+  value: {{ .Values.publicBaseUrl | default (ternary (printf "https://%s" .Values.ingress.host) "" .Values.ingress.enabled) | default (printf "http://%s-public:3000" (include "paylater.fullname" .)) | quote }}
+{{ include "paylater.secretEnv" (dict "root" . "name" "BANK_CLIENT_SECRET") }}
 {{- if or .Values.merchants.content .Values.merchants.existingSecret }}
 - name: MERCHANTS_FILE
   value: /etc/paylater/merchants/merchants.json
 {{- end }}
 {{ include "paylater.secretEnv" (dict "root" . "name" "WEBHOOK_HASH_SECRET") }}
 {{ include "paylater.secretEnv" (dict "root" . "name" "PAYLOAD_ENCRYPTION_KEYS") }}
-{{ include "paylater.secretEnv" (dict "root" . "name" "MERCHANT_API_KEYS") }}
 {{ include "paylater.secretEnv" (dict "root" . "name" "CALLBACK_SIGNING_MASTER_SECRETS" "optional" true) }}
 {{- end }}
 

@@ -62,18 +62,16 @@ spec:
           value: {{ . | quote }}
         {{- end }}
         {{- end }}
-        - name: PUBLIC_BASE_URL
-          value: {{ $root.Values.publicBaseUrl | default (printf "https://%s" $root.Values.ingress.host) | quote }}
-        {{- $bankAuth := $root.Values.bank.authUrl | default $root.Values.bank.baseUrl | default (ternary (include "paylater.bankSandboxUrl" $root) "" $root.Values.sandbox.enabled) }}
-        {{- with $bankAuth }}
-        - name: BANK_AUTH_URL
-          value: {{ . | quote }}
-        {{- end }}
-        - name: BANK_CLIENT_ID
-          value: {{ $root.Values.bank.clientId | default (ternary "sandbox-client" "" $root.Values.sandbox.enabled) | quote }}
-        {{- include "paylater.secretEnv" (dict "root" $root "name" "BANK_CLIENT_SECRET") | nindent 8 }}
       # Liveness: /healthz (200 while the process answers); readiness: /readyz (both Workers RUNNING, 503 while
       # the bundle loads and from SIGTERM on), on WORKER_METRICS_PORT (docs/operations.md).
+      # WORKER_METRICS_PORT listens once Temporal is reached, which a worker waits for (src/worker.ts): up to
+      # 15 minutes before the liveness probe takes over.
+      startupProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 10
+        failureThreshold: 90
       readinessProbe:
         httpGet:
           path: /readyz
@@ -85,7 +83,6 @@ spec:
         httpGet:
           path: /healthz
           port: metrics
-        initialDelaySeconds: 10
         periodSeconds: 10
         timeoutSeconds: 3
         failureThreshold: 6
