@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
@@ -93,6 +93,13 @@ function container(o: K8sObject): Record<string, unknown> {
 function env(o: K8sObject, name: string): string | undefined {
   return podSpecOf(o)!.containers[0]!.env?.find((e) => e.name === name)?.value;
 }
+
+describe('the values sets', () => {
+  it('are every example of the chart (scripts/test-helm.sh lints and validates each too)', () => {
+    const examples = readdirSync(join(chartDir, 'examples')).filter((f) => f.endsWith('.yaml'));
+    expect(Object.values(VALUE_SETS).flat().sort()).toEqual(examples.map((f) => `examples/${f}`).sort());
+  });
+});
 
 describe("files/paylater.rules.yml, the chart's copy of the alert rules", () => {
   it('is deploy/prometheus/paylater.rules.yml byte for byte (copy it again after changing the rules)', () => {
