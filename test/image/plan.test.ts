@@ -5,6 +5,7 @@ import {
   HOST_PORT_RANGE,
   parseOptions,
   pickPorts,
+  shutdownTimeline,
   stopProblem,
 } from './plan';
 
@@ -86,5 +87,20 @@ describe('npm run test:image: its plan', () => {
     expect(stopProblem({ exitCode: 143, ms: 100, graceSeconds: 10 })).toMatch(/unhandled/);
     expect(stopProblem({ exitCode: 1, ms: 100, graceSeconds: 10 })).toMatch(/exit code 1/);
     expect(stopProblem({ exitCode: 0, ms: 10_500, graceSeconds: 10 })).toMatch(/more than its 10 s grace/);
+  });
+
+  it("summarises a process's shutdown log after the stop request, repeats folded", () => {
+    const log = [
+      JSON.stringify({ time: 900, msg: 'listening' }),
+      'not json',
+      JSON.stringify({ time: 1072, msg: 'shutting down' }),
+      JSON.stringify({ time: 1080, msg: 'Worker state changed' }),
+      JSON.stringify({ time: 1081, msg: 'Worker state changed' }),
+      JSON.stringify({ time: 6076, msg: 'stopped' }),
+    ].join('\n');
+    expect(shutdownTimeline(log, 1000)).toBe(
+      '+72 ms shutting down → +80 ms Worker state changed (×2) → +5076 ms stopped',
+    );
+    expect(shutdownTimeline(log, 7000)).toBe('(nothing logged)');
   });
 });

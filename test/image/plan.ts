@@ -208,3 +208,30 @@ export const megabytes = (bytes: number): string => `${(bytes / 1e6).toFixed(0)}
 
 /** A duration in seconds with one decimal. */
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * A process's log lines (pino JSON, `time` in ms) from `since` on, as "+<ms> <msg>" joined by " → ": what its shutdown
+ * did, and when, after the stop request. At most `max` lines (the last ones); lines that are not JSON are skipped.
+ */
+export function shutdownTimeline(log: string, since: number, max = 8): string {
+  const lines = log
+    .split('\n')
+    .flatMap((line) => {
+      try {
+        const entry = JSON.parse(line) as { time?: number; msg?: string };
+        return typeof entry.time === 'number' && entry.time >= since && entry.msg ? [entry] : [];
+      } catch {
+        return [];
+      }
+    })
+    .slice(-max);
+  if (lines.length === 0) return '(nothing logged)';
+  // Repeats in a row (the SDK's "Worker state changed" for each state of each worker) as one, with a count.
+  const runs: { text: string; count: number }[] = [];
+  for (const e of lines) {
+    const last = runs.at(-1);
+    if (last && last.text.endsWith(` ms ${e.msg}`)) last.count += 1;
+    else runs.push({ text: `+${e.time! - since} ms ${e.msg}`, count: 1 });
+  }
+  return runs.map((r) => (r.count > 1 ? `${r.text} (×${r.count})` : r.text)).join(' → ');
+}

@@ -12,6 +12,7 @@ import {
   envFile,
   healthcheckProblem,
   megabytes,
+  shutdownTimeline,
   MERCHANT,
   parseOptions,
   pickPorts,
@@ -375,6 +376,7 @@ async function main(): Promise<number> {
       const exit = await podman('container', 'inspect', '--format', '{{.State.ExitCode}}', name);
       const stop = { exitCode: Number(exit.stdout.trim()), ms, graceSeconds: spec.graceSeconds };
       figures.find((f) => f.process === spec.process)!.stop = stop;
+      out(`  ${spec.process}'s own shutdown log: ${shutdownTimeline((await podman('logs', name)).stdout, t0)}`);
       check(
         `${spec.process} stopped in ${seconds(ms)} (grace ${spec.graceSeconds} s), exit ${stop.exitCode}`,
         stopProblem(stop),
