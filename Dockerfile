@@ -32,7 +32,8 @@ COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 # `npm run worker|api|sandbox` work in the image too: their pre-script checks the build output (node only).
 COPY scripts/check-build.mjs scripts/healthcheck.cjs ./scripts/
-# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000.
+# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000. None of the
+# three processes writes to disk: they run with a read-only root file system and no tmpfs (npm run test:image).
 USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).
