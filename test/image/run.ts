@@ -121,7 +121,10 @@ async function json<T>(url: string, init: RequestInit = {}, timeoutMs = 10_000):
 }
 
 const failures: string[] = [];
+/** Set on SIGINT/SIGTERM: the containers are being removed, so what fails from then on is not reported. */
+let interrupted = false;
 function check(what: string, problem: string | undefined): boolean {
+  if (interrupted) return false;
   if (problem === undefined) out(`  ok    ${what}`);
   else {
     out(`  FAIL  ${what}: ${problem}`);
@@ -160,6 +163,7 @@ async function main(): Promise<number> {
     })());
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
+      interrupted = true;
       out(`\n${signal}: removing the containers and the dev server`);
       void cleanup().then(() => process.exit(130));
     });
@@ -406,6 +410,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } catch (err) {
+    if (interrupted) return 130;
     await printLogs(containers);
     const message = err instanceof Error ? err.message : String(err);
     out(`\nnpm run test:image: ${message}`);
