@@ -31,10 +31,15 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 # `npm run worker|api|sandbox` work in the image too: their pre-script checks the build output (node only).
-COPY scripts/check-build.mjs ./scripts/
-# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000.
+COPY scripts/check-build.mjs scripts/healthcheck.cjs ./scripts/
+# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000. None of the
+# three processes writes to disk: they run with a read-only root file system and no tmpfs (npm run test:image).
 USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).
 EXPOSE 3000 3001 9464
+# One check for the three processes: scripts/healthcheck.cjs finds which one runs and probes its route on the port
+# its variables set (the worker's and the API's /readyz, the sandbox's /_sandbox). Kept by a Docker-format build
+# (scripts/containers/build-app-image.sh); an OCI-format build drops it.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.cjs"]
 CMD ["node", "dist/worker.js"]

@@ -12,6 +12,7 @@ export default tseslint.config(
       'dist-bench/**',
       'dist-chaos/**',
       'dist-cluster/**',
+      'dist-image/**',
       'dist-test/**',
       'node_modules/**',
       'coverage/**',

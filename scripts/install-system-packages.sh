@@ -4,13 +4,25 @@
 # Prometheus rule and /metrics checks of `npm test`; `npm run toolchain` can build promtool with Go instead) and
 # postgresql for `npm run test:cluster`. As root, or with sudo. A package whose command is already there is skipped.
 # CHROMIUM_PATH overrides where the console tests look for the browser.
+# --containers: also podman, buildah, runc, slirp4netns and mmdebstrap, for `npm run test:image` (the image built
+# from Debian and npm packages by scripts/containers/, run with podman; its containers' network is slirp4netns).
 set -euo pipefail
+containers=0
+for arg in "$@"; do
+  case "$arg" in
+    --containers) containers=1 ;;
+    *) echo "usage: $0 [--containers]" >&2; exit 2 ;;
+  esac
+done
 want=()
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || want+=(chromium)
 command -v promtool >/dev/null || want+=(prometheus)
 command -v pg_config >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || want+=(postgresql)
+if [ "$containers" = 1 ]; then
+  for tool in podman buildah runc slirp4netns mmdebstrap; do command -v "$tool" >/dev/null || want+=("$tool"); done
+fi
 if [ "${#want[@]}" -eq 0 ]; then
-  echo "system packages: chromium, promtool and PostgreSQL are there"
+  echo "system packages: chromium, promtool and PostgreSQL are there$([ "$containers" = 1 ] && echo ', and the container tools')"
   exit 0
 fi
 sudo=""
