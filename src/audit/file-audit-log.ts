@@ -147,7 +147,10 @@ async function readStored(file: string): Promise<StoredRecord[]> {
     try {
       return { record: JSON.parse(line) as unknown, position: i + 1 };
     } catch {
-      return { unreadable: `line ${i + 1} is not JSON${i === lines.length - 1 ? ' (a torn last write?)' : ''}`, position: i + 1 };
+      return {
+        unreadable: `line ${i + 1} is not JSON${i === lines.length - 1 ? ' (a torn last write?)' : ''}`,
+        position: i + 1,
+      };
     }
   });
 }
@@ -184,9 +187,7 @@ async function takeLock(lockFile: string): Promise<void> {
     // An empty lock is one being written this instant: wait for it like a live one.
     const live =
       text === '' ||
-      (holder === process.pid
-        ? heldLocks.has(lockFile)
-        : Number.isSafeInteger(holder) && holder > 0 && alive(holder));
+      (holder === process.pid ? heldLocks.has(lockFile) : Number.isSafeInteger(holder) && holder > 0 && alive(holder));
     if (!live) {
       await rm(lockFile, { force: true });
       continue;
@@ -205,7 +206,8 @@ async function lastHead(handle: FileHandle): Promise<AuditHead> {
     const buffer = Buffer.alloc(chunk);
     await handle.read(buffer, 0, chunk, size - chunk);
     const text = buffer.toString('utf8');
-    if (!text.endsWith('\n')) throw new Error('the file does not end with a whole line (a torn write): restart to check it');
+    if (!text.endsWith('\n'))
+      throw new Error('the file does not end with a whole line (a torn write): restart to check it');
     const start = text.lastIndexOf('\n', text.length - 2);
     if (start >= 0 || chunk === size) {
       const record = JSON.parse(text.slice(start + 1, -1)) as { sequence?: unknown; hash?: unknown };

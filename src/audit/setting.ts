@@ -19,7 +19,8 @@ export function parseAuditLogSetting(value: string): { setting: AuditLogSetting 
   const v = value.trim();
   if (v.startsWith('file:')) {
     const path = v.slice('file:'.length);
-    if (path === '' || path.endsWith('/')) return { problem: 'file: needs the path of a file, e.g. file:data/audit/audit.jsonl' };
+    if (path === '' || path.endsWith('/'))
+      return { problem: 'file: needs the path of a file, e.g. file:data/audit/audit.jsonl' };
     return { setting: { kind: 'file', path } };
   }
   if (/^postgres(ql)?:\/\//i.test(v)) {

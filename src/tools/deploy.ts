@@ -105,7 +105,12 @@ async function main(argv: string[]): Promise<number> {
         actor: DEPLOY_ACTOR,
         action: 'deployment.ramp',
         target: { kind: 'deployment', id: deploymentName },
-        details: { namespace, buildId: args.percent === 0 ? null : buildId, percent: args.percent ?? 0, osUser: osUser() },
+        details: {
+          namespace,
+          buildId: args.percent === 0 ? null : buildId,
+          percent: args.percent ?? 0,
+          osUser: osUser(),
+        },
       });
       await service.setWorkerDeploymentRampingVersion({
         namespace,

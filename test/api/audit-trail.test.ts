@@ -89,7 +89,9 @@ describe('the audit trail (whole stack)', () => {
     // Nothing secret in a record: no key, no decoded data.
     expect(JSON.stringify(page)).not.toMatch(new RegExp(`${TEST_OPERATOR_KEY}|${TEST_API_KEY}|marker|whsec_`));
 
-    const filtered = (await (await call(TEST_OPERATOR_KEY, '/operator/audit?action=codec.decode&limit=1')).json()) as Page;
+    const filtered = (await (
+      await call(TEST_OPERATOR_KEY, '/operator/audit?action=codec.decode&limit=1')
+    ).json()) as Page;
     expect(filtered.records.map((r) => r.sequence)).toEqual([1]);
     expect(filtered.next).toBe(1);
     const after = (await (await call(TEST_OPERATOR_KEY, '/operator/audit?after=1&actorKind=merchant')).json()) as Page;

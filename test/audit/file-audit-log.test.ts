@@ -56,7 +56,10 @@ describe('the audit file', () => {
     await log.close();
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
 
-    writeFileSync(file, `${[lines[0], lines[1]!.replace('"name":"b"', '"name":"x"'), lines[2], lines[3]].join('\n')}\n`);
+    writeFileSync(
+      file,
+      `${[lines[0], lines[1]!.replace('"name":"b"', '"name":"x"'), lines[2], lines[3]].join('\n')}\n`,
+    );
     expect(await FileAuditLog.openReader(file).verify()).toMatchObject({
       ok: false,
       sequence: 2,
@@ -66,7 +69,11 @@ describe('the audit file', () => {
     await expect(FileAuditLog.openWriter(file)).rejects.toThrow(/does not verify at record 2/);
 
     writeFileSync(file, `${[lines[0], lines[2], lines[3]].join('\n')}\n`);
-    expect(await FileAuditLog.openReader(file).verify()).toMatchObject({ ok: false, sequence: 3, problem: /record 2 is missing/ });
+    expect(await FileAuditLog.openReader(file).verify()).toMatchObject({
+      ok: false,
+      sequence: 3,
+      problem: /record 2 is missing/,
+    });
   });
 
   it('refuses an append after a torn last line rather than chain past it', async () => {

@@ -77,20 +77,23 @@ describeWithPostgres('the audit trail in PostgreSQL')('the audit trail in Postgr
     );
     // Times follow sequence numbers whichever process appended (the database's clock).
     const all = await appenders[2]!.query({ limit: 100 });
-    for (let i = 1; i < all.length; i++) expect(Date.parse(all[i]!.at)).toBeGreaterThanOrEqual(Date.parse(all[i - 1]!.at));
+    for (let i = 1; i < all.length; i++)
+      expect(Date.parse(all[i]!.at)).toBeGreaterThanOrEqual(Date.parse(all[i - 1]!.at));
   });
 
   it('refuses UPDATE, DELETE and TRUNCATE of records', async () => {
-    await expect(sql("UPDATE paylater_audit_log SET actor_name = 'x' WHERE sequence = 1")).rejects.toThrow(/append-only/);
+    await expect(sql("UPDATE paylater_audit_log SET actor_name = 'x' WHERE sequence = 1")).rejects.toThrow(
+      /append-only/,
+    );
     await expect(sql('DELETE FROM paylater_audit_log WHERE sequence = 2')).rejects.toThrow(/append-only/);
     await expect(sql('TRUNCATE paylater_audit_log')).rejects.toThrow(/append-only/);
   });
 
-  it("names a record its owner changed or deleted past the trigger, and the tail cut against the head row", async () => {
+  it('names a record its owner changed or deleted past the trigger, and the tail cut against the head row', async () => {
     await sql('ALTER TABLE paylater_audit_log DISABLE TRIGGER USER');
     try {
       await sql(
-        "UPDATE paylater_audit_log SET record = replace(record, '\"via\":\"api\"', '\"via\":\"console\"') WHERE sequence = 7",
+        'UPDATE paylater_audit_log SET record = replace(record, \'"via":"api"\', \'"via":"console"\') WHERE sequence = 7',
       );
       expect(await store().verify()).toMatchObject({ ok: false, sequence: 7, problem: /changed/ });
       await sql('DELETE FROM paylater_audit_log WHERE sequence = 7');

@@ -35,7 +35,9 @@ const stored = (records: unknown[]): StoredRecord[] =>
 
 describe('canonicalJson', () => {
   it('sorts keys at every depth and drops undefined members, so key order never changes a hash', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
     expect(canonicalJson({ z: 'é', a: null })).toBe('{"a":null,"z":"é"}');
   });
 });

@@ -53,7 +53,9 @@ const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
       413,
       415,
       [429, 'Too many wrong keys from this address: retry after Retry-After', [ProblemType.TooManyWrongKeys]],
-      ...(operation === 'decode' ? [[503, 'The audit trail cannot be written: retry after Retry-After'] as ErrorEntry] : []),
+      ...(operation === 'decode'
+        ? [[503, 'The audit trail cannot be written: retry after Retry-After'] as ErrorEntry]
+        : []),
     ),
   },
 });

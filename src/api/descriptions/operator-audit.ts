@@ -91,7 +91,7 @@ export const operatorAuditPaths: ApiPaths = {
         '200': json(AuditPageSchema, 'A page of records'),
         ...errors(
           [400, 'An invalid or unknown parameter'],
-          [401, 'No key, or a key that is no operator\'s (a merchant\'s included)'],
+          [401, "No key, or a key that is no operator's (a merchant's included)"],
           503,
         ),
       },
