@@ -214,8 +214,9 @@ export function createPublicApp(deps: AppDeps): Express {
  * details behind an operator key (merchants reach this listener: src/api/routes/health.ts); and, open, `/healthz`,
  * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
-export function createInternalApp(appDeps: AppDeps, options: InternalAppOptions = {}): Express {
-  const deps = { ...appDeps, audit: appDeps.audit ?? new MemoryAuditLog() };
+export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
+  // Set on the caller's deps, not a copy: the routes read keys from that object per request (a list swapped at runtime).
+  const audit = (deps.audit ??= new MemoryAuditLog());
   const app = baseApp(listenerMiddleware(deps, 'internal'));
   app.use(livenessRoutes());
   app.use(operatorRoutes(deps));
@@ -230,7 +231,7 @@ export function createInternalApp(appDeps: AppDeps, options: InternalAppOptions 
   // (/operator/consents) and the audit trail (/operator/audit).
   app.use('/operator', authenticateOperator({ ...deps, authFailures: failures }));
   app.use(operatorConsentRoutes(deps));
-  app.use(operatorAuditRoutes(deps));
+  app.use(operatorAuditRoutes({ audit }));
   // The merchant console (docs/console.md): its own session sign-in, under /console only; signed in, the budgets.
   app.use(consoleRoutes(deps, budgets, failures));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
