@@ -20,8 +20,9 @@ const LAYERS = [
   {
     name: 'infrastructure',
     // The bank client and activities, the Temporal connection and data converter, tracing and logging, the HTTP
-    // client, and the configuration (its schema and each process's settings: the api and the worker read their types).
-    path: src('activities', 'temporal', 'telemetry', 'http-client', 'config'),
+    // client, the audit trail's stores, and the configuration (its schema and each process's settings: the api and
+    // the worker read their types).
+    path: src('activities', 'temporal', 'telemetry', 'http-client', 'audit', 'config'),
   },
   {
     name: 'workflows',

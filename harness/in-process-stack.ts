@@ -1,4 +1,5 @@
 import type { DeploymentVersion } from '../src/temporal/worker-deployment';
+import { MemoryAuditLog, type AuditLog } from '../src/audit/audit-log';
 import type { Server } from 'node:http';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -103,6 +104,8 @@ export interface TestStackOptions {
    * worker). A bench passes the production bundle without them (loadWorkflowBundle in src/worker/prebuilt-workflow-bundle.ts).
    */
   workflowBundle?: WorkflowBundleOption;
+  /** AppDeps.audit: the audit trail; a MemoryAuditLog when absent (stack.audit either way). */
+  audit?: AuditLog;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -146,6 +149,8 @@ export interface TestStack {
   openApi: OpenApiRecorder;
   /** The apps' dependencies, for a test that builds another app on the same Temporal client. */
   appDeps: AppDeps;
+  /** The audit trail both apps and the codec endpoint record in (options.audit, or one in memory). */
+  audit: AuditLog;
   bank: BankClientHandle;
   activities: Activities;
   /** The running workers (main and bank-reads, as one handle), if started. */
@@ -227,7 +232,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   });
   if (!built.directory) throw new Error(`test stack merchants: ${built.problems.map((p) => p.message).join('; ')}`);
   const merchants = built.directory;
+  const audit = options.audit ?? new MemoryAuditLog();
   const appDeps: AppDeps = {
+    audit,
     client: t.client,
     taskQueue: t.taskQueue,
     webhooks: receiverSecrets,
@@ -255,7 +262,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   // The codec endpoint as startListeners mounts it, behind the operator keys (no Web UI origin here).
   const internalApp = createInternalApp(appDeps, {
     extraRouters: (deps) => [
-      codecRoutes({ codec: payloadCodec, authenticate: authenticateOperator(deps), corsOrigins: [] }),
+      codecRoutes({
+        codec: payloadCodec,
+        authenticate: authenticateOperator(deps),
+        corsOrigins: [],
+        audit: deps.audit,
+        logger: deps.logger,
+      }),
     ],
   });
   const internalServer = await listen(internalApp, 0, '127.0.0.1');
@@ -363,6 +376,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     openApi,
     appDeps,
+    audit,
     bank,
     activities,
     worker: () => worker,

@@ -6,7 +6,7 @@ import type { MerchantDirectory } from '../config/merchants';
 import { loggablePath } from '../security/redaction';
 import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
-import { authenticate } from './authenticate';
+import { authenticate, authenticateOperator } from './authenticate';
 import { merchantBudgets } from './budgets';
 import { FailedAuthentications } from './auth-failures';
 import { errorHandler, HttpError, PROBLEM_TITLES, ProblemError, ProblemType } from './problem-details';
@@ -27,6 +27,8 @@ import { consoleRoutes } from './routes/console';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
+import { MemoryAuditLog, type AuditLog } from '../audit/audit-log';
+import { operatorAuditRoutes } from './routes/operator-audit';
 
 export { authenticate, authenticateOperator } from './authenticate';
 
@@ -52,6 +54,12 @@ export interface AppDeps {
    * per request. Absent: none, so operator routes answer 401 (to a merchant key too).
    */
   operatorApiKeys?: readonly OperatorApiKey[];
+  /**
+   * The audit trail (AUDIT_LOG, docs/security.md#audit-trail): decodes, resends, secret rotations and consent
+   * assignments are recorded in it before they happen, and refused (503) when it cannot be written. Absent: a trail
+   * in memory for this app (tests); the entry points always pass the configured one (src/api/listeners.ts).
+   */
+  audit?: AuditLog;
   /** Who gives a consent its owner (CONSENT_ASSIGNMENT's rule); absent: `auto` over `merchants`. */
   consentAssignment?: ConsentAssignment;
   /**
@@ -207,6 +215,8 @@ export function createPublicApp(deps: AppDeps): Express {
  * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
+  // Set on the caller's deps, not a copy: the routes read keys from that object per request (a list swapped at runtime).
+  const audit = (deps.audit ??= new MemoryAuditLog());
   const app = baseApp(listenerMiddleware(deps, 'internal'));
   app.use(livenessRoutes());
   app.use(operatorRoutes(deps));
@@ -217,8 +227,11 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   // limit on wrong keys per client address for every merchant and operator route.
   const budgets = merchantBudgets(deps);
   const failures = deps.authFailures ?? new FailedAuthentications(deps);
-  // Operators' consent assignment (/operator/consents), behind an operator key.
-  app.use(operatorConsentRoutes({ ...deps, authFailures: failures }));
+  // Every /operator path needs an operator key, matched or not; then the operators' consent assignment
+  // (/operator/consents) and the audit trail (/operator/audit).
+  app.use('/operator', authenticateOperator({ ...deps, authFailures: failures }));
+  app.use(operatorConsentRoutes(deps));
+  app.use(operatorAuditRoutes({ audit }));
   // The merchant console (docs/console.md): its own session sign-in, under /console only; signed in, the budgets.
   app.use(consoleRoutes(deps, budgets, failures));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The

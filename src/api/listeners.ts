@@ -19,13 +19,24 @@ import { ApiDrain, drainListeners } from './drain';
 import { createMetrics } from './metrics';
 import { consentAssignmentWarning } from './consent-assignment';
 import { FailedAuthentications } from './auth-failures';
+import type { AuditLog } from '../audit/audit-log';
+import { openAuditLogWriter } from '../audit/open';
+import { AUDIT_LOG, describeAuditLogSetting } from '../audit/setting';
+import { StartupError } from '../entry/run-entry';
 
 /** The apps' dependencies wired from configuration: used by `npm run api` and by `npm start`. */
-export function appDepsFromConfig(deps: { config: Config; client: Client; connection: Connection; logger: Logger }) {
+export function appDepsFromConfig(deps: {
+  config: Config;
+  client: Client;
+  connection: Connection;
+  logger: Logger;
+  audit?: AuditLog;
+}) {
   const { config } = deps;
   const metrics = createMetrics();
   return {
     client: deps.client,
+    audit: deps.audit,
     taskQueue: config.temporal.taskQueue,
     webhooks: {
       hashSecret: config.webhooks.hashSecret,
@@ -84,17 +95,24 @@ export async function startListeners(
     payloadCodec: PayloadCodec;
     /** The embedded Web UI's codec gateway's port (npm start with its dev server, ./ui-codec-gateway.ts); none when unset. */
     uiCodecGatewayPort?: number;
+    /** The audit trail; absent: the one AUDIT_LOG names, opened here (a store that cannot be opened stops start-up). */
+    audit?: AuditLog;
   },
   options: InternalAppOptions = {},
 ): Promise<RunningListeners> {
   const drain = new ApiDrain();
-  const deps = { ...appDepsFromConfig(ctx), drain } satisfies AppDeps;
+  const audit = ctx.audit ?? (await openAuditTrail(ctx.config, ctx.logger));
+  // Registered before the listeners' drain, so it closes after them (steps run in reverse): no request left to record.
+  if (!ctx.audit) ctx.onShutdown(() => audit.close());
+  const deps = { ...appDepsFromConfig({ ...ctx, audit }), drain } satisfies AppDeps;
   const consentWarning = consentAssignmentWarning(ctx.config);
   if (consentWarning) ctx.logger.warn({ merchants: ctx.config.merchants.ids() }, consentWarning);
   const codec = codecRoutes({
     codec: ctx.payloadCodec,
     authenticate: codecAuthentication(ctx.config, deps),
     corsOrigins: ctx.config.codec.corsOrigins,
+    audit,
+    logger: ctx.logger,
   });
   const extra = typeof options.extraRouters === 'function' ? options.extraRouters(deps) : (options.extraRouters ?? []);
   options = { ...options, extraRouters: [codec, ...extra] };
@@ -132,6 +150,7 @@ export async function startListeners(
       corsOrigins: ctx.config.codec.corsOrigins,
       metrics: deps.metrics,
       logger: ctx.logger,
+      audit,
     });
     const port = ctx.uiCodecGatewayPort;
     const server = await listen(drain.track(gateway), port, '127.0.0.1', 'TEMPORAL_UI_CODEC_PORT', gateway);
@@ -145,6 +164,24 @@ export async function startListeners(
     drain,
     stop,
   };
+}
+
+/** The store AUDIT_LOG names, opened to append; a StartupError naming AUDIT_LOG when it cannot be. */
+async function openAuditTrail(config: Config, logger: Logger): Promise<AuditLog> {
+  const where = describeAuditLogSetting(config.audit);
+  let audit: AuditLog;
+  try {
+    audit = await openAuditLogWriter(config.audit);
+  } catch (err) {
+    throw new StartupError(`${AUDIT_LOG} (${where}) cannot be opened: ${(err as Error).message}`);
+  }
+  logger.info({ audit: audit.location }, 'audit trail open');
+  if (config.audit.kind === 'file' && !config.bank.embedded)
+    logger.warn(
+      { audit: audit.location },
+      `${AUDIT_LOG} is a file: one API process may write it; run several with ${AUDIT_LOG}=postgres://… (docs/security.md#audit-trail)`,
+    );
+  return audit;
 }
 
 /** The host of a listener's URL: `localhost` when it binds loopback or every interface, else its address. */

@@ -5,6 +5,7 @@ import { loggablePath } from '../security/redaction';
 import type { Metrics } from './metrics';
 import { errorHandler, HttpError } from './problem-details';
 import { codecRoutes } from './routes/codec';
+import type { AuditLog } from '../audit/audit-log';
 
 /** The operator the embedded Web UI decodes as (compose's codec gateway's operator has the same name). */
 export const WEB_UI_OPERATOR = 'web-ui';
@@ -22,6 +23,8 @@ export function uiCodecGatewayApp(deps: {
   corsOrigins: readonly string[];
   metrics: Pick<Metrics, 'operatorAuth'>;
   logger: Logger;
+  /** The process's audit trail: each decode recorded as the operator `web-ui` (src/api/routes/codec.ts). */
+  audit?: AuditLog;
 }): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -31,7 +34,15 @@ export function uiCodecGatewayApp(deps: {
     (res.locals as { operator?: string }).operator = WEB_UI_OPERATOR;
     next();
   };
-  app.use(codecRoutes({ codec: deps.codec, authenticate: asWebUi, corsOrigins: deps.corsOrigins }));
+  app.use(
+    codecRoutes({
+      codec: deps.codec,
+      authenticate: asWebUi,
+      corsOrigins: deps.corsOrigins,
+      audit: deps.audit,
+      logger: deps.logger,
+    }),
+  );
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${loggablePath(req.path)}`)));
   app.use(errorHandler(deps.logger));
   return app;

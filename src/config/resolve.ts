@@ -44,6 +44,7 @@ import {
 import { callbackAllowList, resolveServiceSettings } from './settings';
 import type { CallbackPayloadVersion } from '../activities/callback-payload';
 import type { DevelopmentKeys } from './development-keys';
+import { defaultAuditLogSetting, type AuditLogSetting } from '../audit/setting';
 
 /**
  * The environment resolved into what the processes run with, in one place: every default that depends on another
@@ -173,6 +174,8 @@ export interface Config {
     /** CALLBACK_PAYLOAD_VERSION: the body's shape for merchants whose entry does not choose. */
     payloadVersion: CallbackPayloadVersion;
   };
+  /** Where the audit trail is kept (AUDIT_LOG; unset: a file in TEMPORAL_DATA_DIR): docs/security.md#audit-trail. */
+  audit: AuditLogSetting;
   /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
@@ -331,6 +334,7 @@ export function loadConfig(
       ],
     },
     callbacks,
+    audit: e.AUDIT_LOG ?? defaultAuditLogSetting(e.TEMPORAL_DATA_DIR),
     env,
   };
 }

@@ -22,6 +22,7 @@ import type { TracingConfig } from '../telemetry/tracing';
 import { CALLBACK_PAYLOAD_VERSIONS, CURRENT_CALLBACK_PAYLOAD_VERSION } from '../activities/callback-payload';
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
 import { CONSENT_ASSIGNMENT_SETTINGS } from '../shared/consent-assignment';
+import { parseAuditLogSetting } from '../audit/setting';
 
 /**
  * The whole environment in one zod schema. loadConfig(env) is called only by
@@ -88,6 +89,17 @@ const signingMasters = optionalList.superRefine((masters, ctx) => {
     const problem = masterSecretProblem(master);
     if (problem) ctx.addIssue({ code: 'custom', message: `master ${i + 1} of ${masters.length}: ${problem}` });
   });
+});
+
+/** AUDIT_LOG → where the audit trail is kept (src/audit/setting.ts); the message never repeats a postgres URL. */
+const auditLog = z.preprocess(emptyToUndefined, z.string().optional()).transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const parsed = parseAuditLogSetting(value);
+  if ('problem' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  }
+  return parsed.setting;
 });
 
 /** A listener's address: an IP address (node:net's isIP), unset for the process's default. */
@@ -478,6 +490,9 @@ export const ENV_SHAPE = {
   PAYLOAD_ENCRYPTION_KEYS: payloadKeys,
   /** Browser origins allowed to call the codec endpoint (the Temporal Web UI); default: the embedded UI's. */
   CODEC_CORS_ORIGINS: origins,
+
+  /** The audit trail (docs/security.md#audit-trail): file:<path> or postgres://…; unset: a file in TEMPORAL_DATA_DIR. */
+  AUDIT_LOG: auditLog,
 };
 
 /** The schema of one process's environment: `role` decides what a real bank requires (see ConfigRole). */
@@ -977,5 +992,12 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_API,
     description: 'browser origins of a Temporal Web UI allowed to call `/codec`',
     default: 'the embedded Web UI',
+  },
+  AUDIT_LOG: {
+    processes: START_API,
+    description:
+      'the audit trail: `file:<path>` (one process) or `postgres://user:password@host:5432/db` (several API ' +
+      'processes); also read by `npm run deploy` and `npm run audit:verify`',
+    default: '`file:<TEMPORAL_DATA_DIR>/audit/audit.jsonl`',
   },
 };

@@ -2,7 +2,11 @@
 // no configuration: the embedded stack of `npm start`). docs/deploying.md "Deploying a new version".
 import '../entry/supported-node';
 import '../entry/load-env-file';
-import { loadConfig } from '../config';
+import { userInfo } from 'node:os';
+import { loadConfig, type Config } from '../config';
+import { openAuditLogWriter } from '../audit/open';
+import { AUDIT_LOG, describeAuditLogSetting } from '../audit/setting';
+import type { AuditEntry } from '../security/audit-chain';
 import { loadWorkflowBundle } from '../worker/prebuilt-workflow-bundle';
 import { createPayloadCodec } from '../security/payload-codec';
 import { connectClient } from '../temporal/connection';
@@ -97,6 +101,17 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (args.command === 'ramp') {
+      await recordDeploy(config, {
+        actor: DEPLOY_ACTOR,
+        action: 'deployment.ramp',
+        target: { kind: 'deployment', id: deploymentName },
+        details: {
+          namespace,
+          buildId: args.percent === 0 ? null : buildId,
+          percent: args.percent ?? 0,
+          osUser: osUser(),
+        },
+      });
       await service.setWorkerDeploymentRampingVersion({
         namespace,
         deploymentName,
@@ -108,6 +123,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (args.command === 'promote') {
+      await recordDeploy(config, {
+        actor: DEPLOY_ACTOR,
+        action: 'deployment.promote',
+        target: { kind: 'deployment', id: deploymentName },
+        details: { namespace, buildId, osUser: osUser() },
+      });
       await makeCurrentVersion(service, namespace, version, { identity: 'paylater-deploy' });
       process.stdout.write(`${versionString(version)} is current\n`);
     }
@@ -118,6 +139,40 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } finally {
     await connection.close();
+  }
+}
+
+const DEPLOY_ACTOR: AuditEntry['actor'] = { kind: 'tool', name: 'deploy' };
+
+/** The account the tool runs under as the machine names it (recorded, not authenticated: who can run it is). */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown'; // no passwd entry (a container's arbitrary uid)
+  }
+}
+
+/**
+ * Records a promotion or ramp in the audit trail (AUDIT_LOG) before Temporal is asked: when it cannot be recorded,
+ * nothing is changed (docs/security.md#audit-trail).
+ */
+async function recordDeploy(config: Config, entry: AuditEntry): Promise<void> {
+  let audit;
+  try {
+    audit = await openAuditLogWriter(config.audit);
+  } catch (err) {
+    throw new Error(
+      `${AUDIT_LOG} (${describeAuditLogSetting(config.audit)}) cannot be opened, so nothing was changed: ${(err as Error).message}`,
+    );
+  }
+  try {
+    const record = await audit.append(entry);
+    process.stdout.write(`audit record ${record.sequence} (${record.hash.slice(0, 12)})\n`);
+  } catch (err) {
+    throw new Error(`the audit trail cannot be written, so nothing was changed: ${(err as Error).message}`);
+  } finally {
+    await audit.close();
   }
 }
 

@@ -190,8 +190,13 @@ describe('OpenAPI document', () => {
             where,
             security: [operatorRoute ? { operatorApiKey: [] } : { merchantApiKey: [] }],
           });
+        // Every operator route refuses a missing or non-operator key (401); /operator/audit has no 403 of its own.
         if (operatorRoute)
-          expect({ where, has403: '403' in (op.responses as object) }).toEqual({ where, has403: true });
+          expect({
+            where,
+            refuses:
+              '401' in (op.responses as object) && ('403' in (op.responses as object) || path === '/operator/audit'),
+          }).toEqual({ where, refuses: true });
         // Readiness: open to probes (the status alone), its details to an operator key.
         if (path === '/readyz')
           expect({ where, security: op.security }).toEqual({ where, security: [{}, { operatorApiKey: [] }] });

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ProblemType } from '../problem-details';
-import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths } from './describe';
+import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths, type ErrorEntry } from './describe';
 
 const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
 export const CodecBodySchema = z
@@ -36,7 +36,9 @@ const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
   tags: [Tag.Codec],
   summary: `${operation === 'decode' ? 'Decrypt' : 'Encrypt'} payloads (Temporal remote codec protocol)`,
   description:
-    'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` is accepted and ignored. ' +
+    'For the Temporal Web UI and CLI (`--codec-endpoint <url>/codec`). `X-Namespace` selects nothing (one key ring ' +
+    'for every namespace); a decode records it in the audit trail with the operator and the payload count, before ' +
+    'answering (503 when the trail cannot be written: nothing decoded is sent). ' +
     'CORS: origins in CODEC_CORS_ORIGINS; the preflight (OPTIONS) is answered without a key. Body up to 16 MiB. ' +
     "An operator key (OPERATOR_API_KEYS) is required: any other key, a merchant's included, answers 401 as an " +
     'unknown one, and counts against the address (429 after too many).',
@@ -51,6 +53,9 @@ const codecOperation = (operation: 'encode' | 'decode'): ApiOperation => ({
       413,
       415,
       [429, 'Too many wrong keys from this address: retry after Retry-After', [ProblemType.TooManyWrongKeys]],
+      ...(operation === 'decode'
+        ? [[503, 'The audit trail cannot be written: retry after Retry-After'] as ErrorEntry]
+        : []),
     ),
   },
 });

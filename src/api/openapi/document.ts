@@ -13,6 +13,7 @@ import { financeApplicationWebhookPaths } from '../descriptions/finance-applicat
 import { financeApplicationPaths } from '../descriptions/finance-applications';
 import { healthPaths } from '../descriptions/health';
 import { operatorConsentPaths } from '../descriptions/operator-consents';
+import { operatorAuditPaths } from '../descriptions/operator-audit';
 import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
 import {
   MERCHANT_API_KEY,
@@ -35,6 +36,7 @@ export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   healthPaths,
   codecPaths,
   operatorConsentPaths,
+  operatorAuditPaths,
   apiDocsPaths,
 ];
 

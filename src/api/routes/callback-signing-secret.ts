@@ -8,13 +8,14 @@ import { DEFAULT_ROTATION_GRACE_MS, type SecretGeneration } from '../../shared/m
 import type { Logger } from '../../telemetry/logging';
 import { tracedRouter } from '../../telemetry/express-routes';
 import { merchantOf } from '../authenticate';
+import { recordAction, type AuditDeps } from '../audit';
 import { withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError, parseInput } from '../problem-details';
 import { NoQuery, sendAs } from '../descriptions/describe';
 import { CallbackSigningSecretSchema, RotateSecretBody } from '../descriptions/callback-signing-secret';
 import type { z } from 'zod';
 
-export interface CallbackSigningSecretRouteDeps extends StartDeadlineDeps {
+export interface CallbackSigningSecretRouteDeps extends StartDeadlineDeps, AuditDeps {
   client: Client;
   taskQueue: string;
   /** Each merchant's signing keys: its own secrets, or the masters its secrets are derived from. */
@@ -50,7 +51,7 @@ export function callbackSigningSecretRoutes(deps: CallbackSigningSecretRouteDeps
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     const body = parseInput(RotateSecretBody, req.body ?? {}, 'body');
-    const answer = await rotateSigningSecret(deps, callerOf(res), body.gracePeriod ?? DEFAULT_ROTATION_GRACE_MS);
+    const answer = await rotateSigningSecret(deps, callerOf(res), body.gracePeriod ?? DEFAULT_ROTATION_GRACE_MS, 'api');
     noStore(res);
     sendAs(res, 200, CallbackSigningSecretSchema, answer);
   });
@@ -75,12 +76,14 @@ export async function readSigningSecret(
 
 /**
  * Rotates the merchant's derived secret (the previous one signs for `gracePeriodMs` more); 409 when the operator sets
- * its secrets. Logged with the generation, never a secret.
+ * its secrets. Recorded in the audit trail before the rotation (503 and no rotation when it cannot be); logged with
+ * the generation, never a secret.
  */
 export async function rotateSigningSecret(
   deps: CallbackSigningSecretRouteDeps,
   merchantId: string,
   gracePeriodMs: number,
+  via: 'api' | 'console',
 ): Promise<SigningSecretView> {
   const merchant = deps.merchants.resolve(merchantId);
   if (!derivesSecrets(merchant.callbacks))
@@ -91,6 +94,12 @@ export async function rotateSigningSecret(
             `${CALLBACK_SIGNING_SECRETS}): ask them to rotate them`
         : 'No callback signing secret is configured for this merchant: callbacks are not sent',
     );
+  await recordAction(deps, {
+    actor: { kind: 'merchant', name: merchant.id },
+    action: 'callback-signing-secret.rotate',
+    target: { kind: 'merchant', id: merchant.id },
+    details: { gracePeriodMs, via },
+  });
   const state = await withStartDeadline(deps, 'The rotation', () =>
     rotateCallbackSigningSecret(deps.client, merchant.id, { gracePeriodMs, taskQueue: deps.taskQueue }),
   );

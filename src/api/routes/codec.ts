@@ -7,6 +7,10 @@ import { hasJsonContentType, readJsonBody } from '../json-body';
 
 import { tracedRouter } from '../../telemetry/express-routes';
 import { CodecAnswerSchema, CodecBodySchema } from '../descriptions/codec';
+import { MemoryAuditLog, type AuditLog } from '../../audit/audit-log';
+import { KEY_ID_METADATA_KEY } from '../../security/payload-codec';
+import type { Logger } from '../../telemetry/logging';
+import { operatorActor, recordAction } from '../audit';
 
 /**
  * The codec endpoint (Temporal's remote codec protocol) for the Web UI and the CLI
@@ -32,6 +36,12 @@ export interface CodecRoutesDeps {
   corsOrigins: readonly string[];
   /** Largest accepted body; default 16 MiB (a history's payloads, base64). */
   bodyLimitBytes?: number;
+  /**
+   * The audit trail (AUDIT_LOG): every decode is recorded before its answer is sent, and refused (503) when it cannot
+   * be (src/api/audit.ts). Absent: a trail of this router's own, in memory (tests).
+   */
+  audit?: AuditLog;
+  logger?: Logger;
 }
 
 export const CODEC_ALLOWED_HEADERS = 'Authorization, Content-Type, X-Namespace';
@@ -52,10 +62,28 @@ const toJson = ({ metadata, data }: Payload): { metadata: Record<string, string>
   data: base64Of(data ?? new Uint8Array()),
 });
 
+/** The X-Namespace header as recorded: a namespace name, or what stands for a missing or malformed one. */
+function namespaceOf(header: string | string[] | undefined): string {
+  if (header === undefined) return '(not sent)';
+  return typeof header === 'string' && /^[A-Za-z0-9._-]{1,255}$/.test(header) ? header : '(malformed)';
+}
+
+/** The payloads' encryption key ids (in clear in their metadata, never a key), each once, at most 16. */
+function keyIdsOf(payloads: JsonPayload[]): string[] {
+  const ids = new Set<string>();
+  for (const p of payloads) {
+    const id = p.metadata?.[KEY_ID_METADATA_KEY];
+    if (id !== undefined) ids.add(Buffer.from(id, 'base64').toString('utf8').slice(0, 64));
+    if (ids.size >= 16) break;
+  }
+  return [...ids];
+}
+
 export function codecRoutes(deps: CodecRoutesDeps): Router {
   const router = tracedRouter();
   const allowed = new Set(deps.corsOrigins);
   const limit = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const audit = { audit: deps.audit ?? new MemoryAuditLog(), logger: deps.logger };
 
   const cors: RequestHandler = (req, res, next) => {
     const origin = req.headers.origin;
@@ -94,6 +122,19 @@ export function codecRoutes(deps: CodecRoutesDeps): Router {
         if (err instanceof PayloadEncryptionError) throw new HttpError(400, err.message);
         throw err;
       }
+      // Decrypted data leaves only once its reading is recorded. What the codec protocol tells: the operator, the
+      // namespace (X-Namespace) and the payloads; not which workflow they are from (docs/security.md#audit-trail).
+      if (operation === 'decode')
+        await recordAction(audit, {
+          actor: operatorActor(res),
+          action: 'codec.decode',
+          target: { kind: 'namespace', id: namespaceOf(req.headers['x-namespace']) },
+          details: {
+            payloads: payloads.length,
+            keyIds: keyIdsOf(payloads),
+            origin: typeof req.headers.origin === 'string' ? req.headers.origin : null,
+          },
+        });
       res.json({ payloads: result.map(toJson) } satisfies z.infer<typeof CodecAnswerSchema>);
     };
   // Described in src/api/descriptions/codec.ts.

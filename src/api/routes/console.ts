@@ -29,6 +29,8 @@ import { HttpError, PROBLEM_TITLES, ProblemType, type ProblemTypeUri } from '../
 import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { callbackSecretPage, CONSOLE_ROTATION_GRACE_CHOICES } from '../console/secret-view';
 import { readSigningSecret, rotateSigningSecret } from './callback-signing-secret';
+import type { AuditLog } from '../../audit/audit-log';
+import { recordAction } from '../audit';
 import { parseDurationMs } from '../../shared/application-settings';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, DEFAULT_SESSION_LIMITS, type ConsoleSession } from '../console/sessions';
@@ -69,6 +71,8 @@ const LIVE_REREAD_MS = 2_000;
 const CONSENT_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 export interface ConsoleRouteDeps extends BudgetDeps {
+  /** The audit trail: a resend and a rotation are recorded before they are made (src/api/audit.ts). */
+  audit?: AuditLog;
   client: Client;
   taskQueue: string;
   merchantApiKeys: readonly MerchantApiKey[];
@@ -287,6 +291,14 @@ export function consoleRoutes(
     const ref = referenceOf(req);
     const key = (req.body as Record<string, unknown>).key;
     if (typeof key !== 'string' || key === '' || key.length > 512) throw new ConsoleError(400, 'key is required');
+    await recordAction(deps, {
+      actor: { kind: 'merchant', name: session.merchantId },
+      action: 'callback.resend',
+      target: { kind: 'application', id: ref },
+      details: { idempotencyKey: key, via: 'console' },
+    }).catch((err: unknown) => {
+      throw err instanceof HttpError ? new ConsoleError(err.status, err.message) : err;
+    });
     try {
       await redeliverCallback(deps.client, scope(session, deps.merchants), ref, key, { taskQueue: deps.taskQueue });
     } catch (err) {
@@ -351,11 +363,12 @@ export function consoleRoutes(
     const grace = (req.body as Record<string, unknown>).gracePeriod;
     if (!CONSOLE_ROTATION_GRACE_CHOICES.some((c) => c.value === grace))
       throw new ConsoleError(400, 'gracePeriod must be one of the choices offered');
-    const { client, taskQueue, merchants, logger } = deps;
+    const { client, taskQueue, merchants, logger, audit } = deps;
     await rotateSigningSecret(
-      { client, taskQueue, merchants, logger },
+      { client, taskQueue, merchants, logger, audit },
       session.merchantId,
       parseDurationMs(grace as string)!,
+      'console',
     ).catch((err: unknown) => {
       throw err instanceof HttpError ? new ConsoleError(err.status, err.message) : err;
     });

@@ -10,7 +10,8 @@ import {
 import type { MerchantDirectory } from '../../config/merchants';
 import type { Logger } from '../../telemetry/logging';
 import { tracedRouter } from '../../telemetry/express-routes';
-import { authenticateOperator, operatorOf, type AuthenticateOperatorDeps } from '../authenticate';
+import { operatorOf } from '../authenticate';
+import { operatorActor, recordAction, type AuditDeps } from '../audit';
 import { withReadDeadline, withStartDeadline, type StartDeadlineDeps } from '../deadlines';
 import { HttpError, parseInput, PROBLEM_TITLES, ProblemError, ProblemType, ValidationError } from '../problem-details';
 import { sendAs } from '../descriptions/describe';
@@ -22,7 +23,7 @@ import {
 } from '../descriptions/operator-consents';
 import { consentIdOf } from './consent-refresh';
 
-export interface OperatorConsentRouteDeps extends StartDeadlineDeps, AuthenticateOperatorDeps {
+export interface OperatorConsentRouteDeps extends StartDeadlineDeps, AuditDeps {
   client: Client;
   taskQueue: string;
   merchants: Pick<MerchantDirectory, 'ids'>;
@@ -34,8 +35,9 @@ const notClaimed = (consentId: string) => new HttpError(404, `No merchant owns c
 
 /**
  * Operators assign consents to merchants (docs/decisions/0046-consents-assigned-by-an-operator.md,
- * docs/operations.md "Assigning consents"), on the internal listener behind an operator key (authenticateOperator:
- * a merchant's key is refused). Each is one call of src/client/consent-claims.ts:
+ * docs/operations.md "Assigning consents"), on the internal listener, mounted behind an operator key
+ * (createInternalApp puts authenticateOperator in front of /operator: a merchant's key is refused). Each assignment
+ * and release is recorded in the audit trail first (src/api/audit.ts), then is one call of src/client/consent-claims.ts:
  * - `PUT /operator/consents/:consentId` `{ merchantId, reassign? }` → 201 assigned (Location), 200 already that
  *   merchant's `{ consentId, merchantId, assignedNow, previousMerchantId }`; 409 another merchant's (without reassign);
  *   400 a merchant not in MERCHANT_API_KEYS.
@@ -44,8 +46,6 @@ const notClaimed = (consentId: string) => new HttpError(404, `No merchant owns c
  */
 export function operatorConsentRoutes(deps: OperatorConsentRouteDeps): Router {
   const router = tracedRouter();
-  // Every /operator path needs an operator key, matched or not.
-  router.use('/operator', authenticateOperator(deps));
 
   // Described in src/api/descriptions/operator-consents.ts.
   router.put('/operator/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
@@ -61,7 +61,14 @@ export function operatorConsentRoutes(deps: OperatorConsentRouteDeps): Router {
           detail: `no merchant "${body.merchantId}" in MERCHANT_API_KEYS`,
         },
       ]);
-    const operator = operatorOf(res) ?? 'operator';
+    const actor = operatorActor(res);
+    const operator = actor.name;
+    await recordAction(deps, {
+      actor,
+      action: 'consent.assign',
+      target: { kind: 'consent', id: consentId },
+      details: { merchantId: body.merchantId, reassign: body.reassign ?? false },
+    });
     let assigned;
     try {
       assigned = await withStartDeadline(deps, 'Assigning the consent', () =>
@@ -112,6 +119,12 @@ export function operatorConsentRoutes(deps: OperatorConsentRouteDeps): Router {
 
   router.delete('/operator/consents/:consentId', async (req, res) => {
     const consentId = consentIdOf(req);
+    await recordAction(deps, {
+      actor: operatorActor(res),
+      action: 'consent.release',
+      target: { kind: 'consent', id: consentId },
+      details: {},
+    });
     let released;
     try {
       released = await releaseConsentAsOperator(deps.client, consentId);
