@@ -32,8 +32,13 @@ COPY --from=build /app/dist ./dist
 COPY package.json temporal-toolchain.json ./
 # `npm run worker|api|sandbox` work in the image too: their pre-script checks the build output (node only).
 COPY scripts/check-build.mjs scripts/healthcheck.cjs ./scripts/
-# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000. None of the
-# three processes writes to disk: they run with a read-only root file system and no tmpfs (npm run test:image).
+# Not root: the files above stay root's (read-only to the process); `node` is the base image's uid 1000. They run with
+# a read-only root file system and no tmpfs (npm run test:image). The one thing written is the API's audit trail
+# when it is a file (AUDIT_LOG, docs/security.md "Audit trail"): by default in the volume /var/lib/paylater, owned by
+# `node`. Several API processes share one trail in Postgres instead: AUDIT_LOG=postgres://… (compose, the Helm chart).
+RUN mkdir -p /var/lib/paylater && chown node:node /var/lib/paylater && chmod 0700 /var/lib/paylater
+ENV AUDIT_LOG=file:/var/lib/paylater/audit/audit.jsonl
+VOLUME /var/lib/paylater
 USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);
 # 9464: the worker's WORKER_METRICS_PORT (/metrics, /healthz, /readyz).

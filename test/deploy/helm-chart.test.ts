@@ -38,6 +38,7 @@ function secretValues(objects: K8sObject[]): Record<string, string> {
       PROMETHEUS_OPERATOR_KEY: 'm'.repeat(48),
       CALLBACK_SIGNING_MASTER_SECRETS: 'c'.repeat(48),
       TEMPORAL_API_KEY: 't'.repeat(48),
+      AUDIT_LOG: 'postgres://paylater:audit-password@postgres.example:5432/paylater_audit',
     }
   );
 }
@@ -142,6 +143,8 @@ requireHelm('the Helm chart tests')('the Helm chart', () => {
         // The drain the process runs is the one terminationGracePeriodSeconds was computed from.
         expect(api.shutdown).toMatchObject({ drainDelayMs: 5000, gracePeriodMs: 10_000 });
         expect({ port: api.port, internalPort: api.internalPort }).toEqual({ port: 3000, internalPort: 3001 });
+        // The replicas share one audit trail: the file default would be on the read-only root (docs/security.md).
+        expect(api.audit.kind).toBe('postgres');
         if (objects.some((o) => o.kind === 'ServiceMonitor'))
           expect(api.operatorApiKeys.keys.map((k) => k.name)).toEqual(['ops', 'prometheus']);
         const workers = objects.filter(

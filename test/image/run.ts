@@ -28,7 +28,8 @@ import {
  * format, so HEALTHCHECK is kept; the CA bundle as the build secret `npm-ca`), then run as the bank sandbox, the API
  * and the worker, one container each, against a Temporal dev server on the host's loopback. For each process:
  * healthy (its routes answer, and the image's HEALTHCHECK passes inside it), uid 1000, a read-only root file system
- * with no tmpfs at all (nothing of the three writes to disk), no capabilities, and a clean stop on SIGTERM within its
+ * with no tmpfs at all (the one thing written is the API's audit trail, in the image's volume /var/lib/paylater),
+ * no capabilities, and a clean stop on SIGTERM within its
  * grace period (`podman stop -t`: exit 0, not SIGKILL). Then one finance application through the containerized API's
  * merchant facade against the containerized sandbox, followed until the bank's status moves (the worker ran the
  * workflow and its activities: @temporalio/core-bridge loaded under the image's glibc) and the sandbox's webhook
@@ -265,7 +266,8 @@ async function main(): Promise<number> {
         '--network',
         NETWORK,
         ...Object.entries(spec.ports).flatMap(([c, h]) => ['--publish', `127.0.0.1:${h}:${c}`]),
-        // No writable layer and no tmpfs: none of the three processes writes to disk.
+        // No writable layer and no tmpfs: only the image's volume (/var/lib/paylater, the API's audit trail) is
+        // writable, an anonymous volume that --rm removes.
         '--read-only',
         '--read-only-tmpfs=false',
         '--cap-drop=all',
