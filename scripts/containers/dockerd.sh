@@ -7,14 +7,19 @@
 # Why Docker rather than podman here: compose's health conditions need the engine to run the health checks (podman
 # 4.3 runs them from systemd timers, absent on these machines), and the codec gateway resolves names through
 # Docker's embedded DNS at 127.0.0.11 (docker-compose.yml, codec-gateway).
-# --iptables=false: no rules in the host's tables (podman's networks keep working); published ports are served by
-# docker-proxy, which is all the test needs (the containers reach nothing beyond their networks).
+# --iptables=false: Docker's own chains stay out of the host's tables (podman's netavark rules are there); published
+# ports are served by docker-proxy. One rule is added instead, and removed by `stop`: masquerading for the engine's
+# address pool, so the embedded DNS (127.0.0.11) can forward what it does not know itself to the host's resolver.
+# Without it those queries time out, and gRPC clients' lookups of a service name (temporal:7233) with them: the
+# Temporal CLI's `cluster health` never passes.
 set -euo pipefail
 state="${PAYLATER_DOCKERD_STATE:-/run/paylater-docker}"
 data="${PAYLATER_DOCKERD_DATA:-/var/lib/paylater-docker}"
+pool="${PAYLATER_DOCKERD_POOL:-172.29.0.0/16}"
 sock="$state/docker.sock"
 pidfile="$state/dockerd.pid"
 export DOCKER_HOST="unix://$sock"
+masquerade=(POSTROUTING -s "$pool" ! -d "$pool" -m comment --comment paylater-docker -j MASQUERADE)
 
 running() { [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && docker version >/dev/null 2>&1; }
 
@@ -29,10 +34,11 @@ case "${1:-start}" in
       exit 1
     }
     mkdir -p "$state" "$data"
+    iptables -t nat -C "${masquerade[@]}" 2>/dev/null || iptables -t nat -A "${masquerade[@]}"
     # setsid: the engine outlives the shell that started it (stop it with `dockerd.sh stop`).
     setsid dockerd --host "$DOCKER_HOST" --data-root "$data" --exec-root "$state/exec" --pidfile "$pidfile" \
       --iptables=false --ip-masq=false --ip-forward=false --bridge=none \
-      --default-address-pool base=172.29.0.0/16,size=24 --exec-opt native.cgroupdriver=cgroupfs \
+      --default-address-pool "base=$pool,size=24" --exec-opt native.cgroupdriver=cgroupfs \
       --default-ulimit nofile=20000:20000 --default-ulimit nproc=32768:32768 \
       --containerd-namespace paylater --containerd-plugins-namespace paylater-plugins \
       >"$state/dockerd.log" 2>&1 </dev/null &
@@ -48,6 +54,7 @@ case "${1:-start}" in
     exit 1
     ;;
   stop)
+    iptables -t nat -D "${masquerade[@]}" 2>/dev/null || true
     if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
       kill "$(cat "$pidfile")"
       for _ in $(seq 1 40); do

@@ -83,6 +83,7 @@ context() {
       cp "$(ui_server)" "$ctx/ui-server"
       cp "$module/config/docker.yaml" "$ctx/docker.yaml"
       cp "$module/docker/start-ui-server.sh" "$ctx/start-ui-server.sh"
+      chmod 755 "$ctx/start-ui-server.sh"
       ;;
   esac
   # The module cache's files are read-only: the image's copies need not be.
@@ -101,6 +102,7 @@ for name in "${all[@]}"; do
   inputs="$( (
     echo "$base_id"
     cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum
+    find . -printf '%m %p\n' | sort
   ) | sha256sum | cut -c1-32)"
   have="$(podman image inspect --format '{{index .Labels "paylater.standin.inputs"}}' "$image" 2>/dev/null || true)"
   if [ "${FORCE:-0}" != 1 ] && [ "$have" = "$inputs" ]; then

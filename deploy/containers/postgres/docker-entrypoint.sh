@@ -10,10 +10,10 @@ if [ "$(id -u)" = 0 ]; then
   mkdir -p "$PGDATA" /var/run/postgresql
   chown postgres:postgres "$PGDATA" /var/run/postgresql
   chmod 700 "$PGDATA"
-  exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
+  exec setpriv --reuid=postgres --regid=postgres --init-groups bash "$0" "$@"
 fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  : "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD (the superuser's password; read on the first start only)}"
+  : "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD (the password of POSTGRES_USER, read on the first start only)}"
   user=${POSTGRES_USER:-postgres}
   db=${POSTGRES_DB:-$user}
   pwfile=$(mktemp)
