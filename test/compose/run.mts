@@ -33,6 +33,8 @@ const PUBLISHED: { port: number; host: string; service: string }[] = [
   { port: 9090, host: '127.0.0.1', service: 'prometheus' },
 ];
 const ONE_SHOT = ['temporal-setup', 'temporal-init'];
+/** A failure no further waiting can mend (a container exited): `until` stops at once. */
+class FatalError extends Error {}
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64');
@@ -63,7 +65,8 @@ function log(message: string) {
   process.stdout.write(`[compose-test ${t}s] ${message}\n`);
 }
 
-function compose(args: string[], options: { quiet?: boolean; allowFail?: boolean } = {}) {
+/** Runs the compose CLI on the test's project; its progress output is shown only when it fails. */
+function compose(args: string[], options: { allowFail?: boolean } = {}) {
   const files = ['-f', 'docker-compose.yml', '-f', join('deploy', 'containers', 'compose.local-images.yml')];
   const result = spawnSync(composeCli, ['-p', PROJECT, ...files, ...args], {
     cwd: root,
@@ -74,7 +77,6 @@ function compose(args: string[], options: { quiet?: boolean; allowFail?: boolean
   });
   if (result.status !== 0 && !options.allowFail)
     throw new Error(`compose ${args.join(' ')} exited ${result.status}:\n${result.stderr}${result.stdout}`);
-  if (!options.quiet && result.stderr.trim()) process.stdout.write(indent(result.stderr));
   return result.stdout;
 }
 
@@ -105,10 +107,13 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
       const value = await probe();
       if (value !== undefined) return value;
     } catch (err) {
+      if (err instanceof FatalError) throw err;
       last = err;
     }
     if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last ? ` (last error: ${String(last)})` : ''}`);
+      throw new Error(
+        `${what}: not within ${timeoutMs / 1000} s${last ? ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})` : ''}`,
+      );
     await sleep(1000);
   }
 }
@@ -160,7 +165,7 @@ interface PsEntry {
 }
 
 function ps(): PsEntry[] {
-  return compose(['ps', '--all', '--format', 'json'], { quiet: true })
+  return compose(['ps', '--all', '--format', 'json'])
     .split('\n')
     .filter((line) => line.trim())
     .flatMap((line) => JSON.parse(line) as PsEntry | PsEntry[]);
@@ -174,14 +179,14 @@ async function waitHealthy(what: string) {
       if (ONE_SHOT.includes(e.Service) ? e.State === 'exited' && e.ExitCode !== 0 : e.State === 'exited')
         throw new FatalError(`${e.Name} exited ${e.ExitCode}`);
     const pending = entries.filter((e) =>
-      ONE_SHOT.includes(e.Service) ? e.State !== 'exited' : e.State !== 'running' || !['', 'healthy'].includes(e.Health),
+      ONE_SHOT.includes(e.Service)
+        ? e.State !== 'exited'
+        : e.State !== 'running' || !['', 'healthy'].includes(e.Health),
     );
     const workers = entries.filter((e) => e.Service === 'worker').length;
     return Promise.resolve(pending.length === 0 && workers === 2 && entries.length >= 11 ? entries : undefined);
   });
 }
-
-class FatalError extends Error {}
 
 async function createApplication(reference: string) {
   const created = await http(`${API}/applications`, {
@@ -275,7 +280,12 @@ async function webUi(reference: string) {
 }
 
 async function prometheusTargets() {
-  const expected: Record<string, number> = { 'paylater-api': 1, 'paylater-worker': 2, 'temporal-server': 1, prometheus: 1 };
+  const expected: Record<string, number> = {
+    'paylater-api': 1,
+    'paylater-worker': 2,
+    'temporal-server': 1,
+    prometheus: 1,
+  };
   const targets = await until('Prometheus: every target up', 120_000, async () => {
     const res = await http('http://127.0.0.1:9090/api/v1/targets?state=active');
     const active = (res.body as { data?: { activeTargets?: { labels: { job: string }; health: string }[] } }).data
@@ -289,7 +299,7 @@ async function prometheusTargets() {
 
 /** The running containers' port bindings: only api's 3000 beyond the loopback, the rest on 127.0.0.1. */
 function checkPublications() {
-  const ids = compose(['ps', '-q'], { quiet: true }).split('\n').filter(Boolean);
+  const ids = compose(['ps', '-q']).split('\n').filter(Boolean);
   const inspected = JSON.parse(docker(['inspect', ...ids])) as {
     Config: { Labels: Record<string, string> };
     NetworkSettings: { Ports: Record<string, { HostIp: string; HostPort: string }[] | null> };
@@ -328,18 +338,18 @@ async function up(label: string) {
 }
 
 let started = false;
-async function cleanUp() {
+function cleanUp() {
   if (!started || process.env.COMPOSE_TEST_KEEP === '1') return;
   started = false;
   log('down -v');
-  compose(['down', '--volumes', '--timeout', '20'], { allowFail: true, quiet: true });
+  compose(['down', '--volumes', '--timeout', '20'], { allowFail: true });
 }
 
 async function main() {
   await checkPortsFree();
   compose(['config', '--quiet']);
   // Left from an interrupted run: gone before starting.
-  compose(['down', '--volumes', '--timeout', '5'], { quiet: true, allowFail: true });
+  compose(['down', '--volumes', '--timeout', '5'], { allowFail: true });
   started = true;
   log('up (stand-in images, the application image as built)');
   await up('stack start (up to healthy)');
@@ -377,8 +387,14 @@ async function main() {
   checkPublications();
 }
 
-process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)));
-process.on('SIGTERM', () => void cleanUp().then(() => process.exit(143)));
+process.on('SIGINT', () => {
+  cleanUp();
+  process.exit(130);
+});
+process.on('SIGTERM', () => {
+  cleanUp();
+  process.exit(143);
+});
 
 try {
   await main();
@@ -389,11 +405,11 @@ try {
   log(`FAIL: ${err instanceof Error ? err.message : String(err)}`);
   if (started) {
     log('state and logs of the stack:');
-    process.stdout.write(indent(compose(['ps', '--all'], { quiet: true, allowFail: true })));
-    process.stdout.write(indent(compose(['logs', '--no-color', '--tail', '40'], { quiet: true, allowFail: true })));
+    process.stdout.write(indent(compose(['ps', '--all'], { allowFail: true })));
+    process.stdout.write(indent(compose(['logs', '--no-color', '--tail', '40'], { allowFail: true })));
   }
   figures.push(['whole run (failed)', `${((performance.now() - runStart) / 1000).toFixed(1)} s`]);
 } finally {
-  await cleanUp();
+  cleanUp();
   for (const [what, value] of figures) process.stdout.write(`  ${what.padEnd(48)} ${value}\n`);
 }
