@@ -55,10 +55,11 @@ case "${1:-start}" in
     ;;
   stop)
     iptables -t nat -D "${masquerade[@]}" 2>/dev/null || true
-    if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-      kill "$(cat "$pidfile")"
+    pid="$(cat "$pidfile" 2>/dev/null || true)"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid"
       for _ in $(seq 1 40); do
-        kill -0 "$(cat "$pidfile" 2>/dev/null || echo 0)" 2>/dev/null || exit 0
+        kill -0 "$pid" 2>/dev/null || exit 0
         sleep 0.5
       done
       echo "dockerd did not stop in 20 s" >&2
