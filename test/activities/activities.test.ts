@@ -39,6 +39,9 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
   let env: MockActivityEnvironment;
   let logs: ReturnType<typeof captureLogs>;
 
+  // Long enough for a token and a call on a loaded 2-core machine (500 ms was not, in a CI run); a hanging peer
+  // waits this long.
+  const CALL_TIMEOUT_MS = 2_000;
   beforeEach(async () => {
     logs = captureLogs();
     bank = await startFakeBank({ clientId, clientSecret });
@@ -47,16 +50,16 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       baseUrl: bank.url,
       clientId,
       clientSecret,
-      callTimeoutMs: 500,
+      callTimeoutMs: CALL_TIMEOUT_MS,
       logger: logs.logger,
     });
-    callbacks = createCallbackDispatcher({ timeoutMs: 500 });
+    callbacks = createCallbackDispatcher({ timeoutMs: CALL_TIMEOUT_MS });
     activities = createActivities({
       bank: handle.client,
       webhooks,
       callbacks: callbackDeps,
       callbackDispatcher: callbacks,
-      callbackTimeoutMs: 500,
+      callbackTimeoutMs: CALL_TIMEOUT_MS,
     });
     env = new MockActivityEnvironment(
       { workflowExecution: { workflowId: 'finance-application:ref-1', runId: '0d4c5a1e-0000-4000-8000-000000000001' } },
