@@ -1039,7 +1039,8 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   },
   MERCHANT_KEY_ENCRYPTION: {
     processes: ALL,
-    description: "`on`: a merchant's payloads are written under its own key; `decrypt-only`: read them, write under the master (a rollout's first step)",
+    description:
+      "`on`: a merchant's payloads are written under its own key; `decrypt-only`: read them, write under the master (a rollout's first step)",
     default: '`on`',
   },
   MERCHANT_KEY_CACHE_TTL: {

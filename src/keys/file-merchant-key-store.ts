@@ -45,9 +45,7 @@ export class FileMerchantKeyStore implements MerchantKeyStore {
 
   async list(): Promise<MerchantKeyRecord[]> {
     const file = await this.load();
-    return [...file.merchants.keys()]
-      .sort()
-      .map((id) => recordOf(file, id)!);
+    return [...file.merchants.keys()].sort().map((id) => recordOf(file, id)!);
   }
 
   addKey(merchantId: string, key: WrappedMerchantKey): Promise<MerchantKeyRecord> {

@@ -16,7 +16,9 @@ export function defaultMerchantKeyStoreSetting(dataDir: string): MerchantKeyStor
  * MERCHANT_KEY_STORE's value: `file:<path>` (relative to the working directory) or `postgres://…`, as AUDIT_LOG
  * (src/audit/setting.ts). The problem never repeats a postgres URL (it may hold a password).
  */
-export function parseMerchantKeyStoreSetting(value: string): { setting: MerchantKeyStoreSetting } | { problem: string } {
+export function parseMerchantKeyStoreSetting(
+  value: string,
+): { setting: MerchantKeyStoreSetting } | { problem: string } {
   const v = value.trim();
   if (v.startsWith('file:')) {
     const path = v.slice('file:'.length);

@@ -254,7 +254,8 @@ export class MerchantKeyRing {
   private remember(record: MerchantKeyRecord): CachedMerchant {
     const keys = new Map<number, Buffer>();
     if (!record.erasure)
-      for (const wrapped of record.keys) keys.set(wrapped.generation, unwrapKey(this.masters, record.merchantId, wrapped));
+      for (const wrapped of record.keys)
+        keys.set(wrapped.generation, unwrapKey(this.masters, record.merchantId, wrapped));
     const generations = [...keys.keys()];
     const entry: CachedMerchant = {
       keys,

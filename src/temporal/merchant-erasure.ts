@@ -39,7 +39,8 @@ export async function eraseMerchant(
   request: { merchantId: string; actor: AuditActor; via: 'tool' | 'api'; details?: AuditDetails },
 ): Promise<MerchantErasure> {
   const { merchantId, actor } = request;
-  if (!MERCHANT_ID_PATTERN.test(merchantId)) throw new RangeError(`merchant id must match ${String(MERCHANT_ID_PATTERN)}`);
+  if (!MERCHANT_ID_PATTERN.test(merchantId))
+    throw new RangeError(`merchant id must match ${String(MERCHANT_ID_PATTERN)}`);
   const before = await deps.ring.store.read(merchantId);
   const open = await openWorkflowsOf(deps.client, merchantId);
   const audit = await deps.audit.append({
@@ -70,12 +71,27 @@ export async function eraseMerchant(
   };
 }
 
-/** The merchant's running workflows, by visibility's MerchantId (set on every workflow a merchant owns). */
+/**
+ * The merchant's running workflows, by visibility's MerchantId (set on every workflow a merchant owns). Listed raw:
+ * the SDK's list decodes memos, and a memo under keys already erased would stop the sweep.
+ */
 async function openWorkflowsOf(client: Client, merchantId: string): Promise<{ workflowId: string; runId: string }[]> {
   const found: { workflowId: string; runId: string }[] = [];
   const query = `MerchantId = "${merchantId}" AND ExecutionStatus = "Running"`;
-  for await (const execution of client.workflow.list({ query }))
-    found.push({ workflowId: execution.workflowId, runId: execution.runId });
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query,
+      pageSize: 1_000,
+      nextPageToken,
+    });
+    for (const execution of page.executions ?? []) {
+      const { workflowId, runId } = execution.execution ?? {};
+      if (workflowId && runId) found.push({ workflowId, runId });
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
   return found;
 }
 

@@ -21,9 +21,7 @@ export const MERCHANT_KEYS_USAGE = `usage: npm run merchant-keys -- <command>
                                          again, by anyone (also: npm run erase-merchant -- <merchant> --confirm <merchant>)`;
 
 export type MerchantKeysArgs =
-  | { command: 'list' }
-  | { command: 'rotate'; merchantId: string }
-  | { command: 'erase'; merchantId: string };
+  { command: 'list' } | { command: 'rotate'; merchantId: string } | { command: 'erase'; merchantId: string };
 
 /** Parses the command line; a usage problem is an Error whose message is shown with MERCHANT_KEYS_USAGE. */
 export function parseMerchantKeysArgs(argv: string[]): MerchantKeysArgs {
