@@ -164,7 +164,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 export function encryptionKeyIdOf(payload: Payload): string {
   const keyId = text(payload.metadata?.[KEY_ID_METADATA_KEY]);
   if (keyId === undefined) {
-    throw new PayloadEncryptionError(`Cannot decrypt a ${ENCRYPTED_ENCODING} payload: it has no ${KEY_ID_METADATA_KEY}`);
+    throw new PayloadEncryptionError(
+      `Cannot decrypt a ${ENCRYPTED_ENCODING} payload: it has no ${KEY_ID_METADATA_KEY}`,
+    );
   }
   return keyId;
 }

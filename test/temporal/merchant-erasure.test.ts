@@ -37,7 +37,7 @@ function encryptedPayloads(history: temporal.api.history.v1.IHistory): Payload[]
     const record = value as Record<string, unknown>;
     const metadata = record.metadata as Record<string, Uint8Array> | undefined;
     if (metadata && typeof metadata === 'object' && 'data' in record && metadata.encoding) {
-      if (text(metadata.encoding) === ENCRYPTED_ENCODING) found.push(record as Payload);
+      if (text(metadata.encoding) === ENCRYPTED_ENCODING) found.push(record);
       return;
     }
     for (const [k, v] of Object.entries(record)) visit(v, k);
