@@ -348,7 +348,10 @@ export function loadConfig(
     audit: e.AUDIT_LOG ?? defaultAuditLogSetting(e.TEMPORAL_DATA_DIR),
     merchantKeys: {
       store: e.MERCHANT_KEY_STORE ?? defaultMerchantKeyStoreSetting(e.TEMPORAL_DATA_DIR),
-      encrypt: e.MERCHANT_KEY_ENCRYPTION === 'on',
+      // With a real bank and no store named, processes (containers) may not share the default file: read merchant
+      // keys, write under the master, until MERCHANT_KEY_STORE names a shared store (docs/security.md).
+      encrypt:
+        (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE || !e.BANK_BASE_URL ? 'on' : 'decrypt-only')) === 'on',
       cacheTtlMs: e.MERCHANT_KEY_CACHE_TTL ?? DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
     },
     env,

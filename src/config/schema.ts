@@ -520,7 +520,7 @@ export const ENV_SHAPE = {
       .enum(MERCHANT_KEY_ENCRYPTION_SETTINGS, {
         error: `must be one of ${MERCHANT_KEY_ENCRYPTION_SETTINGS.join(', ')}`,
       })
-      .default('on'),
+      .optional(),
   ),
   MERCHANT_KEY_CACHE_TTL: duration(MERCHANT_KEY_CACHE_BOUNDS),
 };
@@ -1041,7 +1041,8 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description:
       "`on`: a merchant's payloads are written under its own key; `decrypt-only`: read them, write under the master (a rollout's first step)",
-    default: '`on`',
+    default:
+      '`on` with MERCHANT_KEY_STORE set or embedded; else `decrypt-only` (a per-container file is no shared store)',
   },
   MERCHANT_KEY_CACHE_TTL: {
     processes: ALL,
