@@ -20,9 +20,9 @@ const LAYERS = [
   {
     name: 'infrastructure',
     // The bank client and activities, the Temporal connection and data converter, tracing and logging, the HTTP
-    // client, the audit trail's stores, and the configuration (its schema and each process's settings: the api and
-    // the worker read their types).
-    path: src('activities', 'temporal', 'telemetry', 'http-client', 'audit', 'config'),
+    // client, the stores of the audit trail and of the merchant keys, and the configuration (its schema and each
+    // process's settings: the api and the worker read their types).
+    path: src('activities', 'temporal', 'telemetry', 'http-client', 'audit', 'keys', 'config'),
   },
   {
     name: 'workflows',

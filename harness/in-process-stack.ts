@@ -1,7 +1,7 @@
 import type { DeploymentVersion } from '../src/temporal/worker-deployment';
 import { MemoryAuditLog, type AuditLog } from '../src/audit/audit-log';
 import type { Server } from 'node:http';
-import type { DataConverter } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import type { Logger } from '../src/telemetry/logging';
@@ -25,7 +25,7 @@ import type { MerchantApiKey, OperatorApiKey } from '../src/security/api-keys';
 import { applicationRecords } from '../src/temporal/application-records';
 import { buildMerchantDirectory, DEFAULT_MERCHANT_LIMITS, type MerchantsFile } from '../src/config/merchants';
 import { CURRENT_CALLBACK_PAYLOAD_VERSION, type CallbackPayloadVersion } from '../src/activities/callback-payload';
-import { createPayloadCodec, type AesGcmPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
+import { createPayloadCodec, type PayloadEncryptionKey } from '../src/security/payload-codec';
 import { checkTemporal } from '../src/temporal/connection';
 import { createDataConverter } from '../src/temporal/data-converter';
 import { createWorker, type PaylaterWorkers } from '../src/worker/factory';
@@ -106,6 +106,8 @@ export interface TestStackOptions {
   workflowBundle?: WorkflowBundleOption;
   /** AppDeps.audit: the audit trail; a MemoryAuditLog when absent (stack.audit either way). */
   audit?: AuditLog;
+  /** The codec of every client and the worker (a MerchantPayloadCodec); wins over payloadEncryptionKeys. */
+  payloadCodec?: PayloadCodec;
 }
 
 /** The merchant key of the stack's default `test` entry. */
@@ -132,7 +134,7 @@ export interface TestStack {
   /** The worker's prom-client metrics (token requests, merchant callbacks), as startWorker wires them. */
   workerMetrics: WorkerMetrics;
   /** The codec of the stack's data converter (for a codec endpoint over the same keys). */
-  payloadCodec: AesGcmPayloadCodec;
+  payloadCodec: PayloadCodec;
   dataConverter: DataConverter;
   /** The receiver's and the activities' current webhook settings (live: see setWebhooks). */
   readonly webhooks: WebhookSettings;
@@ -176,9 +178,9 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const payloadCodec = options.payloadEncryptionKeys
-    ? createPayloadCodec(options.payloadEncryptionKeys)
-    : testPayloadCodec;
+  const payloadCodec =
+    options.payloadCodec ??
+    (options.payloadEncryptionKeys ? createPayloadCodec(options.payloadEncryptionKeys) : testPayloadCodec);
   const dataConverter = createDataConverter(payloadCodec);
   const t = await connectTestTemporal({ dataConverter, tracing: options.tracing });
   const metrics = createMetrics();

@@ -9,7 +9,7 @@ import { devServerProcessOptions, early, releaseEarlySignals, uiCodecGatewayPort
 import { runEntry, StartupError } from './entry/run-entry';
 import { generatedKeyNotice, startListeners } from './api/listeners';
 import { startSandbox } from './sandbox';
-import { createPayloadCodec } from './security/payload-codec';
+import { openMerchantPayloadKeys } from './keys/payload-codec';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from './temporal/binaries';
 import { connectClient, connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
@@ -52,7 +52,11 @@ runEntry<MainConfig>(
     }
     const target = { address, namespace: config.temporal.namespace, env: config.env };
     // One codec for the process: the client, the worker and the codec endpoint share it.
-    const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
+    const payloadKeys = await openMerchantPayloadKeys(config).catch((err: Error) => {
+      throw new StartupError(err.message);
+    });
+    onShutdown(() => payloadKeys.close());
+    const payloadCodec = payloadKeys.codec;
     const dataConverter = createDataConverter(payloadCodec);
     // A configured Temporal that is not up yet is waited for (logged); a wrong namespace fails at once.
     const { client, connection } = await connectClient(target, {

@@ -5,7 +5,7 @@ import './entry/load-env-file';
 import { processTracing } from './entry/tracing-preload';
 import { runEntry, StartupError } from './entry/run-entry';
 import { prebuiltWorkflowBundle } from './worker/prebuilt-workflow-bundle';
-import { createPayloadCodec } from './security/payload-codec';
+import { openMerchantPayloadKeys } from './keys/payload-codec';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { startWorker } from './worker/factory';
@@ -29,6 +29,11 @@ if (require.main === module) {
       }
       // Checked before connecting: a missing or stale bundle is a deploy mistake, not a Temporal problem.
       const { workflowBundle, buildId } = prebuiltWorkflowBundle(logger, { tracing: processTracing() !== undefined });
+      // The merchants' payload keys: a key store that cannot be opened stops start-up, naming MERCHANT_KEY_STORE.
+      const payloadKeys = await openMerchantPayloadKeys(config).catch((err: Error) => {
+        throw new StartupError(err.message);
+      });
+      onShutdown(() => payloadKeys.close());
       // Start in any order: an unreachable Temporal is waited for (logged), a wrong namespace fails at once.
       const connection = await connectWorker(
         { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
@@ -40,7 +45,7 @@ if (require.main === module) {
         logger,
         connection,
         bank: { authUrl: config.bank.authUrl, baseUrl: config.bank.baseUrl },
-        dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)),
+        dataConverter: createDataConverter(payloadKeys.codec),
         workflowBundle,
         buildId,
         tracing: processTracing(),

@@ -4,7 +4,7 @@ import '../entry/supported-node';
 import '../entry/load-env-file';
 import { processTracing } from '../entry/tracing-preload';
 import { runEntry, StartupError } from '../entry/run-entry';
-import { createPayloadCodec } from '../security/payload-codec';
+import { openMerchantPayloadKeys } from '../keys/payload-codec';
 import { openClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
 import { generatedKeyNotice, startListeners } from './listeners';
@@ -26,7 +26,11 @@ if (require.main === module) {
       }
       // Start in any order: listen at once; /readyz and the routes answer 503 until Temporal answers, the wait
       // is logged, and a namespace Temporal refuses stops the process.
-      const payloadCodec = createPayloadCodec(config.payloadEncryption.keys);
+      const payloadKeys = await openMerchantPayloadKeys(config).catch((err: Error) => {
+        throw new StartupError(err.message);
+      });
+      onShutdown(() => payloadKeys.close());
+      const payloadCodec = payloadKeys.codec;
       const { client, connection, ready } = openClient(
         { address: config.temporal.address, namespace: config.temporal.namespace, env: config.env },
         { dataConverter: createDataConverter(payloadCodec), tracing: processTracing(), logger, signal: stopSignal },

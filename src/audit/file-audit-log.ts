@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs';
-import { chmod, mkdir, open, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import {
   chainRecord,
@@ -13,6 +13,7 @@ import {
   type StoredRecord,
 } from '../security/audit-chain';
 import { AuditUnavailableError, matchesAuditQuery, type AuditLog, type AuditQuery } from './audit-log';
+import { releaseLock, takeLock } from './file-lock';
 
 /**
  * The embedded stack's audit trail (AUDIT_LOG=file:<path>, docs/security.md#audit-trail): one record a line, as
@@ -105,8 +106,7 @@ export class FileAuditLog implements AuditLog {
       }
       return record;
     } finally {
-      heldLocks.delete(lockFile);
-      await rm(lockFile, { force: true });
+      await releaseLock(lockFile);
     }
   }
 
@@ -160,43 +160,6 @@ async function ownerOnly(path: string, mode: number, stats: Stats): Promise<void
   if ((stats.mode & 0o077) !== 0) await chmod(path, mode);
 }
 
-/** The locks this process holds now: one with our pid that is not here is a previous run's. */
-const heldLocks = new Set<string>();
-
-/** How long an append waits for another writer's lock before it fails (the action with it). */
-const LOCK_WAIT_MS = 5_000;
-
-/**
- * The writer's lock for one append: created exclusively with our pid. A lock whose process is gone is removed (so is
- * one with our own pid that this process does not hold: a previous run's, a container's pid 1).
- */
-async function takeLock(lockFile: string): Promise<void> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      const handle = await open(lockFile, 'wx', 0o600);
-      await handle.writeFile(`${process.pid}\n`);
-      await handle.close();
-      heldLocks.add(lockFile);
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    const text = await readFile(lockFile, 'utf8').catch(() => undefined);
-    const holder = Number(text?.trim());
-    // An empty lock is one being written this instant: wait for it like a live one.
-    const live =
-      text === '' ||
-      (holder === process.pid ? heldLocks.has(lockFile) : Number.isSafeInteger(holder) && holder > 0 && alive(holder));
-    if (!live) {
-      await rm(lockFile, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`${lockFile} is held by pid ${holder} for more than ${LOCK_WAIT_MS} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** The head the file's last line gives (the chain was verified whole at open; appends only extend it). */
 async function lastHead(handle: FileHandle): Promise<AuditHead> {
   const { size } = await handle.stat();
@@ -216,14 +179,5 @@ async function lastHead(handle: FileHandle): Promise<AuditHead> {
       return { sequence: record.sequence as number, hash: record.hash };
     }
     chunk = Math.min(size, chunk * 4);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

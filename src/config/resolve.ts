@@ -32,6 +32,7 @@ import {
   DEFAULT_API_DRAIN_DELAY_MS,
   DEFAULT_FAILED_AUTHENTICATIONS,
   DEFAULT_MAX_POLLERS,
+  DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
   DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
   DEFAULT_WORKER_SHUTDOWN_GRACE_MS,
   DEV_DEFAULTS,
@@ -45,6 +46,7 @@ import { callbackAllowList, resolveServiceSettings } from './settings';
 import type { CallbackPayloadVersion } from '../activities/callback-payload';
 import type { DevelopmentKeys } from './development-keys';
 import { defaultAuditLogSetting, type AuditLogSetting } from '../audit/setting';
+import { defaultMerchantKeyStoreSetting, type MerchantKeyStoreSetting } from '../keys/setting';
 
 /**
  * The environment resolved into what the processes run with, in one place: every default that depends on another
@@ -176,6 +178,15 @@ export interface Config {
   };
   /** Where the audit trail is kept (AUDIT_LOG; unset: a file in TEMPORAL_DATA_DIR): docs/security.md#audit-trail. */
   audit: AuditLogSetting;
+  /** A payload key per merchant (docs/security.md#a-payload-key-per-merchant, src/security/merchant-keys.ts). */
+  merchantKeys: {
+    /** MERCHANT_KEY_STORE; unset: a file in TEMPORAL_DATA_DIR. */
+    store: MerchantKeyStoreSetting;
+    /** MERCHANT_KEY_ENCRYPTION=on: merchants' payloads are written under their keys (decrypt-only: read only). */
+    encrypt: boolean;
+    /** MERCHANT_KEY_CACHE_TTL in milliseconds. */
+    cacheTtlMs: number;
+  };
   /** The raw environment, for @temporalio/envconfig (TEMPORAL_PROFILE, TEMPORAL_API_KEY, TEMPORAL_TLS_*). */
   env: Record<string, string | undefined>;
 }
@@ -335,6 +346,14 @@ export function loadConfig(
     },
     callbacks,
     audit: e.AUDIT_LOG ?? defaultAuditLogSetting(e.TEMPORAL_DATA_DIR),
+    merchantKeys: {
+      store: e.MERCHANT_KEY_STORE ?? defaultMerchantKeyStoreSetting(e.TEMPORAL_DATA_DIR),
+      // With a real bank and no store named, processes (containers) may not share the default file: read merchant
+      // keys, write under the master, until MERCHANT_KEY_STORE names a shared store (docs/security.md).
+      encrypt:
+        (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE || !e.BANK_BASE_URL ? 'on' : 'decrypt-only')) === 'on',
+      cacheTtlMs: e.MERCHANT_KEY_CACHE_TTL ?? DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
+    },
     env,
   };
 }

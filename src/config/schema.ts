@@ -23,6 +23,7 @@ import { CALLBACK_PAYLOAD_VERSIONS, CURRENT_CALLBACK_PAYLOAD_VERSION } from '../
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
 import { CONSENT_ASSIGNMENT_SETTINGS } from '../shared/consent-assignment';
 import { parseAuditLogSetting } from '../audit/setting';
+import { parseMerchantKeyStoreSetting } from '../keys/setting';
 
 /**
  * The whole environment in one zod schema. loadConfig(env) is called only by
@@ -101,6 +102,23 @@ const auditLog = z.preprocess(emptyToUndefined, z.string().optional()).transform
   }
   return parsed.setting;
 });
+
+/** MERCHANT_KEY_STORE → where the merchants' wrapped payload keys are (src/keys/setting.ts); never repeats a URL. */
+const merchantKeyStore = z.preprocess(emptyToUndefined, z.string().optional()).transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const parsed = parseMerchantKeyStoreSetting(value);
+  if ('problem' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  }
+  return parsed.setting;
+});
+
+/** MERCHANT_KEY_ENCRYPTION: `on` writes under merchant keys; `decrypt-only` reads them (a rollout's first step). */
+export const MERCHANT_KEY_ENCRYPTION_SETTINGS = ['on', 'decrypt-only'] as const;
+/** How long a process believes a merchant's keys (or their erasure) before reading the store again. */
+export const DEFAULT_MERCHANT_KEY_CACHE_TTL_MS = 60_000;
+const MERCHANT_KEY_CACHE_BOUNDS: Bounds = { min: 0, max: 600_000 };
 
 /** A listener's address: an IP address (node:net's isIP), unset for the process's default. */
 const listenHost = z.preprocess(
@@ -493,6 +511,18 @@ export const ENV_SHAPE = {
 
   /** The audit trail (docs/security.md#audit-trail): file:<path> or postgres://…; unset: a file in TEMPORAL_DATA_DIR. */
   AUDIT_LOG: auditLog,
+
+  /** The merchants' payload keys (docs/security.md#a-payload-key-per-merchant): file:<path> or postgres://…. */
+  MERCHANT_KEY_STORE: merchantKeyStore,
+  MERCHANT_KEY_ENCRYPTION: z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(MERCHANT_KEY_ENCRYPTION_SETTINGS, {
+        error: `must be one of ${MERCHANT_KEY_ENCRYPTION_SETTINGS.join(', ')}`,
+      })
+      .optional(),
+  ),
+  MERCHANT_KEY_CACHE_TTL: duration(MERCHANT_KEY_CACHE_BOUNDS),
 };
 
 /** The schema of one process's environment: `role` decides what a real bank requires (see ConfigRole). */
@@ -999,5 +1029,24 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
       'the audit trail: `file:<path>` (one process) or `postgres://user:password@host:5432/db` (several API ' +
       'processes); also read by `npm run deploy` and `npm run audit:verify`',
     default: '`file:<TEMPORAL_DATA_DIR>/audit/audit.jsonl`',
+  },
+  MERCHANT_KEY_STORE: {
+    processes: ALL,
+    description:
+      "the merchants' payload keys, wrapped by PAYLOAD_ENCRYPTION_KEYS: `file:<path>` (one machine) or " +
+      '`postgres://user:password@host:5432/db` (several hosts); also read by `npm run erase-merchant`',
+    default: '`file:<TEMPORAL_DATA_DIR>/keys/merchant-keys.json`',
+  },
+  MERCHANT_KEY_ENCRYPTION: {
+    processes: ALL,
+    description:
+      "`on`: a merchant's payloads are written under its own key; `decrypt-only`: read them, write under the master (a rollout's first step)",
+    default:
+      '`on` with MERCHANT_KEY_STORE set or embedded; else `decrypt-only` (a per-container file is no shared store)',
+  },
+  MERCHANT_KEY_CACHE_TTL: {
+    processes: ALL,
+    description: "how long a process keeps a merchant's unwrapped keys (or its erasure) before reading the store again",
+    default: ms(DEFAULT_MERCHANT_KEY_CACHE_TTL_MS),
   },
 };

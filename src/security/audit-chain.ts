@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  * included; so a record removed, moved or changed breaks the chain at a record `verifyAuditChain` names.
  */
 
-/** What is recorded. `erasure` is reserved for the merchant-erasure command to come: nothing appends it yet. */
+/** What is recorded. `erasure`: a merchant's payload keys destroyed (src/temporal/merchant-erasure.ts). */
 export const AUDIT_ACTIONS = [
   'codec.decode',
   'callback.resend',

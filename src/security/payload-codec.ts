@@ -142,27 +142,12 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 
   private encrypt(payload: Payload): Payload {
-    const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv(CIPHER, this.current.key, iv, { authTagLength: TAG_BYTES });
-    const data = Buffer.concat([iv, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
-    return {
-      metadata: {
-        [METADATA_ENCODING_KEY]: Buffer.from(ENCRYPTED_ENCODING, 'utf8'),
-        [KEY_ID_METADATA_KEY]: this.current.idBytes,
-      },
-      data,
-    };
+    return sealPayload(payload, this.current.idBytes, this.current.key);
   }
 
   private decrypt(payload: Payload): Payload {
     if (!isEncryptedPayload(payload)) return payload;
-    const keyId = text(payload.metadata?.[KEY_ID_METADATA_KEY]);
-    if (keyId === undefined) {
-      throw new PayloadEncryptionError(
-        `Cannot decrypt a ${ENCRYPTED_ENCODING} payload: it has no ${KEY_ID_METADATA_KEY}`,
-      );
-    }
+    const keyId = encryptionKeyIdOf(payload);
     const key = this.keys.get(keyId);
     if (!key) {
       throw new PayloadEncryptionError(
@@ -171,29 +156,60 @@ export class AesGcmPayloadCodec implements PayloadCodec {
         keyId,
       );
     }
-    const data = payload.data ?? new Uint8Array();
-    if (data.length < IV_BYTES + TAG_BYTES) {
-      throw new PayloadEncryptionError(`Cannot decrypt payload with key id "${keyId}": data is truncated`, keyId);
-    }
-    let plaintext: Buffer;
-    try {
-      const decipher = createDecipheriv(CIPHER, key, data.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
-      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
-      plaintext = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
-    } catch {
-      throw new PayloadEncryptionError(
-        `Cannot decrypt payload with key id "${keyId}": authentication failed (altered data, or another key under that id)`,
-        keyId,
-      );
-    }
-    try {
-      return temporal.api.common.v1.Payload.decode(plaintext);
-    } catch (err) {
-      throw new PayloadEncryptionError(
-        `Payload decrypted with key id "${keyId}" is not a Temporal payload: ${(err as Error).message}`,
-        keyId,
-      );
-    }
+    return openPayload(payload, keyId, key);
+  }
+}
+
+/** The key id an encrypted payload names; PayloadEncryptionError when it names none. */
+export function encryptionKeyIdOf(payload: Payload): string {
+  const keyId = text(payload.metadata?.[KEY_ID_METADATA_KEY]);
+  if (keyId === undefined) {
+    throw new PayloadEncryptionError(
+      `Cannot decrypt a ${ENCRYPTED_ENCODING} payload: it has no ${KEY_ID_METADATA_KEY}`,
+    );
+  }
+  return keyId;
+}
+
+/** The whole payload encrypted under `key` (32 bytes), named by `keyIdBytes` (the id in UTF-8) in its metadata. */
+export function sealPayload(payload: Payload, keyIdBytes: Uint8Array, key: Buffer): Payload {
+  const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv(CIPHER, key, iv, { authTagLength: TAG_BYTES });
+  const data = Buffer.concat([iv, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+  return {
+    metadata: {
+      [METADATA_ENCODING_KEY]: Buffer.from(ENCRYPTED_ENCODING, 'utf8'),
+      [KEY_ID_METADATA_KEY]: keyIdBytes,
+    },
+    data,
+  };
+}
+
+/** The payload sealPayload encrypted under `key`, which the payload names as `keyId`. */
+export function openPayload(payload: Payload, keyId: string, key: Buffer): Payload {
+  const data = payload.data ?? new Uint8Array();
+  if (data.length < IV_BYTES + TAG_BYTES) {
+    throw new PayloadEncryptionError(`Cannot decrypt payload with key id "${keyId}": data is truncated`, keyId);
+  }
+  let plaintext: Buffer;
+  try {
+    const decipher = createDecipheriv(CIPHER, key, data.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+    decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+    plaintext = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+  } catch {
+    throw new PayloadEncryptionError(
+      `Cannot decrypt payload with key id "${keyId}": authentication failed (altered data, or another key under that id)`,
+      keyId,
+    );
+  }
+  try {
+    return temporal.api.common.v1.Payload.decode(plaintext);
+  } catch (err) {
+    throw new PayloadEncryptionError(
+      `Payload decrypted with key id "${keyId}" is not a Temporal payload: ${(err as Error).message}`,
+      keyId,
+    );
   }
 }
 

@@ -91,3 +91,29 @@ export const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\u2028\u2029]*$/u;
  * merchant, keyed by the merchant alone.
  */
 export const merchantSecretsWorkflowId = (merchantId: string): string => `merchant-secrets:${merchantId}`;
+
+/**
+ * Whose data a workflow's payloads are, from its id alone (the payload codec sees ids, not search attributes:
+ * docs/decisions/0048-per-merchant-payload-keys.md): `{ merchantId }` for the ids that name their merchant,
+ * `{ legacy: true }` for a finance application started before tenancy (LEGACY_MERCHANT's), undefined for the ids
+ * keyed by a consent alone (its refresh and claim, the pre-tenancy consent workflows) and any other.
+ */
+export function merchantOfWorkflowId(workflowId: string): { merchantId: string } | { legacy: true } | undefined {
+  const parts = workflowId.split(':');
+  const [kind] = parts;
+  if (kind === 'merchant-secrets') return parts.length === 2 ? merchantIdOf(parts[1]) : undefined;
+  if (kind === 'finance-application' || kind === 'consent-transactions' || kind === 'consent-late-reports') {
+    if (parts.length === 3) return merchantIdOf(parts[1]);
+    if (kind === 'finance-application' && parts.length === 2) return { legacy: true };
+  }
+  // A redelivery's id is its callback's idempotency key: the application's id and at least a status after it
+  // (src/workflows/finance-application/merchant-notification.ts), so 4 parts or more name a merchant, 3 a legacy one.
+  if (kind === 'callback-redelivery' && parts[1] === 'finance-application') {
+    if (parts.length >= 5) return merchantIdOf(parts[2]);
+    if (parts.length === 4) return { legacy: true };
+  }
+  return undefined;
+}
+
+const merchantIdOf = (id: string | undefined): { merchantId: string } | undefined =>
+  id !== undefined && MERCHANT_ID_PATTERN.test(id) ? { merchantId: id } : undefined;

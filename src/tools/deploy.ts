@@ -8,7 +8,7 @@ import { openAuditLogWriter } from '../audit/open';
 import { AUDIT_LOG, describeAuditLogSetting } from '../audit/setting';
 import type { AuditEntry } from '../security/audit-chain';
 import { loadWorkflowBundle } from '../worker/prebuilt-workflow-bundle';
-import { createPayloadCodec } from '../security/payload-codec';
+import { openMerchantPayloadKeys } from '../keys/payload-codec';
 import { connectClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
 import {
@@ -69,10 +69,14 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const address = config.temporal.address ?? `127.0.0.1:${config.temporal.devServer.port}`;
   const namespace = config.temporal.namespace;
+  const payloadKeys = await openMerchantPayloadKeys(config);
   const { client, connection } = await connectClient(
     { address, namespace, env: config.env },
-    { dataConverter: createDataConverter(createPayloadCodec(config.payloadEncryption.keys)) },
-  );
+    { dataConverter: createDataConverter(payloadKeys.codec) },
+  ).catch(async (err: unknown) => {
+    await payloadKeys.close();
+    throw err;
+  });
   try {
     const deploymentName = config.temporal.deployment.name;
     const buildId =
@@ -139,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } finally {
     await connection.close();
+    await payloadKeys.close();
   }
 }
 

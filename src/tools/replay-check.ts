@@ -25,7 +25,7 @@ import {
   WORKFLOW_BUNDLE_FILE,
   type WorkflowBundleManifest,
 } from '../worker/prebuilt-workflow-bundle';
-import { createPayloadCodec } from '../security/payload-codec';
+import { openMerchantPayloadKeys, type MerchantPayloadKeys } from '../keys/payload-codec';
 import { NO_TRACING_SINKS } from '../telemetry/tracing';
 import { connectClient, TemporalNamespaceError, TemporalUnreachableError } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
@@ -399,6 +399,7 @@ export async function main(
     return 0;
   }
   let connection: Connection | undefined;
+  let payloadKeys: MerchantPayloadKeys | undefined;
   try {
     const config = loadWorkerConfig(env);
     const { bundlePath, checked } = checkedBuild(args, env);
@@ -410,7 +411,12 @@ export async function main(
         'replay-check: warning: PAYLOAD_ENCRYPTION_KEYS is unset, so payloads are decoded with the development key; ' +
           "set the workers' keys, or every encrypted history fails to replay\n",
       );
-    const dataConverter = createDataConverter(createPayloadCodec(config.payloadEncryption.keys));
+    // The workers' codec: master keys and the merchants' keys (MERCHANT_KEY_STORE), so every history decodes but an
+    // erased merchant's.
+    payloadKeys = await openMerchantPayloadKeys(config).catch((err: Error) => {
+      throw new StartupError(err.message);
+    });
+    const dataConverter = createDataConverter(payloadKeys.codec);
     const target = { address, namespace: config.temporal.namespace, env: config.env };
     let client: Client;
     try {
@@ -448,6 +454,7 @@ export async function main(
     return fail(`${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`);
   } finally {
     await connection?.close().catch(() => undefined);
+    await payloadKeys?.close().catch(() => undefined);
   }
 }
 
