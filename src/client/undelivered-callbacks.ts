@@ -53,7 +53,9 @@ export async function listUndeliveredCallbacks(
 ): Promise<UndeliveredPage> {
   const { merchantId } = merchantScope(merchant);
   try {
-    return await client.workflow.getHandle(callbackLedgerWorkflowId(merchantId)).query(undeliveredCallbacksQuery, request);
+    return await client.workflow
+      .getHandle(callbackLedgerWorkflowId(merchantId))
+      .query(undeliveredCallbacksQuery, request);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { callbacks: [], dropped: 0 };
     throw err;

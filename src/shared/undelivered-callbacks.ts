@@ -193,9 +193,7 @@ function optional<K extends string, V>(key: K, value: V | undefined): Partial<Re
 export const callbackLedgerWorkflowType = 'callbackLedgerWorkflow';
 export const callbackLedgerWorkflowId = (merchantId: string): string => `callback-ledger:${merchantId}`;
 export const callbackReportSignal = defineSignal<[CallbackReport]>('callbackReport');
-export const undeliveredCallbacksQuery = defineQuery<UndeliveredPage, [UndeliveredPageRequest]>(
-  'undeliveredCallbacks',
-);
+export const undeliveredCallbacksQuery = defineQuery<UndeliveredPage, [UndeliveredPageRequest]>('undeliveredCallbacks');
 
 export interface CallbackLedgerInput {
   merchantId: string;

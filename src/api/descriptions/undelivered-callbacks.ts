@@ -5,7 +5,15 @@
 import { z } from 'zod';
 import { MERCHANT_ID_PATTERN } from '../../shared/ids';
 import { UNDELIVERED_STATES } from '../../shared/undelivered-callbacks';
-import { errors, json, LOCATION_HEADER, merchantKeyRequired, operatorKeyRequired, Tag, type ApiPaths } from './describe';
+import {
+  errors,
+  json,
+  LOCATION_HEADER,
+  merchantKeyRequired,
+  operatorKeyRequired,
+  Tag,
+  type ApiPaths,
+} from './describe';
 import { ProblemType } from '../problem-details';
 
 export const DEFAULT_UNDELIVERED_PAGE_SIZE = 50;
@@ -36,7 +44,9 @@ const filters = {
     .min(1)
     .max(MAX_UNDELIVERED_PAGE_SIZE)
     .default(DEFAULT_UNDELIVERED_PAGE_SIZE)
-    .describe(`Callbacks per page: ${DEFAULT_UNDELIVERED_PAGE_SIZE} unless given, at most ${MAX_UNDELIVERED_PAGE_SIZE}`),
+    .describe(
+      `Callbacks per page: ${DEFAULT_UNDELIVERED_PAGE_SIZE} unless given, at most ${MAX_UNDELIVERED_PAGE_SIZE}`,
+    ),
   pageToken: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,1024}$/, 'must be the nextPageToken of a previous page')
@@ -76,12 +86,11 @@ const UndeliveredCallbackSchema = z
 
 export const UndeliveredPageSchema = z
   .object({
-    callbacks: z
-      .array(UndeliveredCallbackSchema)
-      .meta({ description: 'Oldest first (by first attempt, then key)' }),
+    callbacks: z.array(UndeliveredCallbackSchema).meta({ description: 'Oldest first (by first attempt, then key)' }),
     nextPageToken: z.string().nullable().meta({ description: 'Send as `pageToken` for the next page; null: last' }),
     dropped: z.number().int().meta({
-      description: 'Undelivered callbacks no longer listed: the oldest, beyond 2000 per merchant (docs/merchant-api.md)',
+      description:
+        'Undelivered callbacks no longer listed: the oldest, beyond 2000 per merchant (docs/merchant-api.md)',
     }),
   })
   .meta({ id: 'UndeliveredCallbacksPage' });

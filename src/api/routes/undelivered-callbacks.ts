@@ -87,7 +87,11 @@ export function undeliveredCallbackRoutes(deps: UndeliveredCallbackRouteDeps): R
 
 /** The progress page of a range (GET /callbacks/resend). */
 export function resendLocation(range: BulkResendRange): string {
-  const query = new URLSearchParams({ since: range.since, until: range.until, ...(range.type ? { type: range.type } : {}) });
+  const query = new URLSearchParams({
+    since: range.since,
+    until: range.until,
+    ...(range.type ? { type: range.type } : {}),
+  });
   return `${UNDELIVERED_CALLBACKS_PATH}/resend?${query.toString()}`;
 }
 
@@ -153,7 +157,14 @@ export async function startResend(
     actor: { kind: 'merchant', name: merchantId },
     action: 'callback.resend',
     target: { kind: 'merchant', id: merchantId },
-    details: { bulk: true, since: range.since, until: range.until, ...(range.type ? { type: range.type } : {}), count, via },
+    details: {
+      bulk: true,
+      since: range.since,
+      until: range.until,
+      ...(range.type ? { type: range.type } : {}),
+      count,
+      via,
+    },
   });
   const perMinute = deps.merchants.resolve(merchantId).limits.callbackResendsPerMinute;
   try {

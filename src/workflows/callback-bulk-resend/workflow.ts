@@ -68,12 +68,24 @@ export async function callbackBulkResendWorkflow(input: BulkResendInput): Promis
     show();
     const page = await readUndeliveredCallbacks({
       merchantId,
-      request: { since, until, ...(type ? { type } : {}), state: 'given-up', limit: PAGE_SIZE, ...(after ? { after } : {}) },
+      request: {
+        since,
+        until,
+        ...(type ? { type } : {}),
+        state: 'given-up',
+        limit: PAGE_SIZE,
+        ...(after ? { after } : {}),
+      },
     });
     for (const callback of page.callbacks) {
       progress.found++;
       try {
-        await notifyMerchant({ merchantId, url: callback.url, idempotencyKey: callback.idempotencyKey, event: callback.event });
+        await notifyMerchant({
+          merchantId,
+          url: callback.url,
+          idempotencyKey: callback.idempotencyKey,
+          event: callback.event,
+        });
         progress.delivered++;
       } catch (err) {
         if (isCancellation(err)) throw err;
