@@ -178,6 +178,7 @@ describe('OpenAPI document', () => {
           path.startsWith('/applications') ||
           path.startsWith('/consents') ||
           path.startsWith('/merchant/') ||
+          path.startsWith('/callbacks/') ||
           operatorRoute;
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
