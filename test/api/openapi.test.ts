@@ -196,7 +196,10 @@ describe('OpenAPI document', () => {
           expect({
             where,
             refuses:
-              '401' in (op.responses as object) && ('403' in (op.responses as object) || path === '/operator/audit'),
+              '401' in (op.responses as object) &&
+              ('403' in (op.responses as object) ||
+                path === '/operator/audit' ||
+                path === '/operator/callbacks/undelivered'),
           }).toEqual({ where, refuses: true });
         // Readiness: open to probes (the status alone), its details to an operator key.
         if (path === '/readyz')
