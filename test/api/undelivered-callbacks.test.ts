@@ -11,6 +11,9 @@ import { MemoryAuditLog } from '../../src/audit/audit-log';
 import { awaitFinanceApplication } from '../../src/client/finance-applications';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
+import { recordConsentHistory, recordFinanceHistory } from '../helpers/histories';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { callbackBulkResendWorkflowId, callbackLedgerWorkflowId } from '../../src/shared/undelivered-callbacks';
 
 const KEY_A = 'shop-a-key-0123456789abcdef0123456789';
 const KEY_B = 'shop-b-key-0123456789abcdef0123456789';
@@ -161,6 +164,12 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     const onlyB = (await (await operator()('/operator/callbacks/undelivered?merchant=shop-b')).json()) as Page;
     expect(onlyB.callbacks.map((c) => c.merchantId)).toEqual(['shop-b', 'shop-b']);
     expect((await shopA('/operator/callbacks/undelivered')).status).toBe(401);
+
+    // An application whose callbacks were given up by the retry window, for the replay test (test/replay).
+    if (process.env.RECORD_HISTORIES === '1') {
+      const handle = stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', refsA[0]!));
+      recordFinanceHistory(await handle.fetchHistory(), 'callback-given-up');
+    }
   });
 
   it('one bulk resend delivers them once the endpoint answers; a second sends none again; each is audited', async () => {
@@ -181,6 +190,15 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     // shop-b's are untouched: still listed, nothing sent to its endpoint since.
     expect((await list(shopB)).callbacks).toHaveLength(2);
     expect(hooksB.delivered()).toEqual([]);
+    // The bulk resend and shop-a's ledger (reports, then deliveries), for the replay test (test/replay).
+    await recordConsentHistory(
+      'callback-bulk-resend-delivered',
+      stack.t.client.workflow.getHandle(callbackBulkResendWorkflowId('shop-a', range)),
+    );
+    await recordConsentHistory(
+      'callback-ledger-given-up-resent',
+      stack.t.client.workflow.getHandle(callbackLedgerWorkflowId('shop-a')),
+    );
 
     // The same request again: a new run finds nothing given up, sends nothing.
     const sentBefore = hooksA.received.length;
