@@ -116,6 +116,23 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     expect(res.status).toBe(201);
   };
 
+  const consoleGet = (path: string, cookie: string) =>
+    fetch(`${stack.internalUrl}${path}`, { redirect: 'manual', headers: { cookie } });
+  const consolePost = (path: string, form: Record<string, string>, cookie = '') =>
+    fetch(`${stack.internalUrl}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+      body: new URLSearchParams(form).toString(),
+    });
+  async function signIn(key: string): Promise<{ cookie: string; csrf: string }> {
+    const res = await consolePost('/console/sign-in', { key });
+    expect(res.status).toBe(303);
+    const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+    const page = await (await consoleGet('/console/callbacks', cookie)).text();
+    return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)![1]! };
+  }
+
   const refsA = [`a1-${randomUUID()}`, `a2-${randomUUID()}`];
   const refB = `b1-${randomUUID()}`;
   let range: { since: string; until: string };
@@ -164,6 +181,13 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     const onlyB = (await (await operator()('/operator/callbacks/undelivered?merchant=shop-b')).json()) as Page;
     expect(onlyB.callbacks.map((c) => c.merchantId)).toEqual(['shop-b', 'shop-b']);
     expect((await shopA('/operator/callbacks/undelivered')).status).toBe(401);
+
+    // The console lists the signed-in merchant's own, never another's.
+    const b1 = await signIn(KEY_B);
+    const page = await (await consoleGet('/console/callbacks', b1.cookie)).text();
+    expect(page).toContain(refB);
+    expect(page).toContain('Given up');
+    expect(page).not.toContain(refsA[0]!);
 
     // An application whose callbacks were given up by the retry window, for the replay test (test/replay).
     if (process.env.RECORD_HISTORIES === '1') {
@@ -220,9 +244,9 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
   });
 
   it("a merchant cannot see or resend another's: its resend and its progress are its own", async () => {
-    const query = new URLSearchParams(range).toString();
+    const rangeQuery = new URLSearchParams(range).toString();
     // shop-b has no bulk resend of that range: 404, though shop-a's exists.
-    expect((await shopB(`/callbacks/resend?${query}`)).status).toBe(404);
+    expect((await shopB(`/callbacks/resend?${rangeQuery}`)).status).toBe(404);
     // No field names a merchant.
     const named = await shopB('/callbacks/resend', {
       method: 'POST',
@@ -232,8 +256,20 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     // shop-b's own resend sends shop-b's callbacks, to shop-b's endpoint only.
     hooksB.state.down = false;
     const sentToA = hooksA.received.length;
-    const res = await shopB('/callbacks/resend', { method: 'POST', body: JSON.stringify(range) });
-    expect(res.status).toBe(202);
+    // Through the console's form this time (UTC date and time, as its inputs give them).
+    const { cookie, csrf } = await signIn(KEY_B);
+    const local = (iso: string) => iso.slice(0, 19);
+    const until = new Date(Date.parse(range.until) + 1000).toISOString();
+    const res = await consolePost(
+      '/console/callbacks/resend',
+      { csrf, since: local(range.since), until: local(until), type: '' },
+      cookie,
+    );
+    expect(res.status).toBe(303);
+    const shown = await (await consoleGet(res.headers.get('location')!, cookie)).text();
+    expect(shown).toContain('Bulk resend of this range');
+    const consoleRange = { since: `${local(range.since)}.000Z`, until: `${local(until)}.000Z` };
+    const query = new URLSearchParams(consoleRange).toString();
     const progress = await eventually(async () => {
       const p = (await (await shopB(`/callbacks/resend?${query}`)).json()) as Progress;
       return p.done ? p : undefined;
@@ -243,5 +279,10 @@ describe('undelivered callbacks: listed per merchant, given up after the retry w
     expect(hooksB.delivered()).toHaveLength(2);
     expect(hooksA.received.length).toBe(sentToA);
     expect((await list(shopB)).callbacks).toEqual([]);
+    expect(audit.records.at(-1)).toMatchObject({
+      actor: { kind: 'merchant', name: 'shop-b' },
+      action: 'callback.resend',
+      details: { bulk: true, ...consoleRange, count: 2, via: 'console' },
+    });
   });
 });
