@@ -142,7 +142,7 @@ export class CallbackLedger {
     if (url === undefined || event === undefined) return;
     const entry: UndeliveredCallback = {
       idempotencyKey: report.idempotencyKey,
-      type: report.type ?? known?.type ?? String(event.type ?? 'unknown'),
+      type: report.type ?? known?.type ?? (typeof event.type === 'string' ? event.type : 'unknown'),
       state: report.outcome,
       firstAttemptAt: known?.firstAttemptAt ?? report.firstAttemptAt ?? report.at,
       updatedAt: report.at,

@@ -548,7 +548,7 @@ function callbacksFilter(source: Record<string, unknown>): CallbacksFilter {
       throw new ConsoleError(400, `${name} must be a date and time`);
   if (filter.type !== undefined && !/^[a-z][a-z0-9.-]{0,63}$/.test(filter.type))
     throw new ConsoleError(400, 'type must be an event type such as finance-application.status-changed');
-  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)) as CallbacksFilter;
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
 }
 
 /** `YYYY-MM-DDTHH:MM[:SS]` (UTC) or RFC 3339, as ISO; undefined when it is neither. */
