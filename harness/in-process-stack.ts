@@ -34,6 +34,7 @@ import type { ServiceSettings } from '../src/shared/application-settings';
 import type { ConsentAssignment } from '../src/shared/consent-assignment';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/worker/metrics';
 import { TEST_CALLBACK_SIGNING_MASTER_SECRET, TEST_CALLBACK_SIGNING_SECRET, TEST_MERCHANT } from './merchants';
+import { callbackLedgerAccess } from '../src/client/undelivered-callbacks';
 import { readCallbackSecretGenerations } from '../src/client/merchant-secrets';
 import { recordOpenApiAnswers, type OpenApiRecorder } from './openapi';
 import { bundleWorkflows, connectTestTemporal, testPayloadCodec, type TemporalTestContext } from './temporal';
@@ -319,6 +320,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     readPacer: new ReadPacer(options.worker?.bankMaxReadsPerSecond ?? defaults.bank.maxReadsPerSecond),
     metrics: workerMetrics,
     applications: applicationRecords(t.client.workflowService, t.namespace),
+    callbackLedger: callbackLedgerAccess(t.client, t.taskQueue),
   });
 
   const apiKey = merchantApiKeys[0]?.key ?? '';

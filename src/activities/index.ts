@@ -10,6 +10,7 @@ import { callbackEventLabel } from '../shared/metric-names';
 import {
   BANK_READ_FAILED,
   BankFailureType,
+  CALLBACK_GIVEN_UP,
   CALLBACK_NOT_ALLOWED,
   CALLBACK_REJECTED,
   CALLBACK_UNAVAILABLE,
@@ -26,6 +27,15 @@ import type { Activities } from './types';
 import { WebhookEvidence } from './webhook-evidence';
 import type { ReadPacer } from './bank/read-pacer';
 import type { ApplicationRecords } from '../temporal/application-records';
+import {
+  callbackRetry,
+  DEFAULT_CALLBACK_RETRY_WINDOW_MS,
+  RESEND_WORKFLOW_TYPES,
+  type CallbackReport,
+  type UndeliveredPage,
+  type UndeliveredPageRequest,
+} from '../shared/undelivered-callbacks';
+import { formatDuration, parseDurationMs } from '../shared/application-settings';
 
 export type { Activities } from './types';
 export { BankClient, type BankClientOptions, type CallOptions } from './bank/bank-client';
@@ -92,6 +102,14 @@ export interface ActivityDeps {
    * believed only when no other does. Absent: confirmation reads ask the bank alone (unit tests).
    */
   applications?: ApplicationRecords;
+  /**
+   * Each merchant's ledger of undelivered callbacks (src/client/undelivered-callbacks.ts callbackLedgerAccess: a
+   * signal-with-start, a query). Absent: nothing reported (unit tests), and the bulk resend finds nothing.
+   */
+  callbackLedger?: {
+    report(merchantId: string, report: CallbackReport): Promise<void>;
+    read(merchantId: string, request: UndeliveredPageRequest): Promise<UndeliveredPage>;
+  };
 }
 
 /** One merchant as its callbacks need it (a MerchantDirectory entry, src/config/merchants.ts, is one). */
@@ -104,12 +122,16 @@ export interface CallbackMerchant {
     signingMasters?: readonly string[];
     /** The body's shape (src/activities/callback-payload.ts); absent: the current version. */
     payloadVersion?: CallbackPayloadVersion;
+    /** How long a callback is retried from its first scheduling (ms); absent: DEFAULT_CALLBACK_RETRY_WINDOW_MS. */
+    retryWindowMs?: number;
   };
 }
 
 /** The counters the activities increment, passed in rather than imported from the worker. */
 export interface ActivityMetrics {
   merchantCallbacks: { inc(labels: { event: string; outcome: string }): void };
+  /** Callbacks given up at the end of their merchant's retry window (paylater_callbacks_given_up_total). */
+  callbacksGivenUp?: { inc(labels: { merchant: string }): void };
 }
 
 /**
@@ -289,6 +311,26 @@ export function createActivities(deps: ActivityDeps): Activities {
     async notifyMerchant({ merchantId, url, idempotencyKey, event }) {
       const target = safeOrigin(url);
       const { merchant, allowList, dispatcher, payloadVersion } = callbackSettingsOf(merchantId);
+      const info = activityInfo();
+      // A resend (console, bulk) has its own short retries; only a callback's own delivery runs the retry window.
+      const resend = RESEND_WORKFLOW_TYPES.includes(info.workflowType ?? '');
+      const report = (outcome: CallbackReport['outcome'], extra: Partial<CallbackReport> = {}) =>
+        deps.callbackLedger?.report(merchant.id, {
+          idempotencyKey,
+          outcome,
+          at: new Date().toISOString(),
+          ...(outcome === 'delivered'
+            ? {}
+            : {
+                type: typeof event.type === 'string' ? event.type : 'unknown',
+                url,
+                event,
+                firstAttemptAt: new Date(info.scheduledTimestampMs).toISOString(),
+                attempts: info.attempt,
+                ...(info.workflowExecution ? { workflowId: info.workflowExecution.workflowId } : {}),
+              }),
+          ...extra,
+        });
       try {
         // A URL the allow-list refuses is refused below before anything is read or signed.
         const signer = checkCallbackUrl(url, allowList).allowed ? await signerOf(merchant) : new CallbackSigner([]);
@@ -302,17 +344,63 @@ export function createActivities(deps: ActivityDeps): Activities {
             signal: cancellationSignal(),
             payloadVersion,
             // The event's time when it has no `at`: its first scheduling, the same on every retry.
-            occurredAt: new Date(activityInfo().scheduledTimestampMs),
+            occurredAt: new Date(info.scheduledTimestampMs),
           },
         );
         log.info('Merchant notified', { target, idempotencyKey, payloadVersion, status: result.status });
         deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: 'delivered' });
+        // Only a callback that failed before (or a resend of one) can be in the ledger. Best effort: the merchant
+        // has it, and a stale entry is at worst sent again with the same webhook-id.
+        if (info.attempt > 1 || resend)
+          await report('delivered')?.catch((err: unknown) => ledgerUnreported(err, idempotencyKey));
         return { ...result, ...attemptOf() };
       } catch (err) {
         deps.metrics?.merchantCallbacks.inc({ event: callbackEventLabel(event.type), outcome: callbackOutcome(err) });
         log.warn('Merchant notification failed', { target, idempotencyKey, ...failureAttributes(err) });
-        throw withAttempt(err);
+        if (resend || !retriedByUs(err)) throw withAttempt(err);
+        const failure = err as ApplicationFailure;
+        const windowMs = merchant.callbacks.retryWindowMs ?? DEFAULT_CALLBACK_RETRY_WINDOW_MS;
+        const decision = callbackRetry({
+          attempt: info.attempt,
+          firstScheduledMs: info.scheduledTimestampMs,
+          nowMs: Date.now(),
+          windowMs,
+          requestedDelayMs: delayMs(failure.nextRetryDelay),
+        });
+        const { status } = (failure.details?.[0] ?? {}) as { status?: number };
+        const particulars = { ...(typeof status === 'number' ? { httpStatus: status } : {}), message: failure.message };
+        if (!decision.giveUp) {
+          if (info.attempt === 1)
+            await report('retrying', particulars)?.catch((e: unknown) => ledgerUnreported(e, idempotencyKey));
+          throw withAttempt(retriedAfter(failure, decision.nextRetryDelayMs));
+        }
+        // The give-up is recorded in the ledger before it is final: unrecorded, the attempt is tried again later.
+        try {
+          await report('given-up', particulars);
+        } catch (e) {
+          ledgerUnreported(e, idempotencyKey);
+          throw withAttempt(retriedAfter(failure, 30_000));
+        }
+        deps.metrics?.callbacksGivenUp?.inc({ merchant: merchant.id || 'unknown' });
+        log.warn('Merchant callback given up: its retry window passed', {
+          target,
+          idempotencyKey,
+          retryWindow: formatDuration(windowMs),
+        });
+        throw withAttempt(
+          ApplicationFailure.create({
+            type: CALLBACK_GIVEN_UP,
+            message: `given up after the retry window (${formatDuration(windowMs)}): ${failure.message}`,
+            nonRetryable: true,
+            details: failure.details ?? undefined,
+          }),
+        );
       }
+    },
+
+    async readUndeliveredCallbacks({ merchantId, request }) {
+      if (!deps.callbackLedger) return { callbacks: [], dropped: 0 };
+      return await deps.callbackLedger.read(merchantId, request);
     },
   };
 }
@@ -395,6 +483,37 @@ function callbackOutcome(err: unknown): string {
   if (type === CALLBACK_REJECTED) return 'rejected';
   if (type === CALLBACK_NOT_ALLOWED) return 'not_allowed';
   return 'error';
+}
+
+/** A failure Temporal would retry: the retry window decides instead (a merchant's 5xx, timeout, network). */
+function retriedByUs(err: unknown): boolean {
+  return err instanceof ApplicationFailure && !err.nonRetryable && err.type === CALLBACK_UNAVAILABLE;
+}
+
+/** The same failure, retried after `ms`. */
+function retriedAfter(err: ApplicationFailure, ms: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: err.type ?? undefined,
+    message: err.message,
+    nextRetryDelay: ms,
+    cause: err.cause,
+    details: err.details ?? undefined,
+  });
+}
+
+/** A failure's nextRetryDelay in ms (the merchant's Retry-After), when it set one. */
+function delayMs(delay: ApplicationFailure['nextRetryDelay']): number | undefined {
+  if (delay === undefined || delay === null) return undefined;
+  if (typeof delay === 'number') return delay;
+  if (typeof delay === 'string') return parseDurationMs(delay);
+  return undefined;
+}
+
+function ledgerUnreported(err: unknown, idempotencyKey: string): void {
+  log.warn('Undelivered-callback ledger not told', {
+    idempotencyKey,
+    error: err instanceof Error ? err.message : String(err),
+  });
 }
 
 function isCancellationError(err: unknown): boolean {

@@ -2,6 +2,7 @@ import type { ApplicationStatusResponse, CreateApplicationResponse } from '../sh
 import type { PollPolicy } from '../shared/poll-policy';
 import type { CallbackUrlVerdict } from '../security/callback-url';
 import type { BANK_READ_ACTIVITIES } from '../shared/task-queues';
+import type { UndeliveredPage, UndeliveredPageRequest } from '../shared/undelivered-callbacks';
 
 /** A status read, with what the worker knows of webhook delivery (any application's, not only this one's). */
 export type StatusRead = ApplicationStatusResponse & {
@@ -100,6 +101,12 @@ export interface Activities {
     /** The attempt that delivered (1 = first): the workflow records it (src/shared/merchant-callbacks.ts). */
     attempt?: number;
   }>;
+
+  /**
+   * A page of the merchant's undelivered callbacks, from its ledger workflow (one query): the bulk resend reads the
+   * given-up ones of its range through it (workflows cannot query).
+   */
+  readUndeliveredCallbacks(input: { merchantId: string; request: UndeliveredPageRequest }): Promise<UndeliveredPage>;
 }
 
 /** Fails to compile when the bank-reads queue's list (src/shared/task-queues.ts) names something not an activity. */

@@ -29,6 +29,7 @@ import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
 import { MemoryAuditLog, type AuditLog } from '../audit/audit-log';
 import { operatorAuditRoutes } from './routes/operator-audit';
+import { UNDELIVERED_CALLBACKS_PATH, undeliveredCallbackRoutes } from './routes/undelivered-callbacks';
 
 export { authenticate, authenticateOperator } from './authenticate';
 
@@ -236,11 +237,18 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
   app.use(consoleRoutes(deps, budgets, failures));
   // Every facade path needs a key, matched or not: no 404-versus-401 difference tells a caller what exists. The
   // merchant's request budget right after: an unauthenticated request never spends a merchant's.
-  app.use(['/applications', '/consents', CALLBACK_SIGNING_SECRET_PATH], authenticate(deps, failures), budgets.requests);
+  app.use(
+    ['/applications', '/consents', CALLBACK_SIGNING_SECRET_PATH, UNDELIVERED_CALLBACKS_PATH],
+    authenticate(deps, failures),
+    budgets.requests,
+  );
   app.use(consentRefreshRoutes(deps, budgets));
   app.use(consentRoutes(deps, budgets));
   app.use(financeApplicationRoutes(deps, budgets));
   // The caller's own callback signing secret (/merchant, under the key and budget above).
   app.use(callbackSigningSecretRoutes(deps));
+  // The caller's undelivered callbacks and their bulk resend (/callbacks, under the key and budget above), and the
+  // operators' list (/operator/callbacks/undelivered, under the operator key above).
+  app.use(undeliveredCallbackRoutes(deps));
   return finish(app, deps, 'internal');
 }

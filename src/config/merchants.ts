@@ -11,12 +11,13 @@ import { CALLBACK_SIGNING_SECRETS, signingSecretProblem } from '../security/call
 import { CALLBACK_SIGNING_MASTER_SECRETS } from '../security/merchant-signing-secret';
 import { formatDuration, parseDurationMs, SETTING_BOUNDS } from '../shared/application-settings';
 import { CALLBACK_PAYLOAD_VERSIONS, type CallbackPayloadVersion } from '../activities/callback-payload';
+import { CALLBACK_RETRY_WINDOW_BOUNDS, DEFAULT_CALLBACK_RETRY_WINDOW_MS } from '../shared/undelivered-callbacks';
 
 /**
  * Merchants as tenants (docs/merchant-api.md, "Merchants"): one validated place for what differs per merchant. A merchant is
  * the name of its key in MERCHANT_API_KEYS; MERCHANTS_FILE (JSON, optional) gives any of them its own callback
- * signing secrets, callback allow-list, callback payload version, transactionEvents callback, request budget and poll
- * floor. Whatever a merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS,
+ * signing secrets, callback allow-list, callback payload version, callback retry window, transactionEvents callback,
+ * request budget, bulk resend pace and poll floor. Whatever a merchant's entry leaves out comes from the global variables (CALLBACK_SIGNING_SECRETS,
  * CALLBACK_ALLOWED_ORIGINS, CALLBACK_PAYLOAD_VERSION, TRANSACTIONS_CALLBACK_URL, MERCHANT_REQUESTS_PER_MINUTE,
  * MERCHANT_MAX_LONG_POLLS, MERCHANT_MIN_POLL_INTERVAL and the other MERCHANT_* budgets),
  * so MERCHANT_API_KEYS alone keeps working as the shorthand.
@@ -50,6 +51,8 @@ export interface MerchantSettings {
     signingMasters?: readonly string[];
     /** The callbacks' body: `2026-11-25` (Standard Webhooks `{ type, timestamp, data }`) or `legacy` (deprecated). */
     payloadVersion: CallbackPayloadVersion;
+    /** How long a callback is retried from its first scheduling before it is given up (ms). */
+    retryWindowMs: number;
   };
   /** Receives this merchant's consents' changed accounts (transactionEvents) and late bank reports. */
   transactionsCallbackUrl?: string;
@@ -73,6 +76,8 @@ export interface MerchantLimits {
   maxOpenApplications: number;
   /** Console live pages (a fragment waiting for a change) held at once per API process. */
   maxLivePages: number;
+  /** The pace of a bulk callback resend: callbacks sent again per minute (one bulk resend at a time). */
+  callbackResendsPerMinute: number;
 }
 
 /** The merchants of a deployment, by id. */
@@ -100,6 +105,7 @@ export const DEFAULT_MERCHANT_LIMITS: MerchantLimits = {
   maxConsents: 100_000,
   maxOpenApplications: 100_000,
   maxLivePages: 50,
+  callbackResendsPerMinute: 60,
 };
 
 /** The globals a merchant's entry falls back to. */
@@ -113,6 +119,8 @@ export interface MerchantDefaults {
   signingMasters?: readonly string[];
   /** CALLBACK_PAYLOAD_VERSION. */
   payloadVersion: CallbackPayloadVersion;
+  /** CALLBACK_RETRY_WINDOW; absent: DEFAULT_CALLBACK_RETRY_WINDOW_MS. */
+  retryWindowMs?: number;
   transactionsCallbackUrl?: string;
   limits: MerchantLimits;
 }
@@ -160,6 +168,8 @@ const MerchantEntrySchema = z.strictObject({
     .enum(CALLBACK_PAYLOAD_VERSIONS, { error: `must be one of ${CALLBACK_PAYLOAD_VERSIONS.join(', ')}` })
     .optional(),
   transactionsCallbackUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).optional(),
+  callbackRetryWindow: duration(CALLBACK_RETRY_WINDOW_BOUNDS).optional(),
+  callbackResendsPerMinute: z.number().int().min(1).max(100_000).optional(),
   requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
   maxLongPolls: z.number().int().min(1).max(100_000).optional(),
   minPollInterval: duration(SETTING_BOUNDS.fastPollIntervalMs).optional(),
@@ -269,6 +279,7 @@ export function buildMerchantDirectory(input: {
               ...(shared.callbacks.signingMasters ? { signingMasters: shared.callbacks.signingMasters } : {}),
             }),
         payloadVersion: entry.callbackPayloadVersion ?? shared.callbacks.payloadVersion,
+        retryWindowMs: entry.callbackRetryWindow ?? shared.callbacks.retryWindowMs,
       },
       transactionsCallbackUrl,
       limits: {
@@ -280,6 +291,7 @@ export function buildMerchantDirectory(input: {
         maxConsents: entry.maxConsents ?? input.defaults.limits.maxConsents,
         maxOpenApplications: entry.maxOpenApplications ?? input.defaults.limits.maxOpenApplications,
         maxLivePages: entry.maxLivePages ?? input.defaults.limits.maxLivePages,
+        callbackResendsPerMinute: entry.callbackResendsPerMinute ?? input.defaults.limits.callbackResendsPerMinute,
       },
     });
   }
@@ -313,6 +325,7 @@ function fallbackSettings(defaults: MerchantDefaults, several: boolean): (id: st
             signingSecrets: defaults.signingSecrets,
             ...(defaults.signingSecrets.length === 0 && masters ? { signingMasters: masters } : {}),
             payloadVersion: defaults.payloadVersion,
+            retryWindowMs: defaults.retryWindowMs ?? DEFAULT_CALLBACK_RETRY_WINDOW_MS,
           },
           transactionsCallbackUrl: defaults.transactionsCallbackUrl,
           limits: defaults.limits,

@@ -45,6 +45,7 @@ import {
 import { callbackAllowList, resolveServiceSettings } from './settings';
 import type { CallbackPayloadVersion } from '../activities/callback-payload';
 import type { DevelopmentKeys } from './development-keys';
+import { DEFAULT_CALLBACK_RETRY_WINDOW_MS } from '../shared/undelivered-callbacks';
 import { defaultAuditLogSetting, type AuditLogSetting } from '../audit/setting';
 import { defaultMerchantKeyStoreSetting, type MerchantKeyStoreSetting } from '../keys/setting';
 
@@ -175,6 +176,8 @@ export interface Config {
     developmentSecret: boolean;
     /** CALLBACK_PAYLOAD_VERSION: the body's shape for merchants whose entry does not choose. */
     payloadVersion: CallbackPayloadVersion;
+    /** CALLBACK_RETRY_WINDOW: how long a callback is retried, for merchants whose entry does not say (ms). */
+    retryWindowMs: number;
   };
   /** Where the audit trail is kept (AUDIT_LOG; unset: a file in TEMPORAL_DATA_DIR): docs/security.md#audit-trail. */
   audit: AuditLogSetting;
@@ -251,6 +254,7 @@ export function loadConfig(
     signingMasters: e.CALLBACK_SIGNING_MASTER_SECRETS ?? (developmentSecret ? [DEVELOPMENT_SIGNING_MASTER_SECRET] : []),
     developmentSecret,
     payloadVersion: e.CALLBACK_PAYLOAD_VERSION,
+    retryWindowMs: e.CALLBACK_RETRY_WINDOW ?? DEFAULT_CALLBACK_RETRY_WINDOW_MS,
   };
   const merchants = loadMerchants(e, merchantApiKeys.keys, callbacks);
   const operatorApiKeys =
@@ -381,6 +385,7 @@ function loadMerchants(
     signingSecrets: string[];
     signingMasters: string[];
     payloadVersion: CallbackPayloadVersion;
+    retryWindowMs: number;
   },
 ): MerchantDirectory {
   let fileJson: unknown;
@@ -400,6 +405,7 @@ function loadMerchants(
       signingSecrets: callbacks.signingSecrets,
       signingMasters: callbacks.signingMasters,
       payloadVersion: callbacks.payloadVersion,
+      retryWindowMs: callbacks.retryWindowMs,
       transactionsCallbackUrl: e.TRANSACTIONS_CALLBACK_URL,
       limits: {
         requestsPerMinute: e.MERCHANT_REQUESTS_PER_MINUTE,
@@ -410,6 +416,7 @@ function loadMerchants(
         maxConsents: e.MERCHANT_MAX_CONSENTS,
         maxOpenApplications: e.MERCHANT_MAX_OPEN_APPLICATIONS,
         maxLivePages: e.MERCHANT_MAX_LIVE_PAGES,
+        callbackResendsPerMinute: e.MERCHANT_CALLBACK_RESENDS_PER_MINUTE,
       },
     },
   });

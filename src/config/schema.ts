@@ -20,6 +20,7 @@ import { TEMPORAL_ADDRESS_PATTERN } from '../temporal/profile';
 import { DEFAULT_WORKER_DEPLOYMENT_NAME, DEPLOYMENT_NAME_PATTERN } from '../temporal/worker-deployment';
 import type { TracingConfig } from '../telemetry/tracing';
 import { CALLBACK_PAYLOAD_VERSIONS, CURRENT_CALLBACK_PAYLOAD_VERSION } from '../activities/callback-payload';
+import { CALLBACK_RETRY_WINDOW_BOUNDS, DEFAULT_CALLBACK_RETRY_WINDOW_MS } from '../shared/undelivered-callbacks';
 import { callbackAllowList, resolveServiceSettings, type ConfigIssue } from './settings';
 import { CONSENT_ASSIGNMENT_SETTINGS } from '../shared/consent-assignment';
 import { parseAuditLogSetting } from '../audit/setting';
@@ -366,6 +367,7 @@ export const ENV_SHAPE = {
   MERCHANT_MAX_CONSENTS: count(1, DEFAULT_MERCHANT_LIMITS.maxConsents),
   MERCHANT_MAX_OPEN_APPLICATIONS: count(1, DEFAULT_MERCHANT_LIMITS.maxOpenApplications),
   MERCHANT_MAX_LIVE_PAGES: count(1, DEFAULT_MERCHANT_LIMITS.maxLivePages),
+  MERCHANT_CALLBACK_RESENDS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.callbackResendsPerMinute),
   /** The operators' keys (/codec and every operator route), same form; never a merchant's key. */
   OPERATOR_API_KEYS: optionalString,
   /** Who gives a consent its owner (src/shared/consent-assignment.ts): auto, operator or merchant. */
@@ -496,6 +498,8 @@ export const ENV_SHAPE = {
   /** Each merchant's own secret is derived from the first (docs/decisions/0045); every one signs. */
   CALLBACK_SIGNING_MASTER_SECRETS: signingMasters,
   /** The callbacks' body for merchants whose entry in MERCHANTS_FILE does not choose (docs/decisions/0040). */
+  /** How long a merchant's callback is retried before it is given up (src/shared/undelivered-callbacks.ts). */
+  CALLBACK_RETRY_WINDOW: duration(CALLBACK_RETRY_WINDOW_BOUNDS),
   CALLBACK_PAYLOAD_VERSION: z.preprocess(
     emptyToUndefined,
     z
@@ -808,6 +812,10 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: START_API,
     description: "every merchant's console live pages waiting for a change at once",
   },
+  MERCHANT_CALLBACK_RESENDS_PER_MINUTE: {
+    processes: START_API,
+    description: "every merchant's pace of a bulk callback resend (callbacks sent again per minute)",
+  },
   OPERATOR_API_KEYS: {
     processes: START_API,
     description: "`name:key,…` for `/codec` and the operator routes; never a merchant's key",
@@ -1008,6 +1016,11 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description: "masters (32+ characters) each merchant's own callback secret derives from; the first is shown",
     default: 'embedded: a public development master; required with a real bank for callbacks',
+  },
+  CALLBACK_RETRY_WINDOW: {
+    processes: START_WORKER,
+    description: "how long a merchant's callback is retried before it is given up (a duration); see MERCHANTS_FILE",
+    default: ms(DEFAULT_CALLBACK_RETRY_WINDOW_MS),
   },
   CALLBACK_PAYLOAD_VERSION: {
     processes: START_WORKER,

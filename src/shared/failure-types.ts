@@ -35,6 +35,12 @@ export const CALLBACK_REJECTED = 'MerchantCallbackRejected';
 /** A merchant callback that may work later (5xx, 408, 429, network, timeout); retried by the retry policy. */
 export const CALLBACK_UNAVAILABLE = 'MerchantCallbackUnavailable';
 
+/**
+ * A merchant callback still unavailable at the end of its merchant's retry window (MERCHANTS_FILE callbackRetryWindow,
+ * else CALLBACK_RETRY_WINDOW): given up, not retried (src/shared/undelivered-callbacks.ts callbackRetry).
+ */
+export const CALLBACK_GIVEN_UP = 'MerchantCallbackGivenUp';
+
 /** A merchant callback URL outside CALLBACK_ALLOWED_ORIGINS (or resolving to a non-public address): never sent. */
 export const CALLBACK_NOT_ALLOWED = 'MerchantCallbackNotAllowed';
 

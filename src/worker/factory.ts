@@ -15,6 +15,7 @@ import {
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_MS, merchantsOnDevelopmentSecret, type WorkerTuning } from '../config';
 import type { WorkerConfig } from '../config/worker';
 import { merchantsOnLegacyPayload } from '../config/merchants';
+import { callbackLedgerAccess } from '../client/undelivered-callbacks';
 import { readCallbackSecretGenerations } from '../client/merchant-secrets';
 import {
   createActivities,
@@ -317,6 +318,8 @@ export async function startWorker(options: {
     metrics,
     // A duplicate id is believed only when no other workflow records it as its own (another merchant's included).
     applications: applicationRecords(options.connection.workflowService, config.temporal.namespace),
+    // Each merchant's undelivered callbacks (src/client/undelivered-callbacks.ts), on the main task queue.
+    callbackLedger: callbackLedgerAccess(temporal, config.temporal.taskQueue),
   });
   const closeClients = async () => {
     await bank.close();

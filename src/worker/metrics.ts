@@ -74,6 +74,13 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
       labelNames: ['event', 'outcome'] as const,
       registers: [registry],
     }),
+    /** Callbacks given up at the end of their merchant's retry window (src/shared/undelivered-callbacks.ts). */
+    callbacksGivenUp: new Counter({
+      name: 'paylater_callbacks_given_up_total',
+      help: "Merchant callbacks given up at the end of their merchant's retry window, by merchant",
+      labelNames: ['merchant'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;

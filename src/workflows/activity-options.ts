@@ -29,10 +29,15 @@ export const CONFIRMATION_READ_OPTIONS: ActivityOptions = {
   scheduleToCloseTimeout: '2 minutes',
 };
 
-/** Merchant callbacks (notifyMerchant): a merchant may be down for hours; keep trying for a day. */
+/**
+ * Merchant callbacks (notifyMerchant): a merchant may be down for days. The activity gives up at the end of its
+ * merchant's retry window (default 3 days; src/shared/undelivered-callbacks.ts callbackRetry) and sets each retry's
+ * delay by this backoff (CALLBACK_BACKOFF); the schedule-to-close is only the backstop, the longest window allowed.
+ * An option of the command, not a command: recorded histories replay (docs/decisions/0049-undelivered-callbacks-ledger.md).
+ */
 export const MERCHANT_CALLBACK_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '15 seconds',
-  scheduleToCloseTimeout: '24 hours',
+  scheduleToCloseTimeout: '7 days',
   retry: {
     initialInterval: '5 seconds',
     backoffCoefficient: 2,

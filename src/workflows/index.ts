@@ -7,3 +7,5 @@ export * from './finance-application/workflow';
 export * from './consent-claim/workflow';
 export * from './callback-redelivery/workflow';
 export * from './merchant-secrets/workflow';
+export * from './callback-ledger/workflow';
+export * from './callback-bulk-resend/workflow';

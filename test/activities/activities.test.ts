@@ -14,10 +14,12 @@ import { financeApplicationWebhookUrl, isValidWebhookHash } from '../../src/secu
 import { guardedLookup } from '../../src/activities/merchant-callback';
 import {
   BankFailureType,
+  CALLBACK_GIVEN_UP,
   CALLBACK_NOT_ALLOWED,
   CALLBACK_REJECTED,
   CALLBACK_UNAVAILABLE,
 } from '../../src/shared/failure-types';
+import type { CallbackReport } from '../../src/shared/undelivered-callbacks';
 import { deriveCallbackSigningSecret } from '../../src/security/merchant-signing-secret';
 import { closedPortUrl, hang, reply, startFakeBank, type FakeBank } from './helpers/fake-bank';
 import { captureLogs } from './helpers/log-capture';
@@ -62,7 +64,11 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       callbackTimeoutMs: CALL_TIMEOUT_MS,
     });
     env = new MockActivityEnvironment(
-      { workflowExecution: { workflowId: 'finance-application:ref-1', runId: '0d4c5a1e-0000-4000-8000-000000000001' } },
+      {
+        workflowExecution: { workflowId: 'finance-application:ref-1', runId: '0d4c5a1e-0000-4000-8000-000000000001' },
+        // First scheduled now: the callback's retry window (3 days by default) runs from here.
+        scheduledTimestampMs: Date.now(),
+      },
       { logger: logs.logger },
     );
   });
@@ -258,6 +264,68 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         }),
       );
       expect(refused.nonRetryable).toBe(false);
+    });
+
+    it("within the merchant's retry window: retried after the backoff, its first failure told to the ledger; after it: given up, told and counted", async () => {
+      const reports: { merchantId: string; report: CallbackReport }[] = [];
+      const givenUp: string[] = [];
+      const windowed = createActivities({
+        bank: handle.client,
+        webhooks,
+        callbacks: callbackDeps,
+        callbackDispatcher: callbacks,
+        callbackTimeoutMs: 500,
+        merchants: {
+          resolve: (id) => ({ id: id ?? 'legacy', callbacks: { ...callbackDeps, retryWindowMs: 60_000 } }),
+        },
+        callbackLedger: {
+          report: (merchantId, report) => Promise.resolve(void reports.push({ merchantId, report })),
+          read: () => Promise.resolve({ callbacks: [], dropped: 0 }),
+        },
+        metrics: {
+          merchantCallbacks: { inc: () => undefined },
+          callbacksGivenUp: { inc: ({ merchant: m }) => void givenUp.push(m) },
+        },
+      });
+      const workflowExecution = {
+        workflowId: 'finance-application:shop-a:r',
+        runId: '0d4c5a1e-0000-4000-8000-00000000000a',
+      };
+      const input = { merchantId: 'shop-a', url: merchant.url, idempotencyKey: 'shop-a:k', event };
+      merchant.answerNext(503);
+      const early = new MockActivityEnvironment({ workflowExecution, scheduledTimestampMs: Date.now(), attempt: 1 });
+      const retried = await failureOf(runActivity(early, windowed.notifyMerchant, input));
+      expect([retried.type, retried.nonRetryable, retried.nextRetryDelay]).toEqual([
+        CALLBACK_UNAVAILABLE,
+        false,
+        5_000,
+      ]);
+      expect(reports).toEqual([
+        {
+          merchantId: 'shop-a',
+          report: expect.objectContaining({
+            idempotencyKey: 'shop-a:k',
+            outcome: 'retrying',
+            httpStatus: 503,
+            url: merchant.url,
+          }),
+        },
+      ]);
+      merchant.answerNext(503);
+      const late = new MockActivityEnvironment({
+        workflowExecution,
+        scheduledTimestampMs: Date.now() - 61_000,
+        attempt: 9,
+      });
+      const gaveUp = await failureOf(runActivity(late, windowed.notifyMerchant, input));
+      expect([gaveUp.type, gaveUp.nonRetryable]).toEqual([CALLBACK_GIVEN_UP, true]);
+      expect(gaveUp.details?.[0]).toEqual({ status: 503, attempt: 9 });
+      expect(reports.at(-1)?.report).toMatchObject({ outcome: 'given-up', attempts: 9 });
+      expect(givenUp).toEqual(['shop-a']);
+      // Delivered at a later attempt: the ledger forgets it.
+      const after = new MockActivityEnvironment({ workflowExecution, scheduledTimestampMs: Date.now(), attempt: 2 });
+      await runActivity(after, windowed.notifyMerchant, input);
+      expect(reports.at(-1)?.report).toMatchObject({ idempotencyKey: 'shop-a:k', outcome: 'delivered' });
     });
 
     it('signs each attempt at send time (Standard Webhooks): same webhook-id, this attempt’s timestamp', async () => {

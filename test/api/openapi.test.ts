@@ -178,6 +178,7 @@ describe('OpenAPI document', () => {
           path.startsWith('/applications') ||
           path.startsWith('/consents') ||
           path.startsWith('/merchant/') ||
+          path.startsWith('/callbacks/') ||
           operatorRoute;
         expect({ where, keyed: (op.security as object[]).length > 0 }).toEqual({
           where,
@@ -195,7 +196,10 @@ describe('OpenAPI document', () => {
           expect({
             where,
             refuses:
-              '401' in (op.responses as object) && ('403' in (op.responses as object) || path === '/operator/audit'),
+              '401' in (op.responses as object) &&
+              ('403' in (op.responses as object) ||
+                path === '/operator/audit' ||
+                path === '/operator/callbacks/undelivered'),
           }).toEqual({ where, refuses: true });
         // Readiness: open to probes (the status alone), its details to an operator key.
         if (path === '/readyz')

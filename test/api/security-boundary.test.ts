@@ -78,6 +78,13 @@ describe('security boundary (whole stack, two listeners)', () => {
       // The caller's callback signing secret: neither read nor rotated without its key.
       await fetch(`${stack.internalUrl}/merchant/callback-signing-secret`, { headers: auth }),
       await fetch(`${stack.internalUrl}/merchant/callback-signing-secret/rotate`, { method: 'POST', headers: auth }),
+      // The caller's undelivered callbacks: neither listed nor sent again without its key.
+      await fetch(`${stack.internalUrl}/callbacks/undelivered`, { headers: auth }),
+      await fetch(`${stack.internalUrl}/callbacks/resend`, {
+        method: 'POST',
+        headers: { ...json, ...auth },
+        body: JSON.stringify({ since: '2026-01-01T00:00:00Z', until: '2026-01-02T00:00:00Z' }),
+      }),
       // Paths that are no route need the key too: a 404 would tell what exists.
       await fetch(`${stack.internalUrl}/merchant/anything`, { headers: auth }),
       await fetch(`${stack.internalUrl}/applications/${ref}/anything`, { headers: auth }),
@@ -249,6 +256,9 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', `/consents/${consentId}/refresh`],
       ['GET', '/merchant/callback-signing-secret'],
       ['POST', '/merchant/callback-signing-secret/rotate', '{}'],
+      ['GET', '/callbacks/undelivered'],
+      ['POST', '/callbacks/resend', '{"since":"2026-01-01T00:00:00Z","until":"2026-01-02T00:00:00Z"}'],
+      ['GET', '/operator/callbacks/undelivered'],
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],

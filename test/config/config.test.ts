@@ -521,6 +521,7 @@ describe('loadConfig', () => {
         signingMasters: [DEVELOPMENT_SIGNING_MASTER_SECRET],
         developmentSecret: true,
         payloadVersion: '2026-11-25',
+        retryWindowMs: 3 * 24 * 3_600_000,
       });
     });
 
@@ -532,6 +533,7 @@ describe('loadConfig', () => {
         signingMasters: [],
         developmentSecret: false,
         payloadVersion: '2026-11-25',
+        retryWindowMs: 3 * 24 * 3_600_000,
       });
     });
 
@@ -549,6 +551,7 @@ describe('loadConfig', () => {
         signingMasters: [],
         developmentSecret: false,
         payloadVersion: '2026-11-25',
+        retryWindowMs: 3 * 24 * 3_600_000,
       });
       expect(loadConfig({ CALLBACK_ALLOWED_ORIGINS: 'https://shop.example' }).callbacks.allowList).toEqual({
         origins: ['https://shop.example'],

@@ -40,6 +40,8 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
             maxConsents: 40,
             maxOpenApplications: 50,
             maxLivePages: 4,
+            callbackResendsPerMinute: 30,
+            callbackRetryWindow: '12h',
             callbackPayloadVersion: 'legacy',
           },
         },
@@ -57,6 +59,7 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     });
     expect(a.callbacks.signingSecrets).toEqual([secret('a-new'), secret('a-old')]);
     expect(a.callbacks.payloadVersion).toBe('legacy');
+    expect(a.callbacks.retryWindowMs).toBe(12 * 3_600_000);
     expect(merchantsOnLegacyPayload(directory!)).toEqual(['shop-a']); // named by the workers at start-up
     expect(a.transactionsCallbackUrl).toBe('https://hooks.shop-a.example/tx');
     expect(a.limits).toEqual({
@@ -68,12 +71,14 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       maxConsents: 40,
       maxOpenApplications: 50,
       maxLivePages: 4,
+      callbackResendsPerMinute: 30,
     });
     const b = directory!.get('shop-b')!;
     expect(b.callbacks).toEqual({
       allowList: defaults.allowList,
       signingSecrets: defaults.signingSecrets,
       payloadVersion: defaults.payloadVersion,
+      retryWindowMs: 3 * 24 * 3_600_000, // CALLBACK_RETRY_WINDOW's default
     });
     expect(b.transactionsCallbackUrl).toBe(defaults.transactionsCallbackUrl);
     expect(b.limits).toEqual(DEFAULT_MERCHANT_LIMITS);

@@ -6,6 +6,8 @@
  * test-artifacts/console-application.png. `npm run test:console` (scripts/install-system-packages.sh).
  */
 import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -58,14 +60,31 @@ describe('merchant console in Chromium (whole stack)', () => {
   const refA = `browser-a-${randomUUID()}`;
   const refB = `browser-b-${randomUUID()}`;
   let idA: string;
+  /** Merchant B's callback endpoint: refuses (503) until the test lets it take them. */
+  const hooksB = { down: true, ok: [] as string[] };
+  let hooksServer: Server;
+  const refUndelivered = `browser-b-undelivered-${randomUUID()}`;
 
   beforeAll(async () => {
+    hooksServer = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (!hooksB.down) hooksB.ok.push(String(req.headers['webhook-id']));
+        res.writeHead(hooksB.down ? 503 : 200).end();
+      });
+    });
+    await new Promise<void>((resolve) => hooksServer.listen(0, '127.0.0.1', resolve));
+    const hooksOrigin = `http://127.0.0.1:${(hooksServer.address() as AddressInfo).port}`;
     [stack, browser] = await Promise.all([
       startTestStack({
         merchantApiKeys: [
           { name: 'shop-a', key: KEY_A },
           { name: 'shop-b', key: KEY_B },
         ],
+        // B's callbacks are given up after 2 s of refusals (time compressed): its Undelivered callbacks page lists them.
+        merchantsFile: {
+          merchants: { 'shop-b': { callbackAllowedOrigins: [hooksOrigin], callbackRetryWindow: '2s' } },
+        },
       }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
     ]);
@@ -82,11 +101,22 @@ describe('merchant console in Chromium (whole stack)', () => {
       return ((await res.json()) as { financeApplicationId: string }).financeApplicationId;
     };
     [idA] = await Promise.all([create(KEY_A, refA), create(KEY_B, refB)]);
+    const undelivered = await fetch(`${stack.internalUrl}/applications`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_B}` },
+      body: JSON.stringify({
+        merchantReference: refUndelivered,
+        redirectUrl: 'https://shop.example/done',
+        callbackUrl: `${hooksOrigin}/hooks`,
+      }),
+    });
+    expect(undelivered.status).toBe(201);
   });
   afterAll(async () => {
     for (const context of contexts) await context.close();
     await browser?.close();
     await stack?.close();
+    await new Promise<void>((resolve) => hooksServer?.close(() => resolve()));
   });
 
   /** A fresh browser profile (its own cookies), signed in with the key through the form and the keyboard. */
@@ -171,6 +201,55 @@ describe('merchant console in Chromium (whole stack)', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     await a.screenshot({ path: join(ARTIFACTS, 'console-application.png'), fullPage: true });
     expect(violations).toEqual([]);
+  });
+
+  it('lists merchant B its undelivered callbacks, and sends the given-up ones of a range again', async () => {
+    const b = await signedIn(KEY_B);
+    await b.getByRole('link', { name: 'Undelivered callbacks' }).click();
+    await b.waitForURL('**/console/callbacks');
+    // Given up after B's short window; listed with the application's reference.
+    await eventually(
+      async () => {
+        await b.goto('/console/callbacks');
+        return (await b.getByRole('cell', { name: 'Given up' }).count()) > 0 ? true : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(await b.getByRole('link', { name: refUndelivered }).count()).toBeGreaterThan(0);
+    // The range (UTC, as the page says), then the bulk resend once the endpoint takes them.
+    const minute = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    await b.getByLabel('First sent from').fill(minute(Date.now() - 10 * 60_000));
+    await b.getByLabel('until').fill(minute(Date.now() + 10 * 60_000));
+    await b.getByRole('button', { name: 'Filter' }).click();
+    await b.waitForURL('**/console/callbacks?*');
+    // Its application ends (every callback given up) before the range is sent again.
+    await eventually(
+      async () => {
+        const res = await fetch(`${stack.internalUrl}/applications/${refUndelivered}`, {
+          headers: { authorization: `Bearer ${KEY_B}` },
+        });
+        return ((await res.json()) as { done: boolean }).done ? true : undefined;
+      },
+      120_000,
+      500,
+    );
+    await b.reload();
+    const given = await b.getByRole('cell', { name: 'Given up' }).count();
+    hooksB.down = false;
+    await b.getByRole('button', { name: 'Send the given-up callbacks of this range again' }).click();
+    await eventually(
+      async () => {
+        await b.reload();
+        const state = (await b.locator('#resend-state').textContent())?.replace(/\s+/g, ' ') ?? '';
+        return state.includes('Finished') ? state : undefined;
+      },
+      60_000,
+      500,
+    );
+    await expectText(b.locator('#resend-state'), `${given} delivered, 0 failed of ${given} found`);
+    expect(hooksB.ok).toHaveLength(given);
+    expect(await b.getByRole('cell', { name: 'Given up' }).count()).toBe(0);
   });
 
   it('loaded every script, style and icon: no failed request, no console error, no 404 for the icon', async () => {

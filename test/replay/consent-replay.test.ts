@@ -13,7 +13,7 @@ import { testDataConverter } from '../helpers/temporal';
  */
 const dir = join(__dirname, '..', 'histories');
 const files = readdirSync(dir).filter((f) =>
-  /^(consent|transaction|callback-redelivery|merchant-secrets)-.*\.json$/.test(f),
+  /^(consent|transaction|callback-redelivery|callback-ledger|callback-bulk-resend|merchant-secrets)-.*\.json$/.test(f),
 );
 
 function load(file: string): temporal.api.history.v1.IHistory {
@@ -51,6 +51,10 @@ describe('replay of committed consent-refresh and transaction-events histories',
     expect(files).toContain('consent-claim-v2-assigned-conflict-released.json');
     // The console's resend of a callback (callbackRedeliveryWorkflow), recorded by test/api/console.test.ts.
     expect(files).toContain('callback-redelivery-delivered.json');
+    // A merchant's undelivered-callback ledger and a bulk resend of its given-up callbacks, recorded by
+    // test/api/undelivered-callbacks.test.ts.
+    expect(files).toContain('callback-ledger-given-up-resent.json');
+    expect(files).toContain('callback-bulk-resend-delivered.json');
     // A merchant's callback signing secret rotations (merchantSecretsWorkflow), recorded by test/api/callback-signing-secret.test.ts.
     expect(files).toContain('merchant-secrets-rotated.json');
   });

@@ -47,6 +47,9 @@ describe('financeApplicationWorkflow replay', () => {
         // Recorded with the duplicate's confirmation read flagged in the activity's input (confirmsDuplicate): the
         // activity, not the workflow, checks the id is not another of this service's applications.
         'finance-application-v4-duplicate-confirmed.json',
+        // Recorded with callbacks given up by the merchant's retry window (the activity decides, MerchantCallbackGivenUp;
+        // its schedule-to-close, an option of the command, is the 7-day backstop): the same commands.
+        'finance-application-v4-callback-given-up.json',
       ]),
     );
   });

@@ -38,6 +38,10 @@ const fakeActivities = {
   readClock: jest.fn<ReturnType<Activities['readClock']>, Parameters<Activities['readClock']>>(() =>
     Promise.resolve({ nowMs: Date.now() }),
   ),
+  readUndeliveredCallbacks: jest.fn<
+    ReturnType<Activities['readUndeliveredCallbacks']>,
+    Parameters<Activities['readUndeliveredCallbacks']>
+  >(() => Promise.resolve({ callbacks: [], dropped: 0 })),
 } satisfies Activities;
 
 describe('createWorker: the main and bank-reads workers of one process', () => {

@@ -32,6 +32,7 @@ const activities: Activities = {
   notifyMerchant: notUsed,
   checkCallbackUrl: notUsed,
   readClock: () => Promise.resolve({ nowMs: Date.now() }),
+  readUndeliveredCallbacks: notUsed,
 };
 
 const bankEvent = (consentId: string, taskId: string, bankCode: string, taskStatus = 'FINISHED'): AccountEventBody => ({

@@ -30,6 +30,7 @@ const activities: Activities = {
   pollApplicationStatus: notUsed,
   checkCallbackUrl: notUsed,
   readClock: notUsed,
+  readUndeliveredCallbacks: notUsed,
 };
 
 const event = (consentId: string, bankCode: string, taskId = 'task-1'): AccountEventBody => ({

@@ -38,6 +38,7 @@ const activities: Activities = {
   pollApplicationStatus: notUsed,
   checkCallbackUrl: notUsed,
   readClock: notUsed,
+  readUndeliveredCallbacks: notUsed,
 };
 
 describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activities)', () => {

@@ -56,6 +56,7 @@ export function layout(options: { title: string; body: Html; merchantId?: string
                     <ul>
                       <li><a href="/console/applications">Applications</a></li>
                       <li><a href="/console/consents">Consent refreshes</a></li>
+                      <li><a href="/console/callbacks">Undelivered callbacks</a></li>
                       <li><a href="/console/callback-secret">Callback secret</a></li>
                     </ul>
                   </nav>

@@ -48,6 +48,7 @@ export const Tag = {
   Applications: 'Finance applications',
   Consents: 'Consent refresh',
   Secrets: 'Callback signing secret',
+  Callbacks: 'Undelivered callbacks',
   Webhooks: 'Bank webhooks (public listener)',
   Operations: 'Operations',
   Codec: 'Payload codec',

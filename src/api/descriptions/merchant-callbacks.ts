@@ -87,7 +87,7 @@ const RESPONSES: ZodOpenApiOperationObject['responses'] = {
   },
   '5XX': {
     description:
-      'Retried with backoff (5 s doubling, at most 10 minutes apart) for up to 24 hours, with the same ' +
+      'Retried with backoff (5 s doubling, at most 10 minutes apart) for the merchant’s retry window (default 3 days), with the same ' +
       '`webhook-id` and body and a fresh `webhook-timestamp` and signature; no answer within 10 s and a ' +
       'connection failure are retried the same way',
   },

@@ -14,6 +14,7 @@ import { financeApplicationPaths } from '../descriptions/finance-applications';
 import { healthPaths } from '../descriptions/health';
 import { operatorConsentPaths } from '../descriptions/operator-consents';
 import { operatorAuditPaths } from '../descriptions/operator-audit';
+import { undeliveredCallbackPaths } from '../descriptions/undelivered-callbacks';
 import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
 import {
   MERCHANT_API_KEY,
@@ -31,6 +32,7 @@ export const ROUTE_MODULE_PATHS: readonly ApiPaths[] = [
   consentRefreshPaths,
   consentPaths,
   callbackSigningSecretPaths,
+  undeliveredCallbackPaths,
   financeApplicationWebhookPaths,
   accountWebhookPaths,
   healthPaths,

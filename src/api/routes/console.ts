@@ -28,6 +28,10 @@ import { FailedAuthentications } from '../auth-failures';
 import { HttpError, PROBLEM_TITLES, ProblemType, type ProblemTypeUri } from '../problem-details';
 import { CONSOLE_FAVICON, CONSOLE_SCRIPT, CONSOLE_STYLES } from '../console/assets';
 import { callbackSecretPage, CONSOLE_ROTATION_GRACE_CHOICES } from '../console/secret-view';
+import { callbacksPage, type CallbacksFilter } from '../console/callbacks-view';
+import { readBulkResend } from '../../client/undelivered-callbacks';
+import { ResendRangeSchema } from '../descriptions/undelivered-callbacks';
+import { startResend, undeliveredPage } from './undelivered-callbacks';
 import { readSigningSecret, rotateSigningSecret } from './callback-signing-secret';
 import type { AuditLog } from '../../audit/audit-log';
 import { recordAction } from '../audit';
@@ -350,6 +354,40 @@ export function consoleRoutes(
     res.type('text/html').send(refreshFragment(progress).text);
   });
 
+  // The merchant's undelivered callbacks and the bulk resend of a range (src/api/routes/undelivered-callbacks.ts).
+  router.get('/console/callbacks', async (req, res) => {
+    const session = current(res);
+    const filter = callbacksFilter(req.query);
+    const pageToken = queryText(req, 'pageToken', /^[A-Za-z0-9_-]{1,1024}$/, 'a page token');
+    const range = rangeOf(filter);
+    const list = await undeliveredPage(deps.client, [session.merchantId], {
+      ...(range ? { since: range.since, until: range.until } : {}),
+      ...(filter.since && !range ? { since: instantOf(filter.since) } : {}),
+      ...(filter.until && !range ? { until: instantOf(filter.until) } : {}),
+      ...(filter.type ? { type: filter.type } : {}),
+      pageSize: 50,
+      ...(pageToken ? { pageToken } : {}),
+    });
+    const resend = range ? await readBulkResend(deps.client, session.merchantId, range) : undefined;
+    page(res, 200, 'Undelivered callbacks', callbacksPage(filter, list, resend, session.csrfToken), session);
+  });
+
+  router.post('/console/callbacks/resend', form, async (req, res) => {
+    const session = current(res);
+    requireCsrf(req, session);
+    const filter = callbacksFilter(req.body as Record<string, unknown>);
+    const range = rangeOf(filter);
+    if (!range) throw new ConsoleError(400, 'Choose a range: from and until');
+    const { client, taskQueue, merchants, logger, audit } = deps;
+    await startResend({ client, taskQueue, merchants, logger, audit }, session.merchantId, range, 'console').catch(
+      (err: unknown) => {
+        throw err instanceof HttpError ? new ConsoleError(err.status, err.message) : err;
+      },
+    );
+    const back = new URLSearchParams(Object.entries(filter).filter((e): e is [string, string] => !!e[1]));
+    res.redirect(303, `/console/callbacks?${back.toString()}`);
+  });
+
   // The merchant's own callback signing secret, and its rotation (src/api/routes/callback-signing-secret.ts).
   router.get('/console/callback-secret', async (_req, res) => {
     const session = current(res);
@@ -496,6 +534,41 @@ function queryText(req: Request, name: string, pattern: RegExp, what: string): s
   if (value === undefined || value === '') return undefined;
   if (typeof value !== 'string' || !pattern.test(value)) throw new ConsoleError(400, `${name} must be ${what}`);
   return value;
+}
+
+/** The callbacks page's filters as typed (a datetime-local input is UTC here: the page says so). */
+function callbacksFilter(source: Record<string, unknown>): CallbacksFilter {
+  const text = (name: string) => {
+    const value = source[name];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const filter = { since: text('since'), until: text('until'), type: text('type') };
+  for (const name of ['since', 'until'] as const)
+    if (filter[name] !== undefined && instantOf(filter[name]) === undefined)
+      throw new ConsoleError(400, `${name} must be a date and time`);
+  if (filter.type !== undefined && !/^[a-z][a-z0-9.-]{0,63}$/.test(filter.type))
+    throw new ConsoleError(400, 'type must be an event type such as finance-application.status-changed');
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
+}
+
+/** `YYYY-MM-DDTHH:MM[:SS]` (UTC) or RFC 3339, as ISO; undefined when it is neither. */
+function instantOf(value: string): string | undefined {
+  const withZone = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(value) ? `${value}Z` : value;
+  const ms = Date.parse(withZone);
+  return Number.isNaN(ms) || !/^\d{4}-/.test(value) ? undefined : new Date(ms).toISOString();
+}
+
+/** The filter's range as the bulk resend takes it (the API's checks: order, at most 31 days), when both ends are set. */
+function rangeOf(filter: CallbacksFilter): { since: string; until: string; type?: string } | undefined {
+  if (filter.since === undefined || filter.until === undefined) return undefined;
+  const parsed = ResendRangeSchema.safeParse({
+    since: instantOf(filter.since),
+    until: instantOf(filter.until),
+    ...(filter.type ? { type: filter.type } : {}),
+  });
+  if (!parsed.success)
+    throw new ConsoleError(400, `The range: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data;
 }
 
 function notFound(err: unknown): unknown {
