@@ -102,6 +102,10 @@ export function merchantOfWorkflowId(workflowId: string): { merchantId: string }
   const parts = workflowId.split(':');
   const [kind] = parts;
   if (kind === 'merchant-secrets') return parts.length === 2 ? merchantIdOf(parts[1]) : undefined;
+  // A merchant's undelivered callbacks and its bulk resends (src/shared/undelivered-callbacks.ts): the resend's id
+  // goes on with the range's times, which hold colons themselves.
+  if (kind === 'callback-ledger') return parts.length === 2 ? merchantIdOf(parts[1]) : undefined;
+  if (kind === 'callback-resend') return parts.length >= 4 ? merchantIdOf(parts[1]) : undefined;
   if (kind === 'finance-application' || kind === 'consent-transactions' || kind === 'consent-late-reports') {
     if (parts.length === 3) return merchantIdOf(parts[1]);
     if (kind === 'finance-application' && parts.length === 2) return { legacy: true };

@@ -44,6 +44,12 @@ describe('merchantOfWorkflowId', () => {
     ['consent-transactions:shop-a:c-42', { merchantId: 'shop-a' }],
     ['consent-late-reports:shop-b:c-42', { merchantId: 'shop-b' }],
     ['merchant-secrets:shop-a', { merchantId: 'shop-a' }],
+    ['callback-ledger:shop-a', { merchantId: 'shop-a' }],
+    ['callback-resend:shop-b:2026-11-27T00:00:00.000Z:2026-11-28T00:00:00.000Z', { merchantId: 'shop-b' }],
+    [
+      'callback-resend:shop-b:2026-11-27T00:00:00.000Z:2026-11-28T00:00:00.000Z:finance-application.status-changed',
+      { merchantId: 'shop-b' },
+    ],
     ['callback-redelivery:finance-application:shop-a:order-1:APPROVED', { merchantId: 'shop-a' }],
     ['callback-redelivery:finance-application:order-1:APPROVED', { legacy: true }],
     ['consent-refresh:c-42', undefined],
