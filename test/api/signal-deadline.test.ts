@@ -242,8 +242,10 @@ describe('signal deadline and gRPC retries', () => {
         path: `/webhooks/finance-applications/${ref}/:hash`,
       });
       expect(JSON.stringify(logged[0])).not.toContain(webhookHash(hashSecret, ref));
-      expect(logged[0]!.cause).toEqual(expect.stringContaining('RESOURCE_EXHAUSTED'));
-      expect(JSON.stringify(logged[0])).not.toMatch(/stack|DEADLINE_EXCEEDED/);
+      // The busy frontend's answer; on a starved machine the last attempt can run out of its own short deadline
+      // first, and then that is the cause (a CI run saw it). Never a stack.
+      expect(logged[0]!.cause).toMatch(/RESOURCE_EXHAUSTED|DEADLINE_EXCEEDED/);
+      expect(JSON.stringify(logged[0])).not.toMatch(/stack/);
       expect(await metrics.registry.getSingleMetricAsString('paylater_bank_webhooks_total')).toMatch(
         /outcome="unavailable"\} 1/,
       );
