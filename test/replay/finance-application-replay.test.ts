@@ -47,6 +47,9 @@ describe('financeApplicationWorkflow replay', () => {
         // Recorded with the duplicate's confirmation read flagged in the activity's input (confirmsDuplicate): the
         // activity, not the workflow, checks the id is not another of this service's applications.
         'finance-application-v4-duplicate-confirmed.json',
+        // Recorded with the Web UI's current details and a summary on every timer (timer metadata, not a command), and a
+        // callback retried after the final status (test/api/application-phase.test.ts).
+        'finance-application-v4-callback-retried-details.json',
       ]),
     );
   });

@@ -1,6 +1,9 @@
 import { UNKNOWN_AT_BANK_STATUS, type FinanceApplicationState } from '../../shared/finance-application';
 import type { CallbackDelivery } from '../../shared/merchant-callbacks';
 import { pollDelayMs, type PollPolicy } from '../../shared/poll-policy';
+import { humanDuration, utcText } from '../../shared/time-words';
+
+export { humanDuration };
 
 /**
  * What the Temporal Web UI shows of one finance application: its current details (markdown) and the summary of each
@@ -32,20 +35,8 @@ export const LEARNED_FROM: Record<string, string> = {
   poll: 'a poll',
 };
 
-/** A duration as a person reads it: `40 s`, `15 min`, `2 h 30 min`, `30 days`. */
-export function humanDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 90) return `${s} s`;
-  const min = Math.round(s / 60);
-  if (min < 90) return `${min} min`;
-  const h = Math.floor(min / 60);
-  if (h < 48) return min % 60 === 0 ? `${h} h` : `${h} h ${min % 60} min`;
-  const d = Math.round(h / 24);
-  return `${d} day${d === 1 ? '' : 's'}`;
-}
-
-/** An instant in UTC to the second, without the milliseconds (the Web UI shows the text as it is). */
-const utc = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+/** An instant as the Web UI shows it (its text is shown as it is). */
+const utc = (ms: number): string => utcText(ms);
 
 /**
  * When the polling activity reads next, as its policy computes it (src/activities/index.ts pollApplicationStatus):
