@@ -386,7 +386,8 @@ export function consoleRoutes(
   router.use('/console', (err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
     // The browser left (a live page closed or navigated away mid-wait): nobody to answer, and nothing went wrong.
-    if (req.destroyed || res.destroyed) {
+    // (Not req.destroyed: a request whose body was read is destroyed too, and would never be answered.)
+    if (res.destroyed || res.closed || req.socket.destroyed) {
       deps.logger.debug({ path: loggablePath(req.path) }, 'console: the browser left before the answer');
       return;
     }
