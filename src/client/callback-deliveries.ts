@@ -16,13 +16,18 @@ import {
   type CallbackRedeliveryResult,
 } from '../shared/merchant-callbacks';
 import type { FinanceApplicationState } from '../shared/finance-application';
+import type { ApplicationPhase } from '../shared/application-phase';
+import { temporal } from '@temporalio/proto';
 import { MerchantId } from '../shared/search-attributes';
 import { readFinanceApplication } from './finance-application-reads';
 import { merchantScope, type MerchantScope } from './merchant-scope';
 
 /** The callback the run is sending now (retrying), from describe()'s pending activities. */
 export interface CallbackInFlight {
+  /** The attempt running now, or (not `sending`) the next one, scheduled for `nextAttemptAt`. */
   attempt: number;
+  /** An attempt is running now (the activity is started); false between attempts, while the next one waits. */
+  sending: boolean;
   /** The last attempt's failure: its message and the merchant's HTTP status when it answered. */
   lastFailure?: { message: string; httpStatus?: number };
   nextAttemptAt?: string;
@@ -41,6 +46,8 @@ export interface CallbackDeliveryView extends Omit<CallbackDelivery, 'url' | 'ev
 export interface FinanceApplicationTimeline {
   workflowId: string;
   state: FinanceApplicationState;
+  /** Where it stands, in the API's words (src/shared/application-phase.ts). */
+  phase: ApplicationPhase;
   deliveries: CallbackDeliveryView[];
   inFlight?: CallbackInFlight;
 }
@@ -63,7 +70,7 @@ export async function readFinanceApplicationTimeline(
   merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<FinanceApplicationTimeline> {
-  const { workflowId, state, description } = await readFinanceApplication(client, merchant, merchantReference);
+  const { workflowId, state, phase, description } = await readFinanceApplication(client, merchant, merchantReference);
   const deliveries = await Promise.all(
     (state.callbackDeliveries ?? []).map(async ({ url: _url, event: _event, ...delivery }) =>
       delivery.outcome === 'failed'
@@ -72,7 +79,7 @@ export async function readFinanceApplicationTimeline(
     ),
   );
   const inFlight = await callbackInFlight(client, description);
-  return { workflowId, state, deliveries, ...(inFlight ? { inFlight } : {}) };
+  return { workflowId, state, phase, deliveries, ...(inFlight ? { inFlight } : {}) };
 }
 
 const withResend = (resend: CallbackResend | undefined) => (resend ? { resend } : {});
@@ -148,6 +155,8 @@ async function callbackInFlight(
   const next = pending.nextAttemptScheduleTime?.seconds;
   return {
     attempt: pending.attempt ?? 1,
+    // SCHEDULED with a next attempt time: waiting out the retry's backoff, not sending.
+    sending: pending.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
     ...(error
       ? {
           lastFailure: {

@@ -17,6 +17,7 @@ import {
 import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
 import { FinanceApplicationId } from '../shared/search-attributes';
+import { applicationPhase, type ApplicationPhase } from '../shared/application-phase';
 import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
 import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
@@ -76,14 +77,43 @@ export async function getFinanceApplication(
 }
 
 /**
- * The application's state, the workflow id it was found under, and the run's description (its pending activities:
- * the console's callback in flight).
+ * The merchant's application with its phase (src/shared/application-phase.ts): what GET /applications/:ref answers.
+ * Throws WorkflowNotFoundError as getFinanceApplication.
+ */
+export async function getFinanceApplicationView(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+): Promise<{ state: FinanceApplicationState; phase: ApplicationPhase }> {
+  const { state, phase } = await readFinanceApplication(client, merchant, merchantReference);
+  return { state, phase };
+}
+
+/** The phase of an application whose state was read already (after a status wait): one describe for its run. */
+export async function phaseOf(
+  client: Client,
+  merchant: MerchantScope | string,
+  merchantReference: string,
+  state: FinanceApplicationState,
+): Promise<ApplicationPhase> {
+  const { status } = await describeFinanceApplication(client, merchant, merchantReference);
+  return applicationPhase({ runOpen: status.name === 'RUNNING', followingEnded: state.done });
+}
+
+/**
+ * The application's state, its phase, the workflow id it was found under, and the run's description (its pending
+ * activities: the console's callback in flight).
  */
 export async function readFinanceApplication(
   client: Client,
   merchant: MerchantScope | string,
   merchantReference: string,
-): Promise<{ workflowId: string; state: FinanceApplicationState; description: WorkflowExecutionDescription }> {
+): Promise<{
+  workflowId: string;
+  state: FinanceApplicationState;
+  phase: ApplicationPhase;
+  description: WorkflowExecutionDescription;
+}> {
   const { workflowId, status, description } = await describeFinanceApplication(client, merchant, merchantReference);
   const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
   const state =
@@ -91,7 +121,8 @@ export async function readFinanceApplication(
       ? await handle.result()
       : ((status.name === 'FAILED' ? neverCreated(description, merchantReference) : undefined) ??
         (await handle.query(financeApplicationStateQuery)));
-  return { workflowId, state: merchantView(state), description };
+  const phase = applicationPhase({ runOpen: status.name === 'RUNNING', followingEnded: state.done });
+  return { workflowId, state: merchantView(state), phase, description };
 }
 
 /**

@@ -7,7 +7,9 @@ import {
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import { applicationPhase, isDone, listedPhaseFacts, type ApplicationPhase } from '../shared/application-phase';
 import {
+  FINANCE_APPLICATION_DEFAULTS,
   financeApplicationStateQuery,
   financeApplicationWorkflowType,
   startFinanceApplicationUpdate,
@@ -51,6 +53,8 @@ export {
   resolveFinanceApplicationId,
   financeApplicationHandle,
   getFinanceApplication,
+  getFinanceApplicationView,
+  phaseOf,
   readFinanceApplication,
   merchantView,
   awaitFinanceApplication,
@@ -64,6 +68,7 @@ export type {
   StatusSource,
 } from '../shared/finance-application';
 export type { ApplicationSearchFilter } from '../shared/application-search';
+export { APPLICATION_PHASES, type ApplicationPhase } from '../shared/application-phase';
 
 export interface StartFinanceApplicationRequest {
   /** The merchant's reference: the idempotency key (one reference, one application at the bank). */
@@ -243,7 +248,9 @@ export interface FinanceApplicationSummary {
   financeApplicationId: string | null;
   /** The latest recorded status (null until the bank created the application). */
   status: string | null;
-  /** True once the workflow has closed (a terminal status, the deadline, or an operator's termination). */
+  /** Where it stands (src/shared/application-phase.ts); visibility's view: a terminal status ends `following`. */
+  phase: ApplicationPhase;
+  /** True once no status change will come (the phase is past `following`). */
   done: boolean;
   /** ISO time the application was first started (across continue-as-new). */
   createdAt: string;
@@ -276,7 +283,10 @@ export async function listFinanceApplications(
   merchant: MerchantScope | string,
   filter: ApplicationSearchFilter = {},
   page: ListPageOptions = {},
+  /** The service's terminal statuses (BANK_TERMINAL_STATUSES): a listed application in one is no longer followed. */
+  vocabulary: { terminalStatuses?: readonly string[] } = {},
 ): Promise<FinanceApplicationPage> {
+  const terminalStatuses = vocabulary.terminalStatuses ?? FINANCE_APPLICATION_DEFAULTS.terminalStatuses;
   const query = applicationSearchQuery(filter, merchantScope(merchant));
   const pageSize = page.pageSize ?? DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
@@ -303,11 +313,16 @@ export async function listFinanceApplications(
     const workflowId = execution.execution?.workflowId ?? '';
     const startTime = execution.startTime?.seconds ? optionalTsToDate(execution.startTime) : undefined;
     const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
+    const status = attributes.get(FinanceApplicationStatus) ?? null;
+    const runOpen =
+      execution.status === temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
+    const phase = applicationPhase(listedPhaseFacts(runOpen, status, terminalStatuses));
     return {
       merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(workflowId.lastIndexOf(':') + 1),
       financeApplicationId: attributes.get(FinanceApplicationId) ?? null,
-      status: attributes.get(FinanceApplicationStatus) ?? null,
-      done: execution.status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
+      status,
+      phase,
+      done: isDone(phase),
       createdAt: (createdAt ?? new Date(0)).toISOString(),
     };
   });

@@ -86,11 +86,13 @@ describe('GET /applications: search through visibility (whole stack)', () => {
         'done',
         'financeApplicationId',
         'merchantReference',
+        'phase',
         'status',
       ]);
       expect(item).toMatchObject<Partial<FinanceApplicationSummary>>({
         financeApplicationId: ids.get(item.merchantReference)!,
         status: 'CREATED',
+        phase: 'following',
         done: false,
       });
       expect(new Date(item.createdAt).getTime()).toBeGreaterThanOrEqual(beforeFirst.getTime());
@@ -153,7 +155,7 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     stack.sandbox.control.setApplicationStatus(ids.get(done)!, 'COMPLETED');
     await financeApplicationHandle(stack.t.client, TEST_MERCHANT, done).result();
     const [doneItem] = (await listingOf(`referencePrefix=${done}`, [done])).applications;
-    expect(doneItem).toMatchObject({ status: 'COMPLETED', done: true });
+    expect(doneItem).toMatchObject({ status: 'COMPLETED', phase: 'closed', done: true });
     await eventually(async () => {
       const page = await list(`referencePrefix=${done}&status=COMPLETED`);
       return page.applications.length === 1 ? true : undefined;

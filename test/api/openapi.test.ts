@@ -232,6 +232,7 @@ describe('OpenAPI document', () => {
         merchantReference: 'order-1',
         financeApplicationId: null,
         status: null,
+        phase: 'following',
         done: false,
         history: [],
       }),

@@ -50,6 +50,9 @@ describe('financeApplicationWorkflow replay', () => {
         // Recorded with callbacks given up by the merchant's retry window (the activity decides, MerchantCallbackGivenUp;
         // its schedule-to-close, an option of the command, is the 7-day backstop): the same commands.
         'finance-application-v4-callback-given-up.json',
+        // Recorded with the Web UI's current details and a summary on every timer (timer metadata, not a command), and a
+        // callback retried after the final status (test/api/application-phase.test.ts).
+        'finance-application-v4-callback-retried-details.json',
       ]),
     );
   });

@@ -7,8 +7,17 @@
 
 export const CONSOLE_SCRIPT = `'use strict';
 (function () {
+  // Times come as readable UTC; the browser shows them in its own time zone (the exact time stays in the title).
+  function localTimes(root) {
+    root.querySelectorAll('time[data-local]').forEach(function (el) {
+      var d = new Date(el.getAttribute('datetime'));
+      if (!isNaN(d.getTime())) el.textContent = d.toLocaleString();
+    });
+  }
+  localTimes(document);
   var box = document.querySelector('[data-live]');
   if (!box) return;
+  var shown = null;
   var note = document.getElementById('live-note');
   var failures = 0;
   function say(text) { if (note) note.textContent = text; }
@@ -30,7 +39,12 @@ export const CONSOLE_SCRIPT = `'use strict';
     }
     var text = await res.text();
     var before = statusText();
-    if (box.innerHTML.trim() !== text.trim()) box.innerHTML = text;
+    // Compared with the last fragment received, not the page (its times are local now).
+    if (shown === null ? box.innerHTML.trim() !== text.trim() : shown !== text.trim()) {
+      box.innerHTML = text;
+      localTimes(box);
+    }
+    shown = text.trim();
     var status = res.headers.get('x-console-status');
     if (status !== null) box.setAttribute('data-status', status);
     var fingerprint = res.headers.get('x-console-fingerprint');

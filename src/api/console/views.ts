@@ -1,6 +1,12 @@
 import type { FinanceApplicationPage } from '../../client/finance-applications';
-import type { FinanceApplicationTimeline, CallbackDeliveryView } from '../../client/callback-deliveries';
+import type {
+  FinanceApplicationTimeline,
+  CallbackDeliveryView,
+  CallbackInFlight,
+} from '../../client/callback-deliveries';
 import type { ConsentRefreshProgress } from '../../shared/consent-refresh';
+import { PHASE_LABELS, type ApplicationPhase } from '../../shared/application-phase';
+import { relativePhrase, utcText } from '../../shared/time-words';
 import { html, type Html } from './html';
 
 /** How a status was learned (StatusChange.source), in words. */
@@ -11,6 +17,21 @@ const SOURCES: Record<string, string> = {
 };
 
 /** The console's pages and the fragments the live-update script swaps in (src/api/console/assets.ts). */
+
+/**
+ * An instant: readable UTC in the page, the browser's local time once the script runs (`data-local`,
+ * src/api/console/assets.ts), the exact ISO time on hover; and where it helps, a phrase relative to an anchor.
+ */
+export function when(iso: string, anchor?: { at: string | number; what?: string }): Html {
+  const phrase = anchor ? relativePhrase(iso, anchor) : undefined;
+  return html`<time datetime="${iso}" title="${iso}" data-local>${utcText(iso)}</time
+    >${phrase ? html` <span class="relative">(${phrase})</span>` : ''}`;
+}
+
+/** The phase in the console's words: the same for the list and the page (src/shared/application-phase.ts). */
+export function phaseText(phase: ApplicationPhase): Html {
+  return html`<span class="phase" data-phase="${phase}">${PHASE_LABELS[phase]}</span>`;
+}
 
 export function signInPage(error?: string): Html {
   return html`<h1>Sign in</h1>
@@ -82,8 +103,8 @@ export function applicationsPage(
                       >
                     </th>
                     <td><span class="status">${a.status ?? 'not created'}</span></td>
-                    <td><time datetime="${a.createdAt}">${a.createdAt}</time></td>
-                    <td>${a.done ? 'closed' : 'following'}</td>
+                    <td>${when(a.createdAt)}</td>
+                    <td>${phaseText(a.phase)}</td>
                   </tr>`,
               )}
             </tbody>
@@ -92,7 +113,12 @@ export function applicationsPage(
     ${next ? html`<p><a href="${next}">Older applications</a></p>` : ''}`;
 }
 
-export function applicationPage(ref: string, timeline: FinanceApplicationTimeline, csrfToken: string): Html {
+export function applicationPage(
+  ref: string,
+  timeline: FinanceApplicationTimeline,
+  csrfToken: string,
+  now: number = Date.now(),
+): Html {
   return html`<p><a href="/console/applications">← All applications</a></p>
     <h1>Application ${ref}</h1>
     <div
@@ -101,14 +127,20 @@ export function applicationPage(ref: string, timeline: FinanceApplicationTimelin
       data-status="${timeline.state.status ?? ''}"
       data-done="${timeline.state.done ? 'true' : 'false'}"
     >
-      ${timelineFragment(ref, timeline, csrfToken)}
+      ${timelineFragment(ref, timeline, csrfToken, now)}
     </div>
     <p id="live-note" class="hint" aria-live="polite"></p>`;
 }
 
 /** The part of the application page that updates live: summary, statuses, callbacks. */
-export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csrfToken: string): Html {
+export function timelineFragment(
+  ref: string,
+  t: FinanceApplicationTimeline,
+  csrfToken: string,
+  now: number = Date.now(),
+): Html {
   const s = t.state;
+  const created = s.history[0] ? { at: s.history[0].at, what: 'it was created' } : undefined;
   return html`<section aria-labelledby="summary-heading">
       <h2 id="summary-heading">Summary</h2>
       <dl class="summary">
@@ -119,8 +151,14 @@ export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csr
         <dt>Bank's application id</dt>
         <dd>${s.financeApplicationId ?? '—'}</dd>
         <dt>Followed</dt>
-        <dd>
-          ${s.done ? html`closed (${s.outcome ?? 'done'})` : html`until <time datetime="${s.deadlineAt}">${s.deadlineAt}</time>`}
+        <dd id="phase">
+          ${phaseText(t.phase)}${
+            t.phase === 'following'
+              ? html`, until ${when(s.deadlineAt, { at: now })}`
+              : s.outcome && s.outcome !== 'terminal'
+                ? html` (${s.outcome === 'deadline' ? 'its deadline passed' : s.outcome})`
+                : ''
+          }
         </dd>
         <dt>Webhooks received</dt>
         <dd>${s.webhooksReceived}</dd>
@@ -139,7 +177,7 @@ export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csr
                   html`<li>
                     <span class="status">${h.status}</span> learned from
                     <strong>${SOURCES[h.source] ?? h.source}</strong> at
-                    <time datetime="${h.at}">${h.at}</time>
+                    ${when(h.at, h === s.history[0] ? undefined : created)}
                   </li>`,
               )}
             </ol>`
@@ -147,20 +185,7 @@ export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csr
     </section>
     <section aria-labelledby="callbacks-heading">
       <h2 id="callbacks-heading">Callbacks to your endpoint</h2>
-      ${
-        t.inFlight
-          ? html`<p id="callback-in-flight">
-              Sending now: attempt
-              ${t.inFlight.attempt}${
-                t.inFlight.lastFailure
-                  ? html`; the last attempt
-                    failed${t.inFlight.lastFailure.httpStatus !== undefined ? html` with HTTP ${t.inFlight.lastFailure.httpStatus}` : ''}:
-                    ${t.inFlight.lastFailure.message}`
-                  : ''
-              }${t.inFlight.nextAttemptAt ? html`; next attempt at <time datetime="${t.inFlight.nextAttemptAt}">${t.inFlight.nextAttemptAt}</time>` : ''}.
-            </p>`
-          : ''
-      }
+      ${t.inFlight ? inFlightText(t.inFlight, now) : ''}
       ${
         t.deliveries.length === 0
           ? html`<p>
@@ -182,20 +207,45 @@ export function timelineFragment(ref: string, t: FinanceApplicationTimeline, csr
                 </tr>
               </thead>
               <tbody>
-                ${t.deliveries.map((d) => deliveryRow(ref, d, csrfToken))}
+                ${t.deliveries.map((d) => deliveryRow(ref, d, csrfToken, created))}
               </tbody>
             </table>`
       }
     </section>`;
 }
 
-function deliveryRow(ref: string, d: CallbackDeliveryView, csrfToken: string): Html {
+/**
+ * The callback in flight: an attempt running now, or (between attempts) the one that failed and when the next is
+ * scheduled: "Sending now" only while an attempt runs.
+ */
+function inFlightText(f: CallbackInFlight, now: number): Html {
+  const failure = f.lastFailure
+    ? html`failed${f.lastFailure.httpStatus !== undefined ? html` with HTTP ${f.lastFailure.httpStatus}` : ''}:
+      ${f.lastFailure.message}`
+    : 'failed';
+  if (f.sending) {
+    return html`<p id="callback-in-flight">
+      Sending now: attempt ${f.attempt}${f.lastFailure ? html`; attempt ${f.attempt - 1} ${failure}` : ''}.
+    </p>`;
+  }
+  return html`<p id="callback-in-flight">
+    Retrying: attempt ${f.attempt - 1} ${failure}; attempt ${f.attempt}
+    ${f.nextAttemptAt ? html`is scheduled at ${when(f.nextAttemptAt, { at: now })}` : 'is scheduled'}.
+  </p>`;
+}
+
+function deliveryRow(
+  ref: string,
+  d: CallbackDeliveryView,
+  csrfToken: string,
+  created?: { at: string; what: string },
+): Html {
   return html`<tr>
     <th scope="row">${d.about}</th>
     <td>${d.outcome}${d.outcome === 'failed' && d.message ? html`<br /><small>${d.message}</small>` : ''}</td>
     <td>${d.httpStatus ?? '—'}</td>
     <td>${d.attempts ?? '—'}</td>
-    <td><time datetime="${d.at}">${d.at}</time></td>
+    <td>${when(d.at, created)}</td>
     <td>${d.outcome === 'failed' ? resendCell(ref, d, csrfToken) : '—'}</td>
   </tr>`;
 }
@@ -210,7 +260,7 @@ function resendCell(ref: string, d: CallbackDeliveryView, csrfToken: string): Ht
         : r.state === 'completed'
           ? html`<p>
               Last resend: ${r.outcome}${r.httpStatus !== undefined ? html`, HTTP ${r.httpStatus}` : ''} at
-              <time datetime="${r.at}">${r.at}</time>
+              ${when(r.at)}
             </p>`
           : html`<p>Last resend: ${r.message}</p>`;
   return html`${last}
@@ -270,7 +320,7 @@ export function refreshFragment(p: ConsentRefreshProgress): Html {
               <th scope="row">${b.bankName} (${b.bankCode})</th>
               <td>${b.taskStatus}${b.late ? ' (late)' : ''}</td>
               <td>${b.accounts.length}</td>
-              <td><time datetime="${b.at}">${b.at}</time></td>
+              <td>${when(b.at)}</td>
             </tr>`,
         )}
         ${p.missing.map(

@@ -11,6 +11,7 @@ import {
   STATUS_FILTER_PATTERN,
 } from '../../shared/application-search';
 import { STATUS_WAIT_LIMITS } from '../../shared/finance-application';
+import { APPLICATION_PHASES } from '../../shared/application-phase';
 import { REFERENCE_PATTERN } from '../../shared/ids';
 import { ApplicationSettingsSchema } from '../settings-schemas';
 import { ProblemType } from '../problem-details';
@@ -107,13 +108,22 @@ export const StatusChangeSchema = z
   })
   .meta({ id: 'StatusChange' });
 
+/** Where an application stands: one vocabulary for the API and the console (src/shared/application-phase.ts). */
+const PhaseSchema = z.enum(APPLICATION_PHASES).meta({
+  id: 'ApplicationPhase',
+  description:
+    '`following`: its status may still change; `notifying`: the status is final, the last callbacks are still ' +
+    'being sent (retried); `closed`: nothing more happens (docs/merchant-api.md#phases)',
+});
+
 /** GET /applications/:ref: the application as the workflow follows it. */
 export const ApplicationSchema = z
   .object({
     merchantReference: z.string(),
     financeApplicationId: z.string().nullable(),
     status: z.string().nullable().meta({ description: 'Latest recorded status (null before the first)' }),
-    done: z.boolean().meta({ description: 'True once the workflow stopped following it (terminal or deadline)' }),
+    phase: PhaseSchema,
+    done: z.boolean().meta({ description: 'True once no status change will come: `phase` is past `following`' }),
     history: z.array(StatusChangeSchema).meta({ description: 'Every recorded status, oldest first, each once' }),
   })
   .meta({ id: 'Application' });
@@ -159,7 +169,8 @@ export const ApplicationSummarySchema = z
     merchantReference: z.string(),
     financeApplicationId: z.string().nullable(),
     status: z.string().nullable().describe('The latest recorded status; null until the bank created the application'),
-    done: z.boolean().describe('The workflow has closed (terminal status, deadline or termination)'),
+    phase: PhaseSchema,
+    done: z.boolean().describe('True once no status change will come: `phase` is past `following`'),
     createdAt: z.iso.datetime().describe('When the application was first started'),
   })
   .meta({ id: 'ApplicationSummary' });

@@ -35,7 +35,8 @@ import { startResend, undeliveredPage } from './undelivered-callbacks';
 import { readSigningSecret, rotateSigningSecret } from './callback-signing-secret';
 import type { AuditLog } from '../../audit/audit-log';
 import { recordAction } from '../audit';
-import { parseDurationMs } from '../../shared/application-settings';
+import { DEFAULT_SERVICE_SETTINGS, parseDurationMs, type ServiceSettings } from '../../shared/application-settings';
+import { loggablePath } from '../../security/redaction';
 import { layout, type Html } from '../console/html';
 import { ConsoleSessions, csrfMatches, DEFAULT_SESSION_LIMITS, type ConsoleSession } from '../console/sessions';
 import {
@@ -96,6 +97,8 @@ export interface ConsoleRouteDeps extends BudgetDeps {
   authFailures?: FailedAuthentications;
   /** Sessions held per merchant (CONSOLE_SESSIONS_PER_MERCHANT); absent: DEFAULT_SESSION_LIMITS'. */
   consoleSessionsPerMerchant?: number;
+  /** The service's settings: the terminal statuses say a listed application's phase (src/shared/application-phase.ts). */
+  settings?: ServiceSettings;
 }
 
 /** A console error: its status and the sentence the page shows. */
@@ -222,6 +225,7 @@ export function consoleRoutes(
         scope(session, deps.merchants),
         { ...(reference ? { referencePrefix: reference } : {}), ...(status ? { status } : {}) },
         { pageSize: 25, ...(pageToken ? { pageToken } : {}) },
+        { terminalStatuses: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications.terminalStatuses },
       );
     } catch (err) {
       if (err instanceof RangeError) throw new ConsoleError(400, err.message);
@@ -285,7 +289,7 @@ export function consoleRoutes(
     const timeline = await notFoundAs(readFinanceApplicationTimeline(deps.client, merchant, ref));
     const resending = timeline.deliveries.some((d) => d.resend?.state === 'running');
     res.setHeader('X-Console-Status', timeline.state.status ?? '');
-    res.setHeader('X-Console-Done', String(timeline.state.done && !timeline.inFlight && !resending));
+    res.setHeader('X-Console-Done', String(timeline.phase === 'closed' && !timeline.inFlight && !resending));
     res.type('text/html').send(timelineFragment(ref, timeline, session.csrfToken).text);
   });
 
@@ -419,6 +423,12 @@ export function consoleRoutes(
   // budget's or the sign-in's 429 keeps its Retry-After and RateLimit fields.
   router.use('/console', (err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
+    // The browser left (a live page closed or navigated away mid-wait): nobody to answer, and nothing went wrong.
+    // (Not req.destroyed: a request whose body was read is destroyed too, and would never be answered.)
+    if (res.destroyed || res.closed || req.socket.destroyed) {
+      deps.logger.debug({ path: loggablePath(req.path) }, 'console: the browser left before the answer');
+      return;
+    }
     const refused = err instanceof HttpError && err.status < 500 ? err : undefined;
     const status = err instanceof ConsoleError ? err.status : (refused?.status ?? 500);
     if (status === 500) deps.logger.error({ err }, 'console request failed');

@@ -6,7 +6,8 @@ import {
   FinanceApplicationConflictError,
   FinanceApplicationFailureType,
   FinanceApplicationWaits,
-  getFinanceApplication,
+  getFinanceApplicationView,
+  phaseOf,
   listFinanceApplications,
   startFinanceApplication,
   TooManyStatusWaitsError,
@@ -15,6 +16,7 @@ import {
 } from '../../client/finance-applications';
 import { CALLBACK_ALLOWED_ORIGINS, checkCallbackUrl } from '../../security/callback-url';
 import { withoutWebhookUrl } from '../../shared/bank-wire';
+import { isDone, type ApplicationPhase } from '../../shared/application-phase';
 import {
   applicationSettingsFor,
   DEFAULT_SERVICE_SETTINGS,
@@ -108,7 +110,13 @@ export function financeApplicationRoutes(
     const { pageSize, pageToken, ...filter } = parseInput(ListApplicationsQuerySchema, req.query, 'query');
     let page;
     try {
-      page = await listFinanceApplications(deps.client, scopeOf(res, deps.merchants), filter, { pageSize, pageToken });
+      page = await listFinanceApplications(
+        deps.client,
+        scopeOf(res, deps.merchants),
+        filter,
+        { pageSize, pageToken },
+        { terminalStatuses: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications.terminalStatuses },
+      );
     } catch (err) {
       if (err instanceof RangeError)
         throw new ValidationError([{ in: 'query', field: 'pageToken', detail: err.message }]);
@@ -178,10 +186,10 @@ export function financeApplicationRoutes(
     const scope = scopeOf(res, deps.merchants);
     try {
       if (waitForChangeFrom === undefined) {
-        const state = await withReadDeadline(deps, 'Reading the finance application', () =>
-          getFinanceApplication(deps.client, scope, ref),
+        const { state, phase } = await withReadDeadline(deps, 'Reading the finance application', () =>
+          getFinanceApplicationView(deps.client, scope, ref),
         );
-        sendAs(res, 200, ApplicationSchema, applicationBody(state));
+        sendAs(res, 200, ApplicationSchema, applicationBody(state, phase));
         return;
       }
       // The merchant's long-poll budget: a slot held until the answer, or until the merchant hangs up.
@@ -209,8 +217,10 @@ export function financeApplicationRoutes(
         release();
       }
       const { outcome, state } = waited;
+      // A status wait answers with the state; its run's status (open, or closed) says the rest of the phase.
+      const phase = await phaseOf(deps.client, scope, ref, state);
       res.setHeader(WAIT_OUTCOME_HEADER, outcome);
-      sendAs(res, 200, ApplicationSchema, applicationBody(state));
+      sendAs(res, 200, ApplicationSchema, applicationBody(state, phase));
     } catch (err) {
       if (res.destroyed || res.writableEnded) return; // the merchant hung up: nobody to answer
       if (err instanceof WorkflowNotFoundError) throw new HttpError(404, `No finance application for reference ${ref}`);
@@ -225,12 +235,13 @@ export function financeApplicationRoutes(
   return router;
 }
 
-function applicationBody(s: FinanceApplicationState): z.input<typeof ApplicationSchema> {
+function applicationBody(s: FinanceApplicationState, phase: ApplicationPhase): z.input<typeof ApplicationSchema> {
   return {
     merchantReference: s.merchantReference,
     financeApplicationId: s.financeApplicationId ?? null,
     status: s.status ?? null,
-    done: s.done,
+    phase,
+    done: isDone(phase),
     history: s.history,
   };
 }

@@ -1,6 +1,7 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import type { FinanceApplicationState, StatusSource } from '../../shared/finance-application';
 import { bank, now } from './proxies';
+import { timerSummaries } from './details';
 import type { Duplicates } from './duplicates';
 import type { Polling } from './polling';
 import type { Reporter } from './reporting';
@@ -42,6 +43,7 @@ export async function timerLoop(ctx: {
 }): Promise<FinanceApplicationState | undefined> {
   const { app, report } = ctx;
   let nextPollAt = now() + app.legacyPollIntervalMs();
+  app.nextPollAt = nextPollAt;
   report.describe();
   while (!app.state.done) {
     if (app.isTerminal()) {
@@ -56,7 +58,9 @@ export async function timerLoop(ctx: {
     if (ctx.continuesAsNew()) return await ctx.continueAsNew();
 
     const wait = Math.min(nextPollAt, deadlineAt) - now();
-    const woke = wait > 0 ? await condition(() => app.hasWebhooks() || ctx.newVersion(), wait) : app.hasWebhooks();
+    const summary = timerSummaries.legacyPoll(wait, deadlineAt < nextPollAt);
+    const woke =
+      wait > 0 ? await condition(() => app.hasWebhooks() || ctx.newVersion(), wait, { summary }) : app.hasWebhooks();
     let source: StatusSource;
     let announcedAt: number | undefined;
     if (woke) {
@@ -73,6 +77,7 @@ export async function timerLoop(ctx: {
     }
     await readStatus(ctx, source, announcedAt);
     nextPollAt = now() + app.legacyPollIntervalMs();
+    app.nextPollAt = nextPollAt;
   }
   return undefined;
 }

@@ -82,6 +82,7 @@ export class MerchantNotifier {
     };
     const record = await this.deliver(`Notify merchant: ${change.status}`, sent, { status: change.status });
     this.app.notificationDone(record.outcome === 'delivered', record);
+    this.report.describe();
   }
 
   private async reportDuplicate(url: string, duplicateFinanceApplicationId: string): Promise<void> {
@@ -101,6 +102,7 @@ export class MerchantNotifier {
       duplicateFinanceApplicationId,
     });
     this.app.duplicateReportDone(record.outcome === 'delivered', record);
+    this.report.describe();
   }
 
   /**
@@ -113,6 +115,9 @@ export class MerchantNotifier {
     sent: CallbackSent,
     logFields: Record<string, string>,
   ): Promise<CallbackDelivery> {
+    // The Web UI's details say which callback is being sent, and its outcome once there is one.
+    this.app.sendingCallback = sent.about;
+    this.report.describe();
     try {
       const result = await merchant(summary).notifyMerchant({
         merchantId: this.merchantId,
@@ -125,6 +130,8 @@ export class MerchantNotifier {
       if (isCancellation(err)) throw err;
       log.warn('Merchant callback gave up', { ...this.report.ids(), ...logFields, failureType: failureType(err) });
       return failedRecord(sent, err, new Date().toISOString());
+    } finally {
+      this.app.sendingCallback = undefined;
     }
   }
 }

@@ -29,9 +29,9 @@ export class Reporter {
     return { merchantId: this.merchantId, merchantReference, financeApplicationId };
   }
 
-  /** The Web UI's current details. */
+  /** The Web UI's current details (details.ts): set at every change of what they show. */
   describe(): void {
-    setCurrentDetails(this.app.details());
+    setCurrentDetails(this.app.details(now()));
   }
 
   /** A recorded change: the search attribute, a log line, the Web UI's details and the metrics follow it. */

@@ -14,6 +14,7 @@ import {
 } from '../../shared/finance-application';
 import { pollPolicyProblems, type PollPolicy } from '../../shared/poll-policy';
 import { withDelivery, type CallbackDelivery } from '../../shared/merchant-callbacks';
+import { currentDetails } from './details';
 import { WebhookIds, type TakenWebhooks, type Unconfirmed } from './webhook-ids';
 
 /**
@@ -101,6 +102,10 @@ export class FinanceApplication {
   }
 
   private readonly notifies: boolean;
+  /** What the callback being sent now is about (merchant-notification.ts); for the details, never carried. */
+  sendingCallback: string | undefined;
+  /** The next poll of the timer loop of runs from before the poll policy (legacy.ts); for the details only. */
+  nextPollAt: number | undefined;
 
   // --- Webhooks (signal handler side, then the loop): src/workflows/finance-application/webhook-ids.ts bounds what they leave behind.
 
@@ -339,42 +344,24 @@ export class FinanceApplication {
     };
   }
 
-  /** Current details in the Web UI: where the application stands and its status timeline, as markdown. */
-  details(): string {
-    const s = this.state;
-    const rows = s.history.slice(-20).map((h) => `| ${h.status} | ${h.at} | ${h.source} |`);
-    const mode = s.webhooksLive
-      ? 'webhooks live, slow safety-net polling'
-      : s.webhooksKnown
-        ? 'webhooks reach us (other applications), slow safety-net polling'
-        : 'polling with backoff until a webhook is seen';
-    const head = s.done
-      ? `**${s.status ?? 'UNKNOWN'}**, finished (${s.outcome})`
-      : s.unknownAtBank
-        ? `**${UNKNOWN_AT_BANK_STATUS}** (last known ${s.status ?? 'none'}): the bank answers 404 since ${s.unknownAtBank.since} ` +
-          `(${s.unknownAtBank.reads} reads); slow polling`
-        : `**${s.status ?? 'creating'}**, ${mode}`;
-    return [
-      head,
-      `Application \`${s.financeApplicationId ?? '-'}\` · webhooks ${s.webhooksReceived} · reads ${s.statusReads}`,
-      ...(s.duplicateApplicationIds?.length
-        ? [
-            '',
-            `**Duplicate at the bank**: ${s.duplicateApplicationIds.map((id) => `\`${id}\``).join(', ')} ` +
-              '(created by a retried create; not followed)',
-          ]
-        : []),
-      ...(s.otherIds && s.otherIds.notFound + s.otherIds.unchecked > 0
-        ? [
-            '',
-            `**Webhooks naming an unconfirmed application**: ${s.otherIds.notFound} unknown to the bank, ` +
-              `${s.otherIds.unchecked} unchecked (${s.otherIds.reads} confirmation reads); counted, not reported`,
-          ]
-        : []),
-      '',
-      '| status | at | source |',
-      '|---|---|---|',
-      ...rows,
-    ].join('\n');
+  /**
+   * Current details in the Web UI (details.ts): where the application stands, how its status was learned, the next
+   * poll, the callbacks and the status timeline. `now`: workflow time.
+   */
+  details(now: number): string {
+    return currentDetails({
+      state: this.state,
+      policy: pollPolicyOf(this.settings),
+      now,
+      ...(this.notifies
+        ? {
+            callbacks: {
+              ...(this.sendingCallback !== undefined ? { sending: this.sendingCallback } : {}),
+              queued: this.unsent.length + this.unsentDuplicates.length - (this.sendingCallback !== undefined ? 1 : 0),
+            },
+          }
+        : {}),
+      ...(this.nextPollAt !== undefined ? { nextPollAt: this.nextPollAt } : {}),
+    });
   }
 }

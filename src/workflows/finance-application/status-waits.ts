@@ -6,6 +6,7 @@ import {
   type StatusWaitRequest,
   type StatusWaitResult,
 } from '../../shared/finance-application';
+import { timerSummaries } from './details';
 
 /**
  * Status waits (the facade's long-poll): each is recorded (accepted, a timer, completed), so the validator bounds
@@ -56,7 +57,8 @@ export class StatusWaits {
     this.waiting++;
     try {
       // Already settled: answer without a timer (nothing more recorded than the update itself).
-      if (!settled()) await condition(settled, timeoutMs);
+      if (!settled())
+        await condition(settled, timeoutMs, { summary: timerSummaries.statusWait(fromStatus, timeoutMs) });
     } finally {
       this.waiting--;
     }

@@ -25,6 +25,7 @@ import { CONTINUE_AS_NEW_VERSIONING, continueAsNewReason } from '../continue-as-
 import { readFinanceSnapshot } from '../snapshots';
 import { now } from './proxies';
 import { Creation, validateStartRequest } from './creation';
+import { timerSummaries } from './details';
 import { Duplicates } from './duplicates';
 import { timerLoop, unconfirmedWebhookBatch } from './legacy';
 import { MerchantNotifier } from './merchant-notification';
@@ -122,7 +123,11 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
    */
   async function followWebhooksAndPoll(): Promise<FinanceApplicationState | undefined> {
     let deadlinePassed = now() >= app.deadline();
-    if (!deadlinePassed) void sleep(app.deadline() - now()).then(() => (deadlinePassed = true));
+    if (!deadlinePassed) {
+      const ms = app.deadline() - now();
+      // A summary is the timer's metadata, not part of its command: recorded histories replay (test/replay).
+      void sleep(ms, { summary: timerSummaries.deadline(state.deadlineAt, ms) }).then(() => (deadlinePassed = true));
+    }
     const patches = loopPatches();
     const polling = new Polling(app, report, merchantId, patches.keepPollAcrossWebhookChanges);
     report.describe();
@@ -135,7 +140,9 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       if (polling.settled()) {
         // A poll that failed outright (not a bank error: those are retried inside it) starts again later.
         if (polling.takeSettled())
-          await condition(() => app.hasWebhooks() || deadlinePassed || newVersion(), settings.slowPollIntervalMs);
+          await condition(() => app.hasWebhooks() || deadlinePassed || newVersion(), settings.slowPollIntervalMs, {
+            summary: timerSummaries.pollAgainAfterFailure(settings.slowPollIntervalMs),
+          });
         continue;
       }
       if (continuesAsNew()) {

@@ -53,7 +53,9 @@ describe('FinanceApplication (plain state object)', () => {
     app.duplicateReportDone(true);
     expect(app.nextDuplicateReport()).toBe('fa-dup-2');
     expect(app.snapshot().unsentDuplicateReports).toEqual(['fa-dup-2']);
-    expect(app.details()).toContain('**Duplicate at the bank**: `fa-dup`, `fa-dup-2`');
+    expect(app.details(Date.parse('2026-01-01T00:00:00Z'))).toContain(
+      '**Duplicate at the bank**: `fa-dup`, `fa-dup-2`',
+    );
     // Before its own id is known, a workflow cannot tell another application from its own.
     const creating = new FinanceApplication('ref-0', resolveSettings().settings, { now: T0, notifies: true });
     expect(creating.duplicatesSeen(['fa-x'])).toEqual([]);
@@ -77,7 +79,7 @@ describe('FinanceApplication (plain state object)', () => {
     expect(app.otherIdsToConfirm()).toEqual([]);
     expect(app.takeUnconfirmed()).toEqual({ notFound: 1, unchecked: 0, firstInRun: false });
     expect(app.unsentDuplicates).toEqual(['fa-dup']);
-    expect(app.details()).toContain('2 unknown to the bank');
+    expect(app.details(Date.parse('2026-01-01T00:00:00Z'))).toContain('2 unknown to the bank');
   });
 
   it('drops the bank’s echo of our webhookUrl from the create answer and from a snapshot of a run from before', () => {
@@ -119,7 +121,7 @@ describe('FinanceApplication (plain state object)', () => {
     expect(app.isTerminal()).toBe(true);
     app.finish('terminal');
     expect(app.state).toMatchObject({ done: true, outcome: 'terminal' });
-    expect(app.details()).toContain('**COMPLETED**, finished (terminal)');
+    expect(app.details(Date.parse('2026-01-01T00:00:00Z'))).toContain('**COMPLETED**, finished (terminal)');
   });
 
   it('ends following at a terminal status first, then at the deadline (its time, or its timer fired)', () => {
@@ -175,7 +177,7 @@ describe('FinanceApplication (plain state object)', () => {
     });
     expect(app.state).toMatchObject({ status: 'CREATED', failedReads: 2 });
     expect(app.searchStatus()).toBe('UNKNOWN_AT_BANK');
-    expect(app.details()).toContain('**UNKNOWN_AT_BANK** (last known CREATED)');
+    expect(app.details(Date.parse('2026-01-01T00:00:00Z'))).toContain('**UNKNOWN_AT_BANK** (last known CREATED)');
     const day = 24 * 3600 * 1000;
     expect(app.givesUpOnUnknown(T0 + 60_000 + day)).toBe(false); // a day, but two reads only
     app.unknownAtBank(T0 + 60_000 + day - 1);
