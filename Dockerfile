@@ -38,6 +38,11 @@ COPY scripts/check-build.mjs scripts/healthcheck.cjs ./scripts/
 # `node`. Several API processes share one trail in Postgres instead: AUDIT_LOG=postgres://… (compose, the Helm chart).
 RUN mkdir -p /var/lib/paylater && chown node:node /var/lib/paylater && chmod 0700 /var/lib/paylater
 ENV AUDIT_LOG=file:/var/lib/paylater/audit/audit.jsonl
+# Merchants' payload keys (docs/security.md "A payload key per merchant"): read only by default here, since each
+# container's volume is its own; a deployment whose processes share a store (MERCHANT_KEY_STORE=postgres://…) sets
+# MERCHANT_KEY_ENCRYPTION=on once every worker runs this build (docs/operations.md).
+ENV MERCHANT_KEY_STORE=file:/var/lib/paylater/keys/merchant-keys.json
+ENV MERCHANT_KEY_ENCRYPTION=decrypt-only
 VOLUME /var/lib/paylater
 USER node
 # 3000: the public listener (the bank's webhooks); 3001: the internal listener (merchant facade, /readyz, /metrics);

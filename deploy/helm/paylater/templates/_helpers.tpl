@@ -174,6 +174,11 @@ Volumes of the API and the workers: /tmp (read-only root), the merchants file, T
 - name: tmp
   emptyDir:
     sizeLimit: 64Mi
+# The image's /var/lib/paylater (its file defaults: the merchant key store, read only unless MERCHANT_KEY_STORE names a
+# shared one; AUDIT_LOG comes from the Secret).
+- name: state
+  emptyDir:
+    sizeLimit: 16Mi
 {{- if .Values.merchants.existingSecret }}
 - name: merchants
   secret:
@@ -204,6 +209,8 @@ Volumes of the API and the workers: /tmp (read-only root), the merchants file, T
 {{- with .root -}}
 - name: tmp
   mountPath: /tmp
+- name: state
+  mountPath: /var/lib/paylater
 {{- if or .Values.merchants.content .Values.merchants.existingSecret }}
 - name: merchants
   mountPath: /etc/paylater/merchants
