@@ -140,6 +140,10 @@ URL in both processes (src/config/schema.ts), as docker-compose.yml gives them. 
 {{ include "paylater.secretEnv" (dict "root" . "name" "WEBHOOK_HASH_SECRET") }}
 {{ include "paylater.secretEnv" (dict "root" . "name" "PAYLOAD_ENCRYPTION_KEYS") }}
 {{ include "paylater.secretEnv" (dict "root" . "name" "CALLBACK_SIGNING_MASTER_SECRETS" "optional" true) }}
+{{- /* Merchants' payload keys, shared by every pod (docs/operations.md "Erasing a merchant"); unset: the image's
+read-only default. From the Secret: the store's URL holds a password, and the switch goes with it. */}}
+{{ include "paylater.secretEnv" (dict "root" . "name" "MERCHANT_KEY_STORE" "optional" true) }}
+{{ include "paylater.secretEnv" (dict "root" . "name" "MERCHANT_KEY_ENCRYPTION" "optional" true) }}
 {{- end }}
 
 {{- define "paylater.podSecurityContext" -}}
