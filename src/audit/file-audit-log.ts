@@ -78,9 +78,18 @@ export class FileAuditLog implements AuditLog {
     if (!handle) throw new AuditUnavailableError(this.location, 'opened to read only');
     if (this.broken) throw new AuditUnavailableError(this.location, this.broken);
     const lockFile = `${this.location}.lock`;
+    // Writers of one file in this process take their turns here first: the lock file then only has other processes
+    // to keep out (two writers of one pid could not tell their locks apart).
+    const previous = turns.get(lockFile) ?? Promise.resolve();
+    let endTurn!: () => void;
+    const turn = previous.then(() => new Promise<void>((resolve) => (endTurn = resolve)));
+    turns.set(lockFile, turn);
+    await previous;
     try {
       await takeLock(lockFile);
     } catch (err) {
+      endTurn();
+      if (turns.get(lockFile) === turn) turns.delete(lockFile);
       throw new AuditUnavailableError(this.location, (err as Error).message);
     }
     try {
@@ -105,8 +114,11 @@ export class FileAuditLog implements AuditLog {
       }
       return record;
     } finally {
+      // Removed before it is forgotten: meanwhile another process sees our live pid and waits.
+      await rm(lockFile, { force: true }).catch(() => undefined);
       heldLocks.delete(lockFile);
-      await rm(lockFile, { force: true });
+      endTurn();
+      if (turns.get(lockFile) === turn) turns.delete(lockFile);
     }
   }
 
@@ -162,6 +174,9 @@ async function ownerOnly(path: string, mode: number, stats: Stats): Promise<void
 
 /** The locks this process holds now: one with our pid that is not here is a previous run's. */
 const heldLocks = new Set<string>();
+
+/** Per lock file, the end of the last turn taken by this process's writers (FileAuditLog.appendNow). */
+const turns = new Map<string, Promise<void>>();
 
 /** How long an append waits for another writer's lock before it fails (the action with it). */
 const LOCK_WAIT_MS = 5_000;
