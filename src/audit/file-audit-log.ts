@@ -23,8 +23,8 @@ import { AuditUnavailableError, matchesAuditQuery, type AuditLog, type AuditQuer
  * is the owner's only (0700) and the file too (0600). Readers (`npm run audit:verify`) take no lock.
  */
 export class FileAuditLog implements AuditLog {
-  /** This process's appends, one after another (the lock orders them with other processes'). */
-  private queue: Promise<unknown> = Promise.resolve();
+  /** This writer's last append, settled or not (close waits for it). */
+  private last: Promise<unknown> = Promise.resolve();
   /** Set when a write failed partway: the file's end is unknown, so nothing more is appended until a restart. */
   private broken: string | undefined;
 
@@ -67,9 +67,21 @@ export class FileAuditLog implements AuditLog {
     return new FileAuditLog(resolve(path), undefined);
   }
 
+  /**
+   * Every writer of this file in the process appends in its turn (`turns`), so the lock file only has other processes
+   * to keep out: two writers of one pid could not tell their locks apart.
+   */
   append(entry: AuditEntry): Promise<AuditRecord> {
-    const next = this.queue.then(() => this.appendNow(entry));
-    this.queue = next.catch(() => undefined);
+    const next = (turns.get(this.location) ?? Promise.resolve()).then(() => this.appendNow(entry));
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    turns.set(this.location, settled);
+    void settled.then(() => {
+      if (turns.get(this.location) === settled) turns.delete(this.location);
+    });
+    this.last = settled;
     return next;
   }
 
@@ -78,18 +90,9 @@ export class FileAuditLog implements AuditLog {
     if (!handle) throw new AuditUnavailableError(this.location, 'opened to read only');
     if (this.broken) throw new AuditUnavailableError(this.location, this.broken);
     const lockFile = `${this.location}.lock`;
-    // Writers of one file in this process take their turns here first: the lock file then only has other processes
-    // to keep out (two writers of one pid could not tell their locks apart).
-    const previous = turns.get(lockFile) ?? Promise.resolve();
-    let endTurn!: () => void;
-    const turn = previous.then(() => new Promise<void>((resolve) => (endTurn = resolve)));
-    turns.set(lockFile, turn);
-    await previous;
     try {
       await takeLock(lockFile);
     } catch (err) {
-      endTurn();
-      if (turns.get(lockFile) === turn) turns.delete(lockFile);
       throw new AuditUnavailableError(this.location, (err as Error).message);
     }
     try {
@@ -117,8 +120,6 @@ export class FileAuditLog implements AuditLog {
       // Removed before it is forgotten: meanwhile another process sees our live pid and waits.
       await rm(lockFile, { force: true }).catch(() => undefined);
       heldLocks.delete(lockFile);
-      endTurn();
-      if (turns.get(lockFile) === turn) turns.delete(lockFile);
     }
   }
 
@@ -138,7 +139,7 @@ export class FileAuditLog implements AuditLog {
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.last;
     await this.handle?.close();
   }
 }
@@ -175,7 +176,7 @@ async function ownerOnly(path: string, mode: number, stats: Stats): Promise<void
 /** The locks this process holds now: one with our pid that is not here is a previous run's. */
 const heldLocks = new Set<string>();
 
-/** Per lock file, the end of the last turn taken by this process's writers (FileAuditLog.appendNow). */
+/** Per audit file, the end of the last append this process's writers queued (FileAuditLog.append). */
 const turns = new Map<string, Promise<void>>();
 
 /** How long an append waits for another writer's lock before it fails (the action with it). */
