@@ -13,7 +13,7 @@ import {
   type StoredRecord,
 } from '../security/audit-chain';
 import { AuditUnavailableError, matchesAuditQuery, type AuditLog, type AuditQuery } from './audit-log';
-import { releaseLock, takeLock } from './file-lock';
+import { inTurn, releaseLock, takeLock } from './file-lock';
 
 /**
  * The embedded stack's audit trail (AUDIT_LOG=file:<path>, docs/security.md#audit-trail): one record a line, as
@@ -24,8 +24,8 @@ import { releaseLock, takeLock } from './file-lock';
  * is the owner's only (0700) and the file too (0600). Readers (`npm run audit:verify`) take no lock.
  */
 export class FileAuditLog implements AuditLog {
-  /** This process's appends, one after another (the lock orders them with other processes'). */
-  private queue: Promise<unknown> = Promise.resolve();
+  /** This writer's last append, settled or not (close waits for it). */
+  private last: Promise<unknown> = Promise.resolve();
   /** Set when a write failed partway: the file's end is unknown, so nothing more is appended until a restart. */
   private broken: string | undefined;
 
@@ -68,9 +68,10 @@ export class FileAuditLog implements AuditLog {
     return new FileAuditLog(resolve(path), undefined);
   }
 
+  /** Appends in this process's turn for the file (./file-lock.ts inTurn), then under the lock. */
   append(entry: AuditEntry): Promise<AuditRecord> {
-    const next = this.queue.then(() => this.appendNow(entry));
-    this.queue = next.catch(() => undefined);
+    const next = inTurn(this.location, () => this.appendNow(entry));
+    this.last = next.catch(() => undefined);
     return next;
   }
 
@@ -126,7 +127,7 @@ export class FileAuditLog implements AuditLog {
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.last;
     await this.handle?.close();
   }
 }

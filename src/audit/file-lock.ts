@@ -9,6 +9,27 @@ import { open, readFile, rm } from 'node:fs/promises';
 /** The locks this process holds now: one with our pid that is not here is a previous run's. */
 const heldLocks = new Set<string>();
 
+/** Per file, the end of the last turn this process's writers queued (inTurn). */
+const turns = new Map<string, Promise<void>>();
+
+/**
+ * Runs `work` after every earlier turn this process queued for `file` has settled: writers of one process (two
+ * stores opened on one path) take turns, so the lock file only has other processes to keep out (two writers of one
+ * pid could not tell their locks apart). Resolves or rejects as `work` does.
+ */
+export function inTurn<T>(file: string, work: () => Promise<T>): Promise<T> {
+  const next = (turns.get(file) ?? Promise.resolve()).then(work);
+  const settled = next.then(
+    () => undefined,
+    () => undefined,
+  );
+  turns.set(file, settled);
+  void settled.then(() => {
+    if (turns.get(file) === settled) turns.delete(file);
+  });
+  return next;
+}
+
 /** How long an append waits for another writer's lock before it fails (the action with it). */
 const LOCK_WAIT_MS = 5_000;
 
@@ -45,8 +66,9 @@ export async function takeLock(lockFile: string): Promise<void> {
 
 /** Gives the lock up (after takeLock). */
 export async function releaseLock(lockFile: string): Promise<void> {
+  // Removed before it is forgotten: meanwhile another process sees our live pid and waits.
+  await rm(lockFile, { force: true }).catch(() => undefined);
   heldLocks.delete(lockFile);
-  await rm(lockFile, { force: true });
 }
 
 function alive(pid: number): boolean {

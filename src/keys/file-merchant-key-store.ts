@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { MerchantKeyRecord, MerchantKeyStore, WrappedMerchantKey } from '../security/merchant-keys';
-import { releaseLock, takeLock } from '../audit/file-lock';
+import { inTurn, releaseLock, takeLock } from '../audit/file-lock';
 
 /**
  * The embedded stack's merchant key store (MERCHANT_KEY_STORE=file:<path>, docs/security.md#a-payload-key-per-merchant):
@@ -24,8 +24,8 @@ interface KeyFile {
 
 export class FileMerchantKeyStore implements MerchantKeyStore {
   readonly location: string;
-  /** This process's changes, one after another (the lock orders them with other processes'). */
-  private queue: Promise<unknown> = Promise.resolve();
+  /** This store's last change, settled or not (close waits for it). */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(path: string) {
     this.location = resolve(path);
@@ -68,12 +68,13 @@ export class FileMerchantKeyStore implements MerchantKeyStore {
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.last;
   }
 
   /** Applies `edit` under the lock; writes the file when it says it changed something. */
   private change(edit: (file: KeyFile) => boolean, merchantId: string): Promise<MerchantKeyRecord> {
-    const next = this.queue.then(async () => {
+    // This process's changes to the file one after another (inTurn), the lock orders them with other processes'.
+    const next = inTurn(this.location, async () => {
       const lockFile = `${this.location}.lock`;
       await mkdir(dirname(this.location), { recursive: true, mode: 0o700 });
       await takeLock(lockFile);
@@ -85,7 +86,7 @@ export class FileMerchantKeyStore implements MerchantKeyStore {
         await releaseLock(lockFile);
       }
     });
-    this.queue = next.catch(() => undefined);
+    this.last = next.catch(() => undefined);
     return next;
   }
 

@@ -29,8 +29,8 @@ describe('security boundary (whole stack, two listeners)', () => {
     stack = await startTestStack({
       hashSecret: SECRET_OLD,
       merchantApiKeys: [
-        { name: 'shop-a', key: KEY_A },
-        { name: 'shop-b', key: KEY_B },
+        { name: 'boundary-a', key: KEY_A },
+        { name: 'boundary-b', key: KEY_B },
       ],
     });
   });
@@ -100,7 +100,7 @@ describe('security boundary (whole stack, two listeners)', () => {
         message: expect.any(String),
       });
     }
-    for (const merchant of ['shop-a', 'shop-b']) {
+    for (const merchant of ['boundary-a', 'boundary-b']) {
       await expectNothingStarted(financeApplicationWorkflowId(merchant, ref), ref);
       await expectNothingStarted(merchantSecretsWorkflowId(merchant), ref);
     }
@@ -110,7 +110,7 @@ describe('security boundary (whole stack, two listeners)', () => {
   it("serves each merchant its own, counting the key by its name: another merchant's application is a 404", async () => {
     const ref = `auth-${randomUUID()}`;
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
-    const before = await authCount('shop-a', 'accepted');
+    const before = await authCount('boundary-a', 'accepted');
     const created = await fetch(`${stack.internalUrl}/applications`, {
       method: 'POST',
       // The scheme is case-insensitive (RFC 7235).
@@ -124,7 +124,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     const own = await read(KEY_A);
     expect(own.status).toBe(200);
     expect(await own.json()).toMatchObject({ merchantReference: ref, financeApplicationId });
-    // shop-b asks for shop-a's reference: the same answer as for a reference nobody used.
+    // boundary-b asks for boundary-a's reference: the same answer as for a reference nobody used.
     const other = await read(KEY_B);
     expect(other.status).toBe(404);
     const unknown = await fetch(`${stack.internalUrl}/applications/never-${randomUUID()}`, {
@@ -137,16 +137,16 @@ describe('security boundary (whole stack, two listeners)', () => {
       return { ...body, message: redacted(body.message), detail: redacted(body.detail) };
     };
     expect(await bodyOf(other)).toEqual(await bodyOf(unknown));
-    expect(await authCount('shop-a', 'accepted')).toBe(before + 2); // the start and its own read
-    expect(await authCount('shop-b', 'accepted')).toBeGreaterThanOrEqual(1);
+    expect(await authCount('boundary-a', 'accepted')).toBe(before + 2); // the start and its own read
+    expect(await authCount('boundary-b', 'accepted')).toBeGreaterThanOrEqual(1);
     // The metrics carry names, never keys.
     const metrics = await (
       await fetch(`${stack.internalUrl}/metrics`, { headers: { authorization: `Bearer ${stack.operatorKey}` } })
     ).text();
-    expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="shop-a",outcome="accepted"\} [1-9]/);
+    expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="boundary-a",outcome="accepted"\} [1-9]/);
     expect(metrics).toMatch(/paylater_merchant_api_requests_total\{merchant="none",outcome="(missing|wrong)"\} [1-9]/);
     expect(metrics).not.toContain(KEY_A);
-    // shop-b reusing shop-a's reference with another body is no conflict (nothing tells shop-a's exists): its own 201.
+    // boundary-b reusing boundary-a's reference with another body is no conflict (nothing tells boundary-a's exists): its own 201.
     const theirs = await fetch(`${stack.internalUrl}/applications`, {
       method: 'POST',
       headers: { ...json, authorization: `Bearer ${KEY_B}` },
@@ -156,7 +156,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     expect(((await theirs.json()) as { financeApplicationId: string }).financeApplicationId).not.toBe(
       financeApplicationId,
     );
-    for (const merchant of ['shop-a', 'shop-b'])
+    for (const merchant of ['boundary-a', 'boundary-b'])
       await stack.t.client.workflow.getHandle(financeApplicationWorkflowId(merchant, ref)).terminate('test done');
   });
 
@@ -171,13 +171,13 @@ describe('security boundary (whole stack, two listeners)', () => {
       });
     expect((await post(KEY_B, refBefore)).status).toBe(201);
 
-    stack.setMerchantApiKeys([{ name: 'shop-a', key: KEY_A }]); // MERCHANT_API_KEYS without shop-b's entry
+    stack.setMerchantApiKeys([{ name: 'boundary-a', key: KEY_A }]); // MERCHANT_API_KEYS without boundary-b's entry
     try {
       const refAfter = `revoke-after-${randomUUID()}`;
       const refused = await post(KEY_B, refAfter);
       expect(refused.status).toBe(401);
       expect(await refused.json()).toMatchObject({ error: 'unauthorized', message: 'Invalid API key' });
-      await expectNothingStarted(financeApplicationWorkflowId('shop-b', refAfter), refAfter);
+      await expectNothingStarted(financeApplicationWorkflowId('boundary-b', refAfter), refAfter);
       expect(
         (
           await fetch(`${stack.internalUrl}/applications/${refBefore}`, {
@@ -191,13 +191,15 @@ describe('security boundary (whole stack, two listeners)', () => {
             headers: { authorization: `Bearer ${KEY_A}` },
           })
         ).status,
-      ).toBe(404); // shop-b's application: shop-a never sees it
+      ).toBe(404); // boundary-b's application: boundary-a never sees it
     } finally {
       stack.setMerchantApiKeys([
-        { name: 'shop-a', key: KEY_A },
-        { name: 'shop-b', key: KEY_B },
+        { name: 'boundary-a', key: KEY_A },
+        { name: 'boundary-b', key: KEY_B },
       ]);
-      await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-b', refBefore)).terminate('test done');
+      await stack.t.client.workflow
+        .getHandle(financeApplicationWorkflowId('boundary-b', refBefore))
+        .terminate('test done');
     }
   });
 
@@ -210,7 +212,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     const detailed = await fetch(`${stack.internalUrl}/readyz`, { headers: operator });
     expect(await detailed.json()).toEqual({ status: 'ready', temporal: 'ok' });
 
-    // Every merchant's name and request volume (shop-b's here): never to a merchant, nor to anyone without a key.
+    // Every merchant's name and request volume (boundary-b's here): never to a merchant, nor to anyone without a key.
     await fetch(`${stack.internalUrl}/applications/never-${randomUUID()}`, {
       headers: { authorization: `Bearer ${KEY_B}` },
     });
@@ -236,7 +238,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     }
     const scraped = await fetch(`${stack.internalUrl}/metrics`, { headers: operator });
     expect(scraped.status).toBe(200);
-    expect(await scraped.text()).toMatch(/^paylater_merchant_api_requests_total\{merchant="shop-b"/m);
+    expect(await scraped.text()).toMatch(/^paylater_merchant_api_requests_total\{merchant="boundary-b"/m);
   });
 
   it("answers the public listener's /readyz (its load balancer's probe) with the drain state only, nothing of Temporal", async () => {
@@ -262,7 +264,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       ['GET', '/metrics'],
       ['POST', '/codec/decode', '{"payloads":[]}'],
       ['POST', '/codec/encode', '{"payloads":[]}'],
-      ['PUT', `/operator/consents/${consentId}`, '{"merchantId":"shop-a"}'],
+      ['PUT', `/operator/consents/${consentId}`, '{"merchantId":"boundary-a"}'],
       ['GET', '/openapi.json'],
       ['GET', '/docs'],
     ];
@@ -273,7 +275,7 @@ describe('security boundary (whole stack, two listeners)', () => {
         expect(await res.json()).toMatchObject({ error: 'not_found' });
       }
     }
-    await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
+    await expectNothingStarted(financeApplicationWorkflowId('boundary-a', ref), ref);
     await expectNothingStarted(consentRefreshWorkflowId(consentId), consentId);
     await expectNothingStarted(consentClaimWorkflowId(consentId), consentId);
   });
@@ -290,8 +292,8 @@ describe('security boundary (whole stack, two listeners)', () => {
     };
     const signals = async (ref: string) =>
       (
-        (await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).fetchHistory()).events ??
-        []
+        (await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('boundary-a', ref)).fetchHistory())
+          .events ?? []
       ).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
     /** The bank sends the application's status-change webhook to the webhookUrl it was given at creation. */
     const bankSends = async (id: string) => {
@@ -301,7 +303,7 @@ describe('security boundary (whole stack, two listeners)', () => {
 
     const idOld = await create(refOld);
     expect(stack.sandbox.control.application(idOld)!.createRequest.webhookUrl).toMatch(
-      new RegExp(`/shop-a~${refOld}/${tenantWebhookHash(SECRET_OLD, 'shop-a', refOld)}$`),
+      new RegExp(`/boundary-a~${refOld}/${tenantWebhookHash(SECRET_OLD, 'boundary-a', refOld)}$`),
     );
 
     // The rotation: WEBHOOK_HASH_SECRET=new, WEBHOOK_HASH_SECRET_PREVIOUS=old (receiver and worker restarted).
@@ -310,19 +312,19 @@ describe('security boundary (whole stack, two listeners)', () => {
       const idNew = await create(refNew);
       // New applications get hashes from the new secret.
       expect(stack.sandbox.control.application(idNew)!.createRequest.webhookUrl).toMatch(
-        new RegExp(`/${tenantWebhookHash(SECRET_NEW, 'shop-a', refNew)}$`),
+        new RegExp(`/${tenantWebhookHash(SECRET_NEW, 'boundary-a', refNew)}$`),
       );
       expect(await bankSends(idOld)).toBe(202);
       expect(await bankSends(idNew)).toBe(202);
       // The hash in the query form verifies under the previous secret too.
       const viaQuery = await fetch(
-        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('shop-a', refOld)}?hash=${tenantWebhookHash(SECRET_OLD, 'shop-a', refOld)}`,
+        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('boundary-a', refOld)}?hash=${tenantWebhookHash(SECRET_OLD, 'boundary-a', refOld)}`,
         { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
       );
       expect(viaQuery.status).toBe(202);
       // Neither secret makes a hash for another reference, and a third secret makes none.
       const forged = await fetch(
-        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('shop-a', refOld)}/${tenantWebhookHash('a-third-secret-0123456789abcdefghij', 'shop-a', refOld)}`,
+        `${stack.publicUrl}/webhooks/finance-applications/${webhookKey('boundary-a', refOld)}/${tenantWebhookHash('a-third-secret-0123456789abcdefghij', 'boundary-a', refOld)}`,
         { method: 'POST', headers: json, body: JSON.stringify({ financeApplicationId: idOld }) },
       );
       expect(forged.status).toBe(401);
@@ -338,7 +340,7 @@ describe('security boundary (whole stack, two listeners)', () => {
     } finally {
       stack.setWebhooks({ hashSecret: SECRET_OLD, previousHashSecret: undefined });
       for (const ref of [refOld, refNew])
-        await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
+        await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('boundary-a', ref)).terminate('test done');
     }
   });
 
@@ -379,7 +381,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       expect(JSON.parse(text)).toMatchObject({ status: 400, detail: expect.stringMatching(/nested deeper than 64/) });
       expect(text).not.toMatch(/RangeError|Maximum call stack| at /);
     }
-    await expectNothingStarted(financeApplicationWorkflowId('shop-a', ref), ref);
+    await expectNothingStarted(financeApplicationWorkflowId('boundary-a', ref), ref);
     // 64 levels are a bank field's business: accepted.
     const fine = await fetch(`${stack.internalUrl}/applications`, {
       method: 'POST',
@@ -387,7 +389,7 @@ describe('security boundary (whole stack, two listeners)', () => {
       body: `{"merchantReference":"${ref}","redirectUrl":"https://shop.example/done","basket":${deep(63)}}`,
     });
     expect(fine.status).toBe(201);
-    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('shop-a', ref)).terminate('test done');
+    await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('boundary-a', ref)).terminate('test done');
   });
 
   it('answers malformed requests with 4xx, never 500: bad percent-encoding, HEAD, OPTIONS, huge headers', async () => {
