@@ -130,6 +130,20 @@ export function runEntry<C extends EntryConfig>(
     });
   }
 
+  // A promise rejected with no handler, or a throw no one catches, is a defect, logged where operators read logs (not
+  // Node's raw stderr) and ended through the graceful path with exit code 1. While a shutdown is under way, one is
+  // what a failed shutdown step is: logged, and the exit code stays the one asked for (the work was drained).
+  const unexpected = (kind: string) => (err: unknown) => {
+    if (stopping) {
+      logger.error({ err }, `${kind} while shutting down`);
+      return;
+    }
+    logger.fatal({ err }, kind);
+    void shutdown(1);
+  };
+  process.on('unhandledRejection', unexpected('unhandled promise rejection'));
+  process.on('uncaughtException', unexpected('uncaught exception'));
+
   watchNpmParent(logger, () => void shutdown(0));
 
   // The worker's own listener serves the Runtime's exporter on WORKER_METRICS_PORT.

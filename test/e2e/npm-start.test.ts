@@ -60,6 +60,12 @@ function run(
   return { child, output: () => output, exit };
 }
 
+/** The exit code, with the process's last output in the failure message when it is not the expected one. */
+async function exitedWith(app: { output: () => string; exit: Promise<number | null> }, expected: number) {
+  const code = await app.exit;
+  if (code !== expected) throw new Error(`exit ${code}, expected ${expected}; its last output:\n${app.output().slice(-6000)}`);
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -218,7 +224,7 @@ describe('npm start (embedded default)', () => {
       const children = childPids(app.child.pid!);
       expect(children.length).toBeGreaterThan(0); // the dev server
       app.child.kill('SIGTERM');
-      expect(await app.exit).toBe(0);
+      await exitedWith(app, 0);
       await eventually(() => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
       // In order: the listeners drain (their long-polls need the worker), then the worker, then the rest.
       const stopping = app.output();
@@ -301,7 +307,7 @@ describe('npm start (embedded default)', () => {
       expect(halfway.done).toBe(false);
 
       app.child.kill('SIGINT'); // Ctrl-C
-      expect(await app.exit).toBe(0);
+      await exitedWith(app, 0);
       // The bank's memory, beside Temporal's SQLite file, for the owner only.
       const stateFile = join(dataDir, 'bank-sandbox.json');
       expect(statSync(stateFile).mode & 0o777).toBe(0o600);
@@ -331,7 +337,7 @@ describe('npm start (embedded default)', () => {
       ]);
       expect(app.output()).not.toMatch(/BankRejected|HTTP 404/);
       app.child.kill('SIGINT');
-      expect(await app.exit).toBe(0);
+      await exitedWith(app, 0);
     } finally {
       if (app.child.exitCode === null) app.child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
@@ -347,7 +353,7 @@ describe('npm start (embedded default)', () => {
     await eventually(() => (app.output().includes('waiting for Temporal at 127.0.0.1:1') ? true : undefined), 30_000);
     expect(app.child.exitCode).toBeNull();
     app.child.kill('SIGTERM');
-    expect(await app.exit).toBe(0);
+    await exitedWith(app, 0);
     expect(app.output()).not.toMatch(/\n\s+at /); // messages, never a stack trace
   });
 
@@ -407,7 +413,7 @@ describe('npm run api (the two listeners alone)', () => {
         415,
       );
       api.child.kill('SIGTERM');
-      expect(await api.exit).toBe(0);
+      await exitedWith(api, 0);
       expect(api.output()).not.toContain(key);
     } finally {
       if (api.child.exitCode === null) api.child.kill('SIGKILL');
@@ -457,7 +463,7 @@ describe('npm run worker (the production worker)', () => {
       expect(started.financeApplicationId).toEqual(expect.any(String));
 
       worker.child.kill('SIGTERM');
-      expect(await worker.exit).toBe(0);
+      await exitedWith(worker, 0);
       expect(worker.output()).toContain('"msg":"stopped"');
     } finally {
       if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
