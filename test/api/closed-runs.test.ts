@@ -48,6 +48,7 @@ describe('a closed run read without a worker (whole stack)', () => {
       merchantReference: ref,
       financeApplicationId: null,
       status: null,
+      phase: 'closed',
       done: true,
       history: [],
     });

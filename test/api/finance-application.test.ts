@@ -104,6 +104,7 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       const body = (await res.json()) as {
         done: boolean;
         status: string;
+        phase: string;
         history: { status: string; source: string }[];
       };
       return body.done ? body : undefined;
@@ -117,8 +118,11 @@ describe('finance applications: facade and webhook receiver (whole stack)', () =
       'financeApplicationId',
       'history',
       'merchantReference',
+      'phase',
       'status',
     ]);
+    // Done: past following (its callbacks may still be on their way).
+    expect(['notifying', 'closed']).toContain(final.phase);
     expect(atBank[0]!.createRequest).not.toHaveProperty('callbackUrl');
 
     // Each change pushed to the merchant once, in order, with a distinct idempotency key.

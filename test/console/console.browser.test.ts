@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import pino from 'pino';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 
@@ -33,6 +34,12 @@ describe('merchant console in Chromium (whole stack)', () => {
   const refusedPages = new Set<string>();
   /** The icon's answers (the page links it; the browser fetches it). */
   const icons: number[] = [];
+  /** The stack's log lines at warn or above (a browser leaving a live page is none of them). */
+  const serverLog: { level: number; msg: string; path?: string }[] = [];
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => void serverLog.push(JSON.parse(line) as (typeof serverLog)[number]) },
+  );
 
   /** Records what a page's browser says of it: CSP violations, console errors, failed or refused sub-resources. */
   function watch(page: Page): Page {
@@ -77,6 +84,7 @@ describe('merchant console in Chromium (whole stack)', () => {
     const hooksOrigin = `http://127.0.0.1:${(hooksServer.address() as AddressInfo).port}`;
     [stack, browser] = await Promise.all([
       startTestStack({
+        logger,
         merchantApiKeys: [
           { name: 'shop-a', key: KEY_A },
           { name: 'shop-b', key: KEY_B },
@@ -121,7 +129,12 @@ describe('merchant console in Chromium (whole stack)', () => {
 
   /** A fresh browser profile (its own cookies), signed in with the key through the form and the keyboard. */
   async function signedIn(key: string): Promise<Page> {
-    const context = await browser.newContext({ baseURL: stack.internalUrl });
+    // A time zone and locale of their own: the page's times must be the browser's, not the server's UTC.
+    const context = await browser.newContext({
+      baseURL: stack.internalUrl,
+      timezoneId: 'Asia/Kolkata',
+      locale: 'en-GB',
+    });
     contexts.push(context);
     const page = watch(await context.newPage());
     await page.goto('/console');
@@ -198,6 +211,12 @@ describe('merchant console in Chromium (whole stack)', () => {
     expect(await a.evaluate(() => (globalThis as unknown as BrowserGlobals).sameDocument)).toBe(true);
     await expectText(a.locator('#live-note'), 'APPROVED');
     await expectText(a.locator('#status-history'), 'APPROVED learned from a webhook');
+    // Times in the browser's zone (the exact instant on hover), and a change said relative to the creation.
+    const shown = a.locator('#status-history time[data-local]').last();
+    const instant = (await shown.getAttribute('datetime'))!;
+    expect(await shown.textContent()).toBe(new Date(instant).toLocaleString('en-GB', { timeZone: 'Asia/Kolkata' }));
+    expect(await shown.getAttribute('title')).toBe(instant);
+    await expectText(a.locator('#status-history'), 'after it was created');
     mkdirSync(ARTIFACTS, { recursive: true });
     await a.screenshot({ path: join(ARTIFACTS, 'console-application.png'), fullPage: true });
     expect(violations).toEqual([]);
@@ -223,19 +242,29 @@ describe('merchant console in Chromium (whole stack)', () => {
     await b.getByLabel('until').fill(minute(Date.now() + 10 * 60_000));
     await b.getByRole('button', { name: 'Filter' }).click();
     await b.waitForURL('**/console/callbacks?*');
-    // Its application ends (every callback given up) before the range is sent again.
-    await eventually(
+    // Its application closes (every callback given up: none is still retried) before the range is sent again, and
+    // the page lists one given-up callback per status it had.
+    const statuses = await eventually(
       async () => {
         const res = await fetch(`${stack.internalUrl}/applications/${refUndelivered}`, {
           headers: { authorization: `Bearer ${KEY_B}` },
         });
-        return ((await res.json()) as { done: boolean }).done ? true : undefined;
+        const read = (await res.json()) as { phase: string; history: unknown[] };
+        return read.phase === 'closed' ? read.history.length : undefined;
       },
       120_000,
       500,
     );
-    await b.reload();
-    const given = await b.getByRole('cell', { name: 'Given up' }).count();
+    expect(statuses).toBeGreaterThan(0);
+    const given = await eventually(
+      async () => {
+        await b.reload();
+        const count = await b.getByRole('cell', { name: 'Given up' }).count();
+        return count === statuses ? count : undefined;
+      },
+      30_000,
+      500,
+    );
     hooksB.down = false;
     await b.getByRole('button', { name: 'Send the given-up callbacks of this range again' }).click();
     await eventually(
@@ -252,6 +281,21 @@ describe('merchant console in Chromium (whole stack)', () => {
     expect(await b.getByRole('cell', { name: 'Given up' }).count()).toBe(0);
   });
 
+  it('takes a browser leaving a live page mid-wait quietly: no error or warning in the server log', async () => {
+    const a = await signedIn(KEY_A);
+    // The live script's long-poll waits on the server (nothing changes refA now) when the browser leaves.
+    const livePoll = a.waitForRequest((r) => new URL(r.url()).searchParams.has('waitFrom'));
+    await a.goto(`/console/applications/${refA}`);
+    await livePoll;
+    await new Promise((r) => setTimeout(r, 1_000));
+    const before = serverLog.length;
+    await a.goto('/console/consents');
+    await a.close();
+    // The server notices the closed connection at once; give it a moment to log anything it would.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(serverLog.slice(before)).toEqual([]);
+  });
+
   it('loaded every script, style and icon: no failed request, no console error, no 404 for the icon', async () => {
     const page = await signedIn(KEY_A);
     await page.goto('/console/consents');
@@ -261,6 +305,8 @@ describe('merchant console in Chromium (whole stack)', () => {
     expect(failedRequests).toEqual([]);
     expect(consoleErrors).toEqual([]);
     expect(violations).toEqual([]);
+    // Nothing the console served was logged as an error by the server.
+    expect(serverLog.filter((l) => l.level >= 50)).toEqual([]);
   });
 });
 

@@ -102,6 +102,9 @@ describe('an API process (npm run api) on SIGTERM', () => {
       OPERATOR_API_KEYS: `test-operator:${stack.operatorKey}`,
       WEBHOOK_HASH_SECRET: stack.webhooks.hashSecret,
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
+      // The in-process stack's worker knows the master keys only: this API writes under them too (it reads merchant
+      // keys, writes none), as in a rollout's first step.
+      MERCHANT_KEY_ENCRYPTION: 'decrypt-only',
       SHUTDOWN_DRAIN_DELAY: '2s',
       SHUTDOWN_GRACE_PERIOD: '10s',
     });

@@ -1,4 +1,5 @@
 import { html, type Html } from './html';
+import { when } from './views';
 import type { SigningSecretView } from '../routes/callback-signing-secret';
 
 /** The grace periods the console offers for a rotation (the API takes any within its bounds). */
@@ -46,9 +47,9 @@ export function callbackSecretPage(view: SigningSecretView, csrfToken: string): 
                         <code class="secret">${s.secret}</code>
                       </details>
                     </td>
-                    <td>${s.createdAt ? html`<time datetime="${s.createdAt}">${s.createdAt}</time>` : '—'}</td>
+                    <td>${s.createdAt ? when(s.createdAt) : '—'}</td>
                     <td>
-                      ${s.retiresAt ? html`<time datetime="${s.retiresAt}">${s.retiresAt}</time>` : 'the next rotation'}
+                      ${s.retiresAt ? when(s.retiresAt) : 'the next rotation'}
                     </td>
                   </tr>`,
               )}
