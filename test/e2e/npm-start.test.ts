@@ -63,7 +63,8 @@ function run(
 /** The exit code, with the process's last output in the failure message when it is not the expected one. */
 async function exitedWith(app: { output: () => string; exit: Promise<number | null> }, expected: number) {
   const code = await app.exit;
-  if (code !== expected) throw new Error(`exit ${code}, expected ${expected}; its last output:\n${app.output().slice(-6000)}`);
+  if (code !== expected)
+    throw new Error(`exit ${code}, expected ${expected}; its last output:\n${app.output().slice(-6000)}`);
 }
 
 function alive(pid: number): boolean {

@@ -48,9 +48,7 @@ export function callbackSecretPage(view: SigningSecretView, csrfToken: string): 
                       </details>
                     </td>
                     <td>${s.createdAt ? when(s.createdAt) : '—'}</td>
-                    <td>
-                      ${s.retiresAt ? when(s.retiresAt) : 'the next rotation'}
-                    </td>
+                    <td>${s.retiresAt ? when(s.retiresAt) : 'the next rotation'}</td>
                   </tr>`,
               )}
             </tbody>
