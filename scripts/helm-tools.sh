@@ -38,6 +38,10 @@ install_go_tool() {
   if [ "$(built_version "$bin/$name" "$module")" = "$version" ]; then
     return 0
   fi
+  # Go's own installer puts it in /usr/local/go/bin, which a login shell's PATH may not name.
+  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    PATH="/usr/local/go/bin:$PATH"
+  fi
   if ! command -v go >/dev/null 2>&1; then
     echo "helm-tools: go not found: install Go 1.24 or later (it builds $name $version)" >&2
     exit 1

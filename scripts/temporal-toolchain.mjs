@@ -35,6 +35,9 @@ const [command = 'install', ...flags] = process.argv.slice(2);
 const optional = flags.includes('--optional');
 
 const log = (msg) => process.stderr.write(`[temporal-toolchain] ${msg}\n`);
+// Go's own installer puts it in /usr/local/go/bin, which a login shell's PATH may not name.
+if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0 && existsSync('/usr/local/go/bin/go'))
+  process.env.PATH = `/usr/local/go/bin:${process.env.PATH ?? ''}`;
 
 function isExecutable(path) {
   try {

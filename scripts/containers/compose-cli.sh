@@ -13,6 +13,8 @@ if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$version" ]; then
   echo "$bin"
   exit 0
 fi
+# Go's own installer puts it in /usr/local/go/bin, which a login shell's PATH may not name.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:$PATH"; fi
 command -v go >/dev/null || {
   echo "compose-cli: Go is needed to build github.com/docker/compose/v2@$version" >&2
   exit 1
