@@ -13,6 +13,8 @@
 # `node scripts/temporal-toolchain.mjs cluster`, the UI server's here), so a warm run builds nothing.
 # Usage: scripts/containers/service-images.sh [name…]   (default: all six)
 set -euo pipefail
+# Go's own installer puts it in /usr/local/go/bin, which a login shell's PATH may not name.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:$PATH"; fi
 cd "$(dirname "$0")/../.."
 root=$PWD
 # shellcheck source=scripts/containers/env.sh
