@@ -1,4 +1,4 @@
-import { constants, type Stats } from 'node:fs';
+import { constants, existsSync, type Stats } from 'node:fs';
 import { chmod, mkdir, open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import {
@@ -123,6 +123,9 @@ export class FileAuditLog implements AuditLog {
   }
 
   async verify(expectedHead?: AuditHead): Promise<AuditVerdict> {
+    // A reader's missing file is a mistyped AUDIT_LOG or a trail moved away, never an intact empty one.
+    if (!this.handle && !existsSync(this.location))
+      throw new Error(`${this.location} does not exist (is AUDIT_LOG the file the API writes?)`);
     return verifyAuditChain(await readStored(this.location), expectedHead);
   }
 

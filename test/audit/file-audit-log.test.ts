@@ -42,6 +42,14 @@ describe('the audit file', () => {
     expect(await FileAuditLog.openReader(file).verify()).toMatchObject({ ok: true, records: 3 });
   });
 
+  it('refuses to verify a file that does not exist (a mistyped AUDIT_LOG is no intact trail)', async () => {
+    await expect(FileAuditLog.openReader(join(dir, 'nowhere.jsonl')).verify()).rejects.toThrow(/does not exist/);
+    // A writer's new, empty file verifies: it is the trail, with nothing in it yet.
+    const writer = await FileAuditLog.openWriter(file);
+    expect(await FileAuditLog.openReader(file).verify()).toMatchObject({ ok: true, records: 0 });
+    await writer.close();
+  });
+
   it('keeps one chain with two writers appending at once (they take the lock in turn)', async () => {
     const a = await FileAuditLog.openWriter(file);
     const b = await FileAuditLog.openWriter(file);
