@@ -4,7 +4,7 @@ import { envFileResult } from './load-env-file';
 import { createLogger, installTemporalLogging, type Logger } from '../telemetry/logging';
 import { DEVELOPMENT_PAYLOAD_KEY_ID } from '../security/payload-codec';
 import { processTracing } from './tracing-preload';
-import { freeLoopbackPort } from '../temporal/free-port';
+import { configuredPorts, freeLoopbackPort } from '../temporal/free-port';
 import { watchParent } from './parent-watch';
 
 /** Raised for start-up problems whose message says what to do; printed without a stack trace. */
@@ -149,7 +149,8 @@ export function runEntry<C extends EntryConfig>(
   // The worker's own listener serves the Runtime's exporter on WORKER_METRICS_PORT.
   const { runtimeMetrics } = options;
   const runtimeReady: Promise<string | undefined> = runtimeMetrics
-    ? freeLoopbackPort().then((port) => {
+    ? // Not a port the process is about to listen on itself (one configured in the 20000-32767 range it picks from).
+      freeLoopbackPort(configuredPorts(process.env)).then((port) => {
         installTemporalLogging(logger, { metrics: runtimeMetrics(`127.0.0.1:${port}`) });
         return `http://127.0.0.1:${port}/metrics`;
       })
