@@ -49,9 +49,12 @@ const HOST_FROM_CONTAINER = '10.0.2.2';
 const NETWORK = 'slirp4netns:allow_host_loopback=true';
 const podmanEnv = {
   ...process.env,
-  // scripts/containers/env.sh, for podman called from here.
+  // scripts/containers/env.sh, for podman called from here: its settings, and /usr/sbin for netavark's iptables.
   CONTAINERS_CONF: join(root, 'scripts', 'containers', 'containers.conf'),
   BUILDAH_FORMAT: 'docker',
+  PATH: (process.env.PATH ?? '').split(':').includes('/usr/sbin')
+    ? process.env.PATH
+    : `${process.env.PATH ?? ''}:/usr/sbin:/sbin`,
 };
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
