@@ -8,6 +8,7 @@ import { financeApplicationStatusChangedSignal } from '../src/shared/finance-app
 import { ephemeralDevServerOptions } from '../src/temporal/dev-server';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS, testDataConverter } from '../harness/temporal';
 import { rssMiB } from '../harness/processes';
+import { CACHED_WORKFLOW_BYTES } from '../src/worker/sizing';
 import { report, runPool } from './stats';
 
 const root = join(__dirname, '..', '..');
@@ -38,6 +39,7 @@ export async function benchWorkerMemory(): Promise<void> {
   // Statuses never move on their own: the applications wait, as most do for days.
   const sandbox = await startSandbox({ clientId: 'bench', clientSecret: 'bench-secret', lifecycle: { stepMs: DAY } });
   const { client } = env;
+  const settled: { cache: number; startSettledMiB: number; wakePeakMiB: number }[] = [];
   try {
     for (const cache of caches) {
       const taskQueue = `bench-memory-${cache}-${randomUUID().slice(0, 8)}`;
@@ -104,6 +106,7 @@ export async function benchWorkerMemory(): Promise<void> {
         }
         const wakeS = (performance.now() - t1) / 1000;
         await new Promise((r) => setTimeout(r, 5_000));
+        settled.push({ cache: Math.min(cache, n), startSettledMiB: afterStart.settled, wakePeakMiB: peak });
         report(`worker RSS, ${n} open applications, maxCachedWorkflows=${cache}`, {
           idleMiB: idle,
           startPeakMiB: afterStart.peak,
@@ -118,6 +121,18 @@ export async function benchWorkerMemory(): Promise<void> {
         child.kill('SIGTERM');
         await exit;
       }
+    }
+    // What one cached finance application costs: the RSS between two cache sizes over the workflows between them.
+    settled.sort((a, b) => a.cache - b.cache);
+    for (let i = 1; i < settled.length; i++) {
+      const [a, b] = [settled[i - 1]!, settled[i]!];
+      if (b.cache === a.cache) continue;
+      const perCached = (x: number, y: number) => Math.round(((y - x) * 1024) / (b.cache - a.cache));
+      report(`RSS per cached finance application, cache ${a.cache} → ${b.cache}`, {
+        settledKiB: perCached(a.startSettledMiB, b.startSettledMiB),
+        wakePeakKiB: perCached(a.wakePeakMiB, b.wakePeakMiB),
+        sizingAssumesKiB: CACHED_WORKFLOW_BYTES / 1024,
+      });
     }
   } finally {
     await sandbox.close();

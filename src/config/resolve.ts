@@ -57,8 +57,15 @@ import { defaultMerchantKeyStoreSetting, type MerchantKeyStoreSetting } from '..
 
 /** Sizing of one worker process (Worker options; src/worker.ts applies them). */
 export interface WorkerTuning {
-  /** maxCachedWorkflows (main worker: the only one with workflows). */
-  maxCachedWorkflows: number;
+  /** maxCachedWorkflows (main worker: the only one with workflows); undefined: from the memory limit (src/worker/sizing.ts). */
+  maxCachedWorkflows: number | undefined;
+  /** WORKER_MEMORY_LIMIT in bytes: sizes the cache when it is not set. */
+  memoryLimitBytes: number | undefined;
+  /** WORKER_TUNER: fixed slots, or resource-based slot suppliers up to the slot counts. */
+  tuner: 'fixed' | 'resource-based';
+  /** With the resource-based tuner: the memory and CPU shares to stay under. */
+  targetMemoryUsage: number;
+  targetCpuUsage: number;
   /** maxConcurrentWorkflowTaskExecutions (main worker). */
   maxConcurrentWorkflowTaskExecutions: number;
   /** maxConcurrentActivityTaskExecutions, for each of the process's workers. */
@@ -308,6 +315,10 @@ export function loadConfig(
     },
     worker: {
       maxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
+      memoryLimitBytes: e.WORKER_MEMORY_LIMIT,
+      tuner: e.WORKER_TUNER,
+      targetMemoryUsage: e.WORKER_TARGET_MEMORY_USAGE,
+      targetCpuUsage: e.WORKER_TARGET_CPU_USAGE,
       maxConcurrentWorkflowTaskExecutions: e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
       maxConcurrentActivityTaskExecutions: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
       maxWorkflowTaskPollers:

@@ -154,6 +154,33 @@ const wholeNumber = (min: number) =>
     .max(1_000_000, 'must be at most 1000000');
 const count = (min: number, fallback: number) => z.preprocess(emptyToUndefined, wholeNumber(min).default(fallback));
 const optionalCount = (min: number) => z.preprocess(emptyToUndefined, wholeNumber(min).optional());
+/** A share between 0 and 1, exclusive of 0. */
+const fraction = (fallback: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: 'must be a number between 0 and 1' })
+      .gt(0, 'must be above 0')
+      .max(1, 'must be at most 1')
+      .default(fallback),
+  );
+const BYTE_UNITS: Record<string, number> = { '': 1, K: 1e3, M: 1e6, G: 1e9, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30 };
+/** A memory size as Kubernetes writes one (`768Mi`, `2Gi`, `1G`, or bytes), in bytes; at least 64 MiB. */
+const byteSize = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .transform((text, ctx) => {
+      const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?$/.exec(text.trim());
+      const bytes = m ? Math.floor(Number(m[1]) * BYTE_UNITS[m[2] ?? '']!) : NaN;
+      if (!Number.isFinite(bytes) || bytes < 64 * 2 ** 20) {
+        ctx.addIssue({ code: 'custom', message: 'must be a size of at least 64Mi, as 768Mi, 2Gi or bytes' });
+        return z.NEVER;
+      }
+      return bytes;
+    })
+    .optional(),
+);
 /** A duration (`30s`, `5m`, `1h`, `30d`, or whole milliseconds) within `bounds`; undefined when unset. */
 const duration = (bounds: Bounds) =>
   z.preprocess(
@@ -222,12 +249,10 @@ const origins = z.preprocess(
     }),
 );
 
-/**
- * Workflow cache of one worker process. The SDK's default grows with the heap, and RSS grows with the cache: 500 keeps
- * a worker holding 10,000 open applications under 1 GiB, whatever the heap (docs/benchmarks.md, `npm run bench --
- * worker-memory`); an evicted application costs one replay of its short history when it next wakes.
- */
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
+/** WORKER_TUNER: fixed slot counts, or the SDK's resource-based slot suppliers (memory and CPU targets). */
+export const WORKER_TUNERS = ['fixed', 'resource-based'] as const;
+export const DEFAULT_WORKER_TARGET_MEMORY_USAGE = 0.8;
+export const DEFAULT_WORKER_TARGET_CPU_USAGE = 0.9;
 /** The SDK's own defaults, written out so the configuration shows what a worker runs with. */
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 40;
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 100;
@@ -457,9 +482,16 @@ export const ENV_SHAPE = {
   SHUTDOWN_GRACE_PERIOD: duration(SHUTDOWN_BOUNDS),
   WORKER_SHUTDOWN_GRACE_TIME: duration(SHUTDOWN_BOUNDS),
 
-  // Worker sizing (one worker process; see DEFAULT_MAX_CACHED_WORKFLOWS). 0 disables the workflow cache
-  // (every workflow task replays its history): for debugging only.
-  WORKER_MAX_CACHED_WORKFLOWS: count(0, DEFAULT_MAX_CACHED_WORKFLOWS),
+  // Worker sizing (one worker process). Unset, the cache follows the memory limit (src/worker/sizing.ts). 0 disables
+  // the workflow cache (every workflow task replays its history): for debugging only.
+  WORKER_MAX_CACHED_WORKFLOWS: optionalCount(0),
+  WORKER_MEMORY_LIMIT: byteSize,
+  WORKER_TUNER: z.preprocess(
+    emptyToUndefined,
+    z.enum(WORKER_TUNERS, { error: `must be one of ${WORKER_TUNERS.join(', ')}` }).default('fixed'),
+  ),
+  WORKER_TARGET_MEMORY_USAGE: fraction(DEFAULT_WORKER_TARGET_MEMORY_USAGE),
+  WORKER_TARGET_CPU_USAGE: fraction(DEFAULT_WORKER_TARGET_CPU_USAGE),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: count(2, DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS),
   WORKER_MAX_CONCURRENT_ACTIVITIES: count(1, DEFAULT_MAX_CONCURRENT_ACTIVITIES),
   // Unset: min(10, the matching slots), as the SDK does. Core refuses fewer than 2 workflow pollers with a cache.
@@ -543,6 +575,7 @@ export const envSchema = (role: ConfigRole) =>
         message: 'must be 0 (no cache) or at least 2',
       });
     if (
+      env.WORKER_MAX_CACHED_WORKFLOWS !== undefined &&
       env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
       env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
     )
@@ -962,7 +995,27 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
   },
   WORKER_MAX_CACHED_WORKFLOWS: {
     processes: START_WORKER,
-    description: 'workflows a worker keeps in memory; `0` disables the cache (debugging only)',
+    description:
+      'workflows a worker keeps in memory; `0` disables the cache (debugging only); unset: from the memory limit, 0.6 MiB each (docs/operations.md#sizing-a-worker)',
+    default: 'from the memory limit; 500 with none',
+  },
+  WORKER_MEMORY_LIMIT: {
+    processes: START_WORKER,
+    description: 'the memory a worker may use (`768Mi`, `2Gi`, bytes): sizes its workflow cache',
+    default: 'the smallest of the cgroup limit and `--max-old-space-size`; none',
+  },
+  WORKER_TUNER: {
+    processes: START_WORKER,
+    description:
+      '`fixed`: the slot counts below; `resource-based`: the SDK hands out slots while memory and CPU stay under their targets, up to those counts',
+  },
+  WORKER_TARGET_MEMORY_USAGE: {
+    processes: START_WORKER,
+    description: 'with `resource-based`: the share of memory (the cgroup limit or the machine) to stay under',
+  },
+  WORKER_TARGET_CPU_USAGE: {
+    processes: START_WORKER,
+    description: 'with `resource-based`: the share of CPU to stay under',
   },
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: { processes: START_WORKER, description: 'workflow task slots of a worker' },
   WORKER_MAX_CONCURRENT_ACTIVITIES: { processes: START_WORKER, description: 'activity slots, per task queue' },

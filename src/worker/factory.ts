@@ -7,6 +7,7 @@ import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
   NativeConnection,
+  ResourceBasedController,
   Worker,
   type State,
   type WorkerOptions,
@@ -31,6 +32,7 @@ import { activityLogIds } from '../activities/log-attributes';
 import { workerTracingOptions, type Tracing } from '../telemetry/tracing';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../shared/task-queues';
 import { createWorkerMetrics, startWorkerMetricsServer, type WorkerMetricsServer } from './metrics';
+import { resolveCacheSize } from './sizing';
 import { versionString, type DeploymentVersion } from '../temporal/worker-deployment';
 import { applicationRecords } from '../temporal/application-records';
 
@@ -54,7 +56,7 @@ export interface WorkerDeps {
   dataConverter: DataConverter;
   /** A prebuilt bundle (bundleWorkflowCode) instead of bundling src/workflows at start. */
   workflowBundle?: WorkflowBundleOption;
-  /** Sizing (config.worker); the SDK's defaults where absent. */
+  /** Sizing (config.worker; an unset cache from the memory limit: src/worker/sizing.ts); the SDK's defaults where absent. */
   tuning?: WorkerTuning;
   /** Ceiling on bank status reads per second across ALL workers (config.bank.maxReadsPerSecond); unset: none. */
   bankMaxReadsPerSecond?: number;
@@ -97,14 +99,29 @@ export interface PaylaterWorkers {
  */
 export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
   const tuning = deps.tuning;
-  const activityTuning: Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'activityTaskPollerBehavior'> =
-    tuning
-      ? {
-          maxConcurrentActivityTaskExecutions: tuning.maxConcurrentActivityTaskExecutions,
-          // 1.24 ignores the older maxConcurrentActivityTaskPolls: the poller behaviour is what core reads.
-          activityTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxActivityTaskPollers },
-        }
-      : {};
+  // One controller for the process's two Workers: one memory and CPU target for both (resource-based only).
+  const controller =
+    tuning?.tuner === 'resource-based'
+      ? ResourceBasedController.create({
+          targetMemoryUsage: tuning.targetMemoryUsage,
+          targetCpuUsage: tuning.targetCpuUsage,
+        })
+      : undefined;
+  const activityTuning: Partial<WorkerOptions> = tuning
+    ? {
+        ...(controller
+          ? {
+              tuner: {
+                controller,
+                activityTaskSlotOptions: { maximumSlots: tuning.maxConcurrentActivityTaskExecutions },
+                workflowTaskSlotOptions: { maximumSlots: tuning.maxConcurrentWorkflowTaskExecutions },
+              },
+            }
+          : { maxConcurrentActivityTaskExecutions: tuning.maxConcurrentActivityTaskExecutions }),
+        // 1.24 ignores the older maxConcurrentActivityTaskPolls: the poller behaviour is what core reads.
+        activityTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxActivityTaskPollers },
+      }
+    : {};
   const tracing = workerTracingOptions(deps.tracing);
   const graceMs = deps.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_MS;
   const common = {
@@ -154,8 +171,8 @@ export async function createWorker(deps: WorkerDeps): Promise<PaylaterWorkers> {
       activities: deps.activities,
       ...(tuning
         ? ({
-            maxCachedWorkflows: tuning.maxCachedWorkflows,
-            maxConcurrentWorkflowTaskExecutions: tuning.maxConcurrentWorkflowTaskExecutions,
+            maxCachedWorkflows: resolveCacheSize(tuning).size,
+            ...(controller ? {} : { maxConcurrentWorkflowTaskExecutions: tuning.maxConcurrentWorkflowTaskExecutions }),
             workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: tuning.maxWorkflowTaskPollers },
           } satisfies Partial<WorkerOptions>)
         : {}),
@@ -326,6 +343,8 @@ export async function startWorker(options: {
     await dispatchers.close();
     await metricsServer.close();
   };
+  // The cache as configured, or from the memory the worker may use (src/worker/sizing.ts; createWorker does the same).
+  const cache = resolveCacheSize(config.worker);
   const buildId = config.temporal.deployment.buildId ?? options.buildId;
   const deployment = buildId ? { deploymentName: config.temporal.deployment.name, buildId } : undefined;
   let workers: PaylaterWorkers;
@@ -357,6 +376,9 @@ export async function startWorker(options: {
       bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       ...config.worker,
+      maxCachedWorkflows: cache.size,
+      cacheSizedBy: cache.reason,
+      memoryLimit: cache.limit ?? 'none',
       // The merchants this worker knows: their entries in MERCHANTS_FILE override the globals below.
       merchants: config.merchants.ids(),
       // What callbacks may reach by default, and how many secrets sign them (never the secrets).

@@ -165,10 +165,19 @@ export class WorkerHealthWatch {
   }
 }
 
-/** The configured slots of a fixed-size supplier (what maxConcurrent…Executions compile to); undefined otherwise. */
-function slotMax(tuner: unknown, supplier: string): number | undefined {
-  const s = (tuner as Record<string, { type?: string; numSlots?: number } | undefined> | undefined)?.[supplier];
-  return s?.type === 'fixed-size' ? s.numSlots : undefined;
+/**
+ * The most slots a worker hands out: a fixed-size supplier's count (what maxConcurrent…Executions compile to), or a
+ * resource-based tuner's maximum for the kind (WORKER_TUNER=resource-based); undefined otherwise.
+ */
+function slotMax(
+  tuner: unknown,
+  supplier: 'workflowTaskSlotSupplier' | 'activityTaskSlotSupplier',
+): number | undefined {
+  const t = tuner as
+    Record<string, { type?: string; numSlots?: number; maximumSlots?: number } | undefined> | undefined;
+  const s = t?.[supplier];
+  if (s?.type === 'fixed-size') return s.numSlots;
+  return t?.[supplier.replace('Supplier', 'Options')]?.maximumSlots;
 }
 
 export interface WorkerMetricsServer {

@@ -87,16 +87,27 @@ describe('loadConfig', () => {
     ['WORKER_MAX_CONCURRENT_ACTIVITIES', '0', /at least 1/],
     ['WORKER_MAX_WORKFLOW_POLLERS', '1', /at least 2/],
     ['WORKER_MAX_ACTIVITY_POLLERS', '0', /at least 1/],
+    ['WORKER_MEMORY_LIMIT', 'lots', /size of at least 64Mi, as 768Mi/],
+    ['WORKER_MEMORY_LIMIT', '32Mi', /at least 64Mi/],
+    ['WORKER_MEMORY_LIMIT', '1 GB', /as 768Mi, 2Gi or bytes/],
+    ['WORKER_TUNER', 'adaptive', /one of fixed, resource-based/],
+    ['WORKER_TARGET_MEMORY_USAGE', '80%', /number between 0 and 1/],
+    ['WORKER_TARGET_MEMORY_USAGE', '0', /above 0/],
+    ['WORKER_TARGET_CPU_USAGE', '1.5', /at most 1/],
   ])('rejects %s=%s with a message naming it', (variable, value, message) => {
     const issues = issuesOf({ [variable]: value });
     const issue = issues.find((i) => i.variable === variable);
     expect(issue?.message).toMatch(message);
   });
 
-  it('sizes the worker for many waiting workflows by default, with a bank read ceiling of 50/s', () => {
+  it('sizes the worker for many waiting workflows by default (the cache from its memory), reads at most 50/s', () => {
     const config = loadConfig({});
     expect(config.worker).toEqual({
-      maxCachedWorkflows: 500,
+      maxCachedWorkflows: undefined,
+      memoryLimitBytes: undefined,
+      tuner: 'fixed',
+      targetMemoryUsage: 0.8,
+      targetCpuUsage: 0.9,
       maxConcurrentWorkflowTaskExecutions: 40,
       maxConcurrentActivityTaskExecutions: 100,
       maxWorkflowTaskPollers: 10,
@@ -112,10 +123,18 @@ describe('loadConfig', () => {
       WORKER_MAX_CONCURRENT_ACTIVITIES: '200',
       WORKER_MAX_WORKFLOW_POLLERS: '20',
       WORKER_MAX_ACTIVITY_POLLERS: '4',
+      WORKER_MEMORY_LIMIT: '768Mi',
+      WORKER_TUNER: 'resource-based',
+      WORKER_TARGET_MEMORY_USAGE: '0.7',
+      WORKER_TARGET_CPU_USAGE: '0.75',
       BANK_MAX_READS_PER_SECOND: '12.5',
     });
     expect(config.worker).toEqual({
       maxCachedWorkflows: 2_000,
+      memoryLimitBytes: 768 * 2 ** 20,
+      tuner: 'resource-based',
+      targetMemoryUsage: 0.7,
+      targetCpuUsage: 0.75,
       maxConcurrentWorkflowTaskExecutions: 80,
       maxConcurrentActivityTaskExecutions: 200,
       maxWorkflowTaskPollers: 20,

@@ -142,3 +142,52 @@ describe('createWorker when the workflow code cannot load', () => {
     }
   });
 });
+
+describe('createWorker with WORKER_TUNER=resource-based and the cache from WORKER_MEMORY_LIMIT', () => {
+  it('hands out slots under one memory and CPU target for both workers, up to the slot counts, and serves a read', async () => {
+    const t = await connectTestTemporal();
+    const config = loadConfig({
+      WORKER_TUNER: 'resource-based',
+      WORKER_TARGET_MEMORY_USAGE: '0.95',
+      WORKER_TARGET_CPU_USAGE: '0.95',
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '8',
+      WORKER_MAX_CONCURRENT_ACTIVITIES: '12',
+      WORKER_MEMORY_LIMIT: '1Gi',
+    });
+    const workers = await createWorker({
+      connection: t.nativeConnection,
+      namespace: t.namespace,
+      taskQueue: t.taskQueue,
+      activities: fakeActivities,
+      dataConverter: t.dataConverter,
+      workflowBundle: await bundleWorkflows(require.resolve('../fixtures/bank-reads-workflows')),
+      tuning: config.worker,
+    });
+    const running = workers.run();
+    try {
+      const { main, bankReads } = workers.workers;
+      // (1 GiB × 0.75 - 400 MiB) / 0.6 MiB: src/worker/sizing.ts.
+      expect(main.options.maxCachedWorkflows).toBe(613);
+      expect(main.options.tuner).toMatchObject({
+        workflowTaskSlotSupplier: { type: 'resource-based', maximumSlots: 8 },
+        activityTaskSlotSupplier: { type: 'resource-based', maximumSlots: 12 },
+      });
+      // One controller: both workers steer by the same measurement.
+      const controllerOf = (w: typeof main) =>
+        (w.options.tuner as { resourceBasedTunerConfig?: { controller?: unknown } }).resourceBasedTunerConfig
+          ?.controller;
+      expect(controllerOf(main)).toBeDefined();
+      expect(controllerOf(bankReads)).toBe(controllerOf(main));
+      const status = await t.client.workflow.execute(bankReadsProbeWorkflow, {
+        taskQueue: t.taskQueue,
+        workflowId: `bank-reads-probe-tuned-${t.taskQueue}`,
+        args: [{ financeApplicationId: 'fa-2' }],
+      });
+      expect(status).toBe('IN_PROGRESS');
+    } finally {
+      workers.shutdown();
+      await running;
+      await t.close();
+    }
+  });
+});
