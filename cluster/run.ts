@@ -50,7 +50,17 @@ import {
   waitForTransactions,
 } from './flows';
 import { startPostgres, type Postgres } from './postgres';
-import { clusterToolchain, runSetup, serverEnv, serverPorts, temporalServer } from './temporal-server';
+import {
+  SPLIT_HISTORY_SHARDS,
+  clusterToolchain,
+  freeMembershipPort,
+  runSetup,
+  serverEnv,
+  serverPorts,
+  serverProcesses,
+  temporalServer,
+  type ClusterTopology,
+} from './temporal-server';
 import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
 
 /**
@@ -74,8 +84,16 @@ import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
  * and the temp Postgres are removed on exit, also on failure or Ctrl-C.
  *
  * CLUSTER_PORT_BASE=n: take ports n, n+1, … (else free ports); CLUSTER_DIR: logs (default data/cluster/<time>).
+ * CLUSTER_TOPOLOGY=split: the server as production runs it, a process per service and two history processes on 512
+ * shards (cluster/temporal-server.ts serverProcesses); one history process is SIGKILLed and restarted mid-run.
  */
 const COMMAND = 'npm run test:cluster';
+const TOPOLOGY: ClusterTopology = (() => {
+  const value = process.env.CLUSTER_TOPOLOGY ?? 'single';
+  if (value !== 'single' && value !== 'split')
+    throw new Error(`CLUSTER_TOPOLOGY must be single or split, not ${value}`);
+  return value;
+})();
 /** The merchant of the run (its one key in MERCHANT_API_KEYS): every application is its own. */
 const MERCHANT = 'cluster';
 const WEBHOOK_APPS = 6;
@@ -100,7 +118,8 @@ function portAllocator(): () => Promise<number> {
 
 interface Stack {
   postgres?: Postgres;
-  server?: ManagedProcess;
+  /** The Temporal server's processes: one, or five when split (CLUSTER_TOPOLOGY). */
+  servers: ManagedProcess[];
   sandbox?: ManagedProcess;
   workers: ManagedProcess[];
   apis: ManagedProcess[];
@@ -115,7 +134,7 @@ interface Stack {
  * already; stopping them all first keeps any from being restarted), then the temp PostgreSQL folder removed.
  */
 async function abortAll(stack: Stack): Promise<void> {
-  const all = [...stack.workers, ...stack.apis, stack.sandbox, stack.server, stack.postgres?.process];
+  const all = [...stack.workers, ...stack.apis, stack.sandbox, ...stack.servers, stack.postgres?.process];
   await Promise.all(all.filter((p) => p !== undefined).map((p) => p.stop(5_000)));
   await stack.postgres?.stop();
   if (stack.variantsDir) rmSync(stack.variantsDir, { recursive: true, force: true });
@@ -127,7 +146,7 @@ async function stopInOrder(stack: Stack): Promise<void> {
   await Promise.all([...stack.workers, ...stack.apis].map((p) => p.stop()));
   await stack.sandbox?.stop();
   await stack.merchant?.close();
-  await stack.server?.stop();
+  await Promise.all(stack.servers.map((p) => p.stop()));
   await stack.postgres?.stop();
   if (stack.variantsDir) rmSync(stack.variantsDir, { recursive: true, force: true });
 }
@@ -151,7 +170,7 @@ async function main(): Promise<number> {
       `[${secs(tReady - t0)}]`,
   );
 
-  const stack: Stack = { workers: [], apis: [] };
+  const stack: Stack = { workers: [], apis: [], servers: [] };
   running = stack;
   const findings: string[] = [];
   // Build A is dist; B and C (the rolling upgrade's) are built from it in a child process while the first phase runs.
@@ -186,13 +205,19 @@ async function main(): Promise<number> {
     await runSetup(root, 'schema', schemaEnv, logOf('setup')); // again: a set-up database is left as it is
     const ports = await serverPorts(port);
     const address = `127.0.0.1:${ports.grpc}`;
-    stack.server = temporalServer(
-      tools,
-      serverEnv(pg, ports, join(root, 'deploy', 'temporal', 'dynamicconfig.yaml')),
-      logOf('temporal-server'),
-      runDir,
-    );
-    stack.server.start();
+    const baseEnv = {
+      ...serverEnv(pg, ports, join(root, 'deploy', 'temporal', 'dynamicconfig.yaml')),
+      ...(TOPOLOGY === 'split' ? { NUM_HISTORY_SHARDS: String(SPLIT_HISTORY_SHARDS) } : {}),
+    };
+    const history2 =
+      TOPOLOGY === 'split'
+        ? { grpc: await port(), membership: await freeMembershipPort(new Set(Object.values(ports.membership))) }
+        : undefined;
+    for (const spec of serverProcesses(TOPOLOGY, baseEnv, history2)) {
+      const server = temporalServer(tools, spec.env, logOf(spec.name), runDir, spec.services, spec.name);
+      stack.servers.push(server);
+      server.start();
+    }
     const initEnv = {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
@@ -386,6 +411,16 @@ async function main(): Promise<number> {
     await sleep(Math.max(0, killedAt + 3_000 - Date.now()));
     apiVictim.start();
     await waitForHttp(`${internalUrls[0]}/readyz`, 60_000);
+    if (TOPOLOGY === 'split') {
+      // A history host lost mid-run: its shards move to the other history process, and back once it returns.
+      const history = stack.servers.find((p) => p.name === 'temporal-history-2')!;
+      const tKill = Date.now();
+      await history.kill('SIGKILL');
+      out(`  SIGKILL ${history.name} (half of the ${SPLIT_HISTORY_SHARDS} shards); restarted after 10 s`);
+      await sleep(10_000);
+      history.start();
+      out(`  ${history.name} started again [${secs(Date.now() - tKill)}]`);
+    }
 
     // ---- settle ---------------------------------------------------------------------------------------------
     const settleBound = Date.now() + 300_000;
@@ -491,7 +526,7 @@ async function main(): Promise<number> {
         `${takeover.finishedBeforeKill} finished before the kill, ${takeover.closedOtherwise} canceled by their workflow`,
     );
 
-    for (const p of [stack.postgres.process, stack.server, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
+    for (const p of [stack.postgres.process, ...stack.servers, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
       for (const e of p?.unexpectedExits ?? []) findings.push(`${e.name} exited on its own (${e.code ?? e.signal})`);
     }
     out(

@@ -106,15 +106,62 @@ export function temporalServer(
   env: NodeJS.ProcessEnv,
   logFile: string,
   cwd: string,
+  services: readonly TemporalService[] = [],
+  name = 'temporal-server',
 ): ManagedProcess {
   return new ManagedProcess(
-    'temporal-server',
+    name,
     tools.server,
-    ['--config-file', tools.configTemplate, '--allow-no-auth', 'start'],
+    ['--config-file', tools.configTemplate, '--allow-no-auth', 'start', ...services.flatMap((s) => ['--service', s])],
     env,
     logFile,
     cwd,
   );
+}
+
+export type TemporalService = 'frontend' | 'history' | 'matching' | 'worker';
+
+/**
+ * CLUSTER_TOPOLOGY: `single` (one process, every service: the quick run CI does) or `split` (production's shape:
+ * a frontend, two history processes, a matching and a worker service, each its own process; they find each other
+ * through the cluster_membership table, as on several hosts).
+ */
+export type ClusterTopology = 'single' | 'split';
+
+/**
+ * History shards: fixed when the cluster is created and never changed after. 4 (the template's default) for the quick
+ * single-process run; 512 when split, production's order of magnitude: enough to spread over tens of history hosts
+ * later (shards move between history processes, a shard never splits), few enough that two processes on a small
+ * machine acquire them all within a minute.
+ */
+export const SPLIT_HISTORY_SHARDS = 512;
+
+export interface ServerProcessSpec {
+  name: string;
+  services: TemporalService[];
+  /** Ports of this process's own services, over the shared environment (a second history process has its own). */
+  env: NodeJS.ProcessEnv;
+}
+
+/** The server processes of a topology over `base` (serverEnv); a split's second history gets `history2` ports. */
+export function serverProcesses(
+  topology: ClusterTopology,
+  base: NodeJS.ProcessEnv,
+  history2?: { grpc: number; membership: number },
+): ServerProcessSpec[] {
+  if (topology === 'single') return [{ name: 'temporal-server', services: [], env: base }];
+  if (!history2) throw new Error('a split cluster needs the second history process its ports');
+  return [
+    { name: 'temporal-frontend', services: ['frontend'], env: base },
+    { name: 'temporal-history-1', services: ['history'], env: base },
+    {
+      name: 'temporal-history-2',
+      services: ['history'],
+      env: { ...base, HISTORY_GRPC_PORT: String(history2.grpc), HISTORY_MEMBERSHIP_PORT: String(history2.membership) },
+    },
+    { name: 'temporal-matching', services: ['matching'], env: base },
+    { name: 'temporal-worker', services: ['worker'], env: base },
+  ];
 }
 
 /** Runs deploy/temporal/setup.sh with `step`; rejects with its exit code (its output goes to `logFile`). */
