@@ -213,10 +213,14 @@ async function main(): Promise<number> {
       TOPOLOGY === 'split'
         ? { grpc: await port(), membership: await freeMembershipPort(new Set(Object.values(ports.membership))) }
         : undefined;
-    for (const spec of serverProcesses(TOPOLOGY, baseEnv, history2)) {
+    for (const [i, spec] of serverProcesses(TOPOLOGY, baseEnv, history2).entries()) {
       const server = temporalServer(tools, spec.env, logOf(spec.name), runDir, spec.services, spec.name);
       stack.servers.push(server);
       server.start();
+      // The first process writes the cluster's metadata record; others started with it race to write it too, and
+      // the losers exit ("SaveClusterMetadata encountered version mismatch"). So the rest start once it serves.
+      if (i === 0 && TOPOLOGY === 'split')
+        await waitForHttp(`http://127.0.0.1:${ports.http}/api/v1/namespaces`, 120_000);
     }
     const initEnv = {
       PATH: process.env.PATH ?? '',
@@ -230,7 +234,11 @@ async function main(): Promise<number> {
     await runSetup(root, 'init', initEnv, logOf('setup')); // again: nothing to create, still verified
     const tUp = Date.now();
     out(
-      `  Temporal ${tools.version} on PostgreSQL at ${address}; setup.sh schema and init, each twice ` +
+      `  Temporal ${tools.version} on PostgreSQL at ${address}` +
+        (TOPOLOGY === 'split'
+          ? ` (split: ${stack.servers.map((p) => p.name.replace('temporal-', '')).join(', ')}; ${SPLIT_HISTORY_SHARDS} shards)`
+          : '') +
+        `; setup.sh schema and init, each twice ` +
         `[${secs(tUp - tReady)}]`,
     );
 
