@@ -1,4 +1,3 @@
-import { Pool, type PoolClient } from 'pg';
 import {
   chainRecord,
   GENESIS_HASH,
@@ -11,7 +10,7 @@ import {
   type StoredRecord,
 } from '../security/audit-chain';
 import { AuditUnavailableError, type AuditLog, type AuditQuery } from './audit-log';
-import { describeUrl } from './setting';
+import { PostgresStore } from './postgres-store';
 
 /**
  * The audit trail of a deployment with several API processes (AUDIT_LOG=postgres://…, docs/security.md#audit-trail):
@@ -61,36 +60,10 @@ END $$;
 /** Rows read per round trip by verify. */
 const VERIFY_BATCH = 5_000;
 
-export class PostgresAuditLog implements AuditLog {
-  readonly location: string;
-  private readonly pool: Pool;
-  private schema: Promise<void> | undefined;
-
+export class PostgresAuditLog extends PostgresStore implements AuditLog {
   /** `url`: a postgres:// connection string (its password is never shown: `location` is host, port and database). */
   constructor(url: string, options: { maxConnections?: number } = {}) {
-    this.location = describeUrl(url);
-    this.pool = new Pool({
-      connectionString: url,
-      max: options.maxConnections ?? 4,
-      connectionTimeoutMillis: 5_000,
-      // An audited action waits for its append: a database that does not answer fails it rather than holding it.
-      query_timeout: 10_000,
-      application_name: 'paylater-audit',
-    });
-    // An idle connection that breaks is replaced by the pool; the next query reports the database's state.
-    this.pool.on('error', () => undefined);
-  }
-
-  /** Creates the tables and triggers once (idempotent, serialized across processes); again after a failure. */
-  ready(): Promise<void> {
-    this.schema ??= this.transaction(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
-      await c.query(SCHEMA);
-    }).catch((err: unknown) => {
-      this.schema = undefined;
-      throw err;
-    });
-    return this.schema;
+    super(url, { sql: SCHEMA, lock: SCHEMA_LOCK }, { applicationName: 'paylater-audit', ...options });
   }
 
   async append(entry: AuditEntry): Promise<AuditRecord> {
@@ -171,24 +144,5 @@ export class PostgresAuditLog implements AuditLog {
     );
     const head = rows[0] ? { sequence: Number(rows[0].sequence), hash: rows[0].hash } : undefined;
     return verifyAuditChain(stored, expectedHead ?? head);
-  }
-
-  async close(): Promise<void> {
-    await this.pool.end();
-  }
-
-  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }

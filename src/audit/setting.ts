@@ -4,23 +4,27 @@ import { join } from 'node:path';
 export const AUDIT_LOG = 'AUDIT_LOG';
 
 /** Where the audit trail is kept (AUDIT_LOG): a file of JSON lines, or a PostgreSQL database. */
-export type AuditLogSetting = { kind: 'file'; path: string } | { kind: 'postgres'; url: string };
+export type AuditLogSetting = StoreSetting;
 
 /** AUDIT_LOG unset: a file in the data folder the embedded stack keeps its state in (TEMPORAL_DATA_DIR). */
 export function defaultAuditLogSetting(dataDir: string): AuditLogSetting {
   return { kind: 'file', path: join(dataDir, 'audit', 'audit.jsonl') };
 }
 
+/** Where a store is kept: a file (one machine), or PostgreSQL (several processes). AUDIT_LOG and MERCHANT_KEY_STORE. */
+export type StoreSetting = { kind: 'file'; path: string } | { kind: 'postgres'; url: string };
+
 /**
- * AUDIT_LOG's value: `file:<path>` (relative to the working directory) or `postgres://…` / `postgresql://…`.
- * The problem never repeats a postgres URL (it may hold a password).
+ * A store's setting: `file:<path>` (relative to the working directory) or `postgres://…` / `postgresql://…`
+ * (AUDIT_LOG, and MERCHANT_KEY_STORE in src/keys/setting.ts). The problem never repeats a postgres URL (it may hold a
+ * password); `exampleFile` is the path its message suggests.
  */
-export function parseAuditLogSetting(value: string): { setting: AuditLogSetting } | { problem: string } {
+export function parseStoreSetting(value: string, exampleFile: string): { setting: StoreSetting } | { problem: string } {
   const v = value.trim();
   if (v.startsWith('file:')) {
     const path = v.slice('file:'.length);
     if (path === '' || path.endsWith('/'))
-      return { problem: 'file: needs the path of a file, e.g. file:data/audit/audit.jsonl' };
+      return { problem: `file: needs the path of a file, e.g. file:${exampleFile}` };
     return { setting: { kind: 'file', path } };
   }
   if (/^postgres(ql)?:\/\//i.test(v)) {
@@ -37,10 +41,18 @@ export function parseAuditLogSetting(value: string): { setting: AuditLogSetting 
   return { problem: 'must be file:<path> or postgres://user:password@host:5432/database' };
 }
 
-/** Where a setting points, for messages and logs (no password). */
-export function describeAuditLogSetting(setting: AuditLogSetting): string {
+/** AUDIT_LOG's value (parseStoreSetting). */
+export function parseAuditLogSetting(value: string): { setting: AuditLogSetting } | { problem: string } {
+  return parseStoreSetting(value, 'data/audit/audit.jsonl');
+}
+
+/** Where a store's setting points, for messages and logs (no password). */
+export function describeStoreSetting(setting: StoreSetting): string {
   return setting.kind === 'file' ? `file ${setting.path}` : describeUrl(setting.url);
 }
+
+/** Where AUDIT_LOG points, for messages and logs (no password). */
+export const describeAuditLogSetting: (setting: AuditLogSetting) => string = describeStoreSetting;
 
 /** `postgres://host:port/database`, without user or password. */
 export function describeUrl(url: string): string {

@@ -1,6 +1,6 @@
-import { Pool, type PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 import type { MerchantKeyRecord, MerchantKeyStore, WrappedMerchantKey } from '../security/merchant-keys';
-import { describeUrl } from '../audit/setting';
+import { PostgresStore } from '../audit/postgres-store';
 
 /**
  * The merchant key store of a deployment with several processes (MERCHANT_KEY_STORE=postgres://…,
@@ -38,33 +38,10 @@ interface KeyRow {
   created_at: Date;
 }
 
-export class PostgresMerchantKeyStore implements MerchantKeyStore {
-  readonly location: string;
-  private readonly pool: Pool;
-  private schema: Promise<void> | undefined;
-
+export class PostgresMerchantKeyStore extends PostgresStore implements MerchantKeyStore {
+  /** `url`: a postgres:// connection string (its password is never shown: `location` is host, port and database). */
   constructor(url: string, options: { maxConnections?: number } = {}) {
-    this.location = describeUrl(url);
-    this.pool = new Pool({
-      connectionString: url,
-      max: options.maxConnections ?? 4,
-      connectionTimeoutMillis: 5_000,
-      query_timeout: 10_000,
-      application_name: 'paylater-merchant-keys',
-    });
-    this.pool.on('error', () => undefined);
-  }
-
-  /** Creates the tables once (idempotent, serialized across processes); again after a failure. */
-  ready(): Promise<void> {
-    this.schema ??= this.transaction(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
-      await c.query(SCHEMA);
-    }).catch((err: unknown) => {
-      this.schema = undefined;
-      throw err;
-    });
-    return this.schema;
+    super(url, { sql: SCHEMA, lock: SCHEMA_LOCK }, { applicationName: 'paylater-merchant-keys', ...options });
   }
 
   async read(merchantId: string): Promise<MerchantKeyRecord | undefined> {
@@ -112,25 +89,6 @@ export class PostgresMerchantKeyStore implements MerchantKeyStore {
       await c.query(`DELETE FROM ${KEYS} WHERE merchant_id = $1`, [merchantId]);
       return (await readIn(c, merchantId))!;
     });
-  }
-
-  async close(): Promise<void> {
-    await this.pool.end();
-  }
-
-  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }
 
