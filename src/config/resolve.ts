@@ -363,10 +363,10 @@ export function loadConfig(
     audit: e.AUDIT_LOG ?? defaultAuditLogSetting(e.TEMPORAL_DATA_DIR),
     merchantKeys: {
       store: e.MERCHANT_KEY_STORE ?? defaultMerchantKeyStoreSetting(e.TEMPORAL_DATA_DIR),
-      // With a real bank and no store named, processes (containers) may not share the default file: read merchant
-      // keys, write under the master, until MERCHANT_KEY_STORE names a shared store (docs/security.md).
-      encrypt:
-        (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE || !e.BANK_BASE_URL ? 'on' : 'decrypt-only')) === 'on',
+      // Written under merchant keys only once MERCHANT_KEY_STORE names a store: processes (containers) may not share
+      // the default file, and the typed client reads with the master keys alone (docs/security.md). Until then merchant
+      // keys are read, and everything is written under the master.
+      encrypt: (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE ? 'on' : 'decrypt-only')) === 'on',
       cacheTtlMs: e.MERCHANT_KEY_CACHE_TTL ?? DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
     },
     env,

@@ -1108,7 +1108,7 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     description:
       "`on`: a merchant's payloads are written under its own key; `decrypt-only`: read them, write under the master (a rollout's first step)",
     default:
-      '`on` with MERCHANT_KEY_STORE set or embedded; else `decrypt-only` (a per-container file is no shared store)',
+      '`on` with MERCHANT_KEY_STORE set; else `decrypt-only` (a per-container file is no shared store; the typed client reads with the master keys)',
   },
   MERCHANT_KEY_CACHE_TTL: {
     processes: ALL,

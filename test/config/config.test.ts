@@ -476,6 +476,17 @@ describe('loadConfig', () => {
       ]);
     });
 
+    it('writes under merchant keys only once MERCHANT_KEY_STORE names a store (the typed client reads with the master keys)', () => {
+      expect(loadConfig({}).merchantKeys.encrypt).toBe(false);
+      expect(loadConfig(REAL_BANK).merchantKeys.encrypt).toBe(false);
+      expect(loadConfig({ MERCHANT_KEY_STORE: 'file:data/keys/merchant-keys.json' }).merchantKeys.encrypt).toBe(true);
+      expect(loadConfig({ MERCHANT_KEY_ENCRYPTION: 'on' }).merchantKeys.encrypt).toBe(true);
+      expect(
+        loadConfig({ MERCHANT_KEY_STORE: 'file:keys.json', MERCHANT_KEY_ENCRYPTION: 'decrypt-only' }).merchantKeys
+          .encrypt,
+      ).toBe(false);
+    });
+
     it('takes the configured keys in order (the first encrypts), in the embedded default too', () => {
       for (const env of [REAL_BANK, { PAYLOAD_ENCRYPTION_KEYS: PAYLOAD_KEYS }]) {
         const config = loadConfig(env);
