@@ -1,6 +1,7 @@
 import type { AuditLog } from './audit-log';
 import { FileAuditLog } from './file-audit-log';
 import { PostgresAuditLog } from './postgres-audit-log';
+import { PostgresStore } from './postgres-store';
 import type { AuditLogSetting } from './setting';
 
 /**
@@ -9,14 +10,7 @@ import type { AuditLogSetting } from './setting';
  */
 export async function openAuditLogWriter(setting: AuditLogSetting): Promise<AuditLog> {
   if (setting.kind === 'file') return FileAuditLog.openWriter(setting.path);
-  const log = new PostgresAuditLog(setting.url);
-  try {
-    await log.ready();
-  } catch (err) {
-    await log.close().catch(() => undefined);
-    throw err;
-  }
-  return log;
+  return PostgresStore.opened(new PostgresAuditLog(setting.url));
 }
 
 /** The store to read (`npm run audit:verify`): nothing is locked or created but PostgreSQL's tables. */

@@ -46,6 +46,17 @@ export abstract class PostgresStore {
     await this.pool.end();
   }
 
+  /** `store` with its tables made, or closed and the error thrown: a process that cannot keep its store does not start. */
+  static async opened<S extends PostgresStore>(store: S): Promise<S> {
+    try {
+      await store.ready();
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw err;
+    }
+    return store;
+  }
+
   protected async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {

@@ -1,5 +1,6 @@
 import type { MerchantKeyStore } from '../security/merchant-keys';
 import { FileMerchantKeyStore } from './file-merchant-key-store';
+import { PostgresStore } from '../audit/postgres-store';
 import { PostgresMerchantKeyStore } from './postgres-merchant-key-store';
 import type { MerchantKeyStoreSetting } from './setting';
 
@@ -13,12 +14,5 @@ export async function openMerchantKeyStore(setting: MerchantKeyStoreSetting): Pr
     await store.ready();
     return store;
   }
-  const store = new PostgresMerchantKeyStore(setting.url);
-  try {
-    await store.ready();
-  } catch (err) {
-    await store.close().catch(() => undefined);
-    throw err;
-  }
-  return store;
+  return PostgresStore.opened(new PostgresMerchantKeyStore(setting.url));
 }

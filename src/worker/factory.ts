@@ -356,7 +356,8 @@ export async function startWorker(options: {
       activities,
       dataConverter: options.dataConverter,
       workflowBundle: options.workflowBundle,
-      tuning: config.worker,
+      // Sized once, here (the log below says why); createWorker sizes a cache left unset itself.
+      tuning: { ...config.worker, maxCachedWorkflows: cache.size },
       bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
       tracing: options.tracing,
       deployment,
