@@ -1,11 +1,13 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { benchBankClient } from './bank-client.bench';
+import { benchBurst } from './burst.bench';
 import { benchColdStart } from './cold-start.bench';
 import { benchDeployUnderLoad } from './deploy-under-load.bench';
 import { benchLifecycle } from './lifecycle.bench';
 import { benchOpenApplications } from './open-applications.bench';
 import { benchReceiver } from './receiver.bench';
 import { benchReceiverHttp } from './receiver-http.bench';
+import { benchScaleOut } from './scale-out.bench';
 import { benchTenancyThroughput } from './tenancy-throughput.bench';
 import { benchWebhookFlood } from './webhook-flood.bench';
 import { benchWorkerMemory } from './worker-memory.bench';
@@ -31,6 +33,10 @@ async function main(): Promise<void> {
     ['webhook-flood', benchWebhookFlood],
     // About 20 minutes at the default 10,000 applications (BENCH_OPEN_APPLICATIONS sets the count).
     ['open-applications', benchOpenApplications],
+    // 10,000 applications through the facade in 60 s on a worker with a 768 MiB heap (BENCH_BURST_*): ≈10 min.
+    ['burst', benchBurst, true],
+    // The split cluster, 4 workers, 2 APIs, 50,000 applications with kills (BENCH_SCALE_OUT_*): hours.
+    ['scale-out', benchScaleOut, true],
     ['worker-memory', benchWorkerMemory, true], // ≈15 min per cache size (10,000 applications)
     // This checkout against BENCH_BASELINE_REF (default a3f4fed); ≈6 min, plus ≈1 min building the baseline.
     ['tenancy-throughput', benchTenancyThroughput],

@@ -49,18 +49,9 @@ import {
   waitForPollers,
   waitForTransactions,
 } from './flows';
-import { startPostgres, type Postgres } from './postgres';
-import {
-  SPLIT_HISTORY_SHARDS,
-  clusterToolchain,
-  freeMembershipPort,
-  runSetup,
-  serverEnv,
-  serverPorts,
-  serverProcesses,
-  temporalServer,
-  type ClusterTopology,
-} from './temporal-server';
+import type { Postgres } from './postgres';
+import { startTemporalCluster } from './temporal-cluster';
+import { SPLIT_HISTORY_SHARDS, clusterToolchain, type ClusterTopology } from './temporal-server';
 import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
 
 /**
@@ -184,54 +175,18 @@ async function main(): Promise<number> {
   variants.catch(() => undefined); // awaited by the upgrade phase; a failure there is its finding
   try {
     // ---- PostgreSQL and the Temporal server, set up by setup.sh ---------------------------------------------
-    stack.postgres = await startPostgres({
-      binDir: tools.postgresBinDir,
-      port: await port(),
-      user: 'temporal',
-      password: randomBytes(18).toString('base64url'),
-      logFile: logOf('postgres'),
+    const { address } = await startTemporalCluster({
+      root,
+      tools,
+      cli,
+      topology: TOPOLOGY,
+      port,
+      logOf,
+      runDir,
+      namespace: NAMESPACE,
+      into: stack,
+      setupTwice: true,
     });
-    const pg = stack.postgres;
-    const schemaEnv = {
-      PATH: process.env.PATH ?? '',
-      POSTGRES_SEEDS: pg.host,
-      DB_PORT: String(pg.port),
-      POSTGRES_USER: pg.user,
-      POSTGRES_PWD: pg.password,
-      TEMPORAL_SQL_TOOL: tools.sqlTool,
-      TEMPORAL_SCHEMA_DIR: tools.schemaDir,
-    };
-    await runSetup(root, 'schema', schemaEnv, logOf('setup'));
-    await runSetup(root, 'schema', schemaEnv, logOf('setup')); // again: a set-up database is left as it is
-    const ports = await serverPorts(port);
-    const address = `127.0.0.1:${ports.grpc}`;
-    const baseEnv = {
-      ...serverEnv(pg, ports, join(root, 'deploy', 'temporal', 'dynamicconfig.yaml')),
-      ...(TOPOLOGY === 'split' ? { NUM_HISTORY_SHARDS: String(SPLIT_HISTORY_SHARDS) } : {}),
-    };
-    const history2 =
-      TOPOLOGY === 'split'
-        ? { grpc: await port(), membership: await freeMembershipPort(new Set(Object.values(ports.membership))) }
-        : undefined;
-    for (const [i, spec] of serverProcesses(TOPOLOGY, baseEnv, history2).entries()) {
-      const server = temporalServer(tools, spec.env, logOf(spec.name), runDir, spec.services, spec.name);
-      stack.servers.push(server);
-      server.start();
-      // The first process writes the cluster's metadata record; others started with it race to write it too, and
-      // the losers exit ("SaveClusterMetadata encountered version mismatch"). So the rest start once it serves.
-      if (i === 0 && TOPOLOGY === 'split')
-        await waitForHttp(`http://127.0.0.1:${ports.http}/api/v1/namespaces`, 120_000);
-    }
-    const initEnv = {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      TEMPORAL_ADDRESS: address,
-      TEMPORAL_NAMESPACE: NAMESPACE,
-      TEMPORAL_CLI: cli,
-      TEMPORAL_INIT_TIMEOUT_S: '180',
-    };
-    await runSetup(root, 'init', initEnv, logOf('setup'));
-    await runSetup(root, 'init', initEnv, logOf('setup')); // again: nothing to create, still verified
     const tUp = Date.now();
     out(
       `  Temporal ${tools.version} on PostgreSQL at ${address}` +
@@ -534,7 +489,7 @@ async function main(): Promise<number> {
         `${takeover.finishedBeforeKill} finished before the kill, ${takeover.closedOtherwise} canceled by their workflow`,
     );
 
-    for (const p of [stack.postgres.process, ...stack.servers, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
+    for (const p of [stack.postgres?.process, ...stack.servers, stack.sandbox, ...stack.apis, stack.workers[1]!]) {
       for (const e of p?.unexpectedExits ?? []) findings.push(`${e.name} exited on its own (${e.code ?? e.signal})`);
     }
     out(

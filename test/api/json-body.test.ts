@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { hardBound } from '../../src/api/deadlines';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { HttpError, isTemporalUnavailable } from '../../src/api/problem-details';
 import { loggablePath } from '../../src/security/redaction';
 import { hasJsonContentType, jsonTooDeep, MAX_JSON_DEPTH, readJsonBody } from '../../src/api/json-body';
@@ -139,6 +140,30 @@ describe('isTemporalUnavailable', () => {
       cause: grpc(5, 'Namespace default is not found.'),
     });
     expect(isTemporalUnavailable(restarted)).toBe(true);
+    // The client's NamespaceNotFoundError over the gRPC answer (an overloaded dev server, the burst bench).
+    const wrapped = Object.assign(new NamespaceNotFoundError('default'), {
+      cause: grpc(5, 'Update-with-Start could not be executed.'),
+    });
+    expect(isTemporalUnavailable(wrapped)).toBe(true);
+  });
+
+  it('takes the server’s own failures and a run whose workflow task keeps failing for unavailable (503)', () => {
+    const grpc = (code: number, details: string) =>
+      Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+    expect(isTemporalUnavailable(grpc(2, 'something went wrong, please retry (1b72822f)'))).toBe(true);
+    expect(isTemporalUnavailable(grpc(13, 'internal'))).toBe(true);
+    const query = new Error('Failed to query Workflow', {
+      cause: grpc(9, 'Unable to query workflow due to Workflow Task in failed state.'),
+    });
+    expect(isTemporalUnavailable(query)).toBe(true);
+    // The client's error of an update (no gRPC error under it).
+    expect(
+      isTemporalUnavailable(
+        new Error('Unable to perform workflow execution update due to Workflow Task in failed state.'),
+      ),
+    ).toBe(true);
+    expect(isTemporalUnavailable(grpc(9, 'workflow execution already completed'))).toBe(false);
+    expect(isTemporalUnavailable(new Error('boom'))).toBe(false);
     expect(isTemporalUnavailable(grpc(5, 'workflow execution not found'))).toBe(false);
     expect(isTemporalUnavailable(grpc(14, 'connection refused'))).toBe(true);
   });
