@@ -68,9 +68,9 @@ export async function benchScaleOut(): Promise<void> {
   let connection: Connection | undefined;
   const stopAll = async () => {
     await connection?.close().catch(() => undefined);
-    for (const p of processes) await p.stop();
-    for (const e of endpoints) await e.close();
-    for (const p of cluster.servers) await p.stop();
+    await Promise.all(processes.map((p) => p.stop()));
+    await Promise.all(endpoints.map((e) => e.close()));
+    await Promise.all(cluster.servers.map((p) => p.stop()));
     await cluster.postgres?.stop();
   };
   // Ctrl-C or SIGTERM stops every process and removes the temp PostgreSQL (the SDK's Runtime would keep this alive).
