@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startSandbox } from '../../src/sandbox';
 import { DEFAULT_POLL_POLICY, pollSchedule } from '../../src/shared/poll-policy';
 import { ephemeralDevServerOptions } from '../../src/temporal/dev-server';
-import { cpuSeconds, freePort, rssMiB } from '../harness/processes';
+import { cpuSeconds, freePort, rssMiB, sleep, startChild, waitReady } from '../harness/processes';
 import { report, runPool, summarize } from './stats';
 
 const MINUTE = 60_000;
@@ -38,10 +37,9 @@ export async function benchOpenApplications(): Promise<void> {
     tokenTtlSeconds: 3_600,
   });
   sandbox.control.setApplicationScript({ steps: [{ status: 'IN_PROGRESS', afterMs: 10 * 24 * HOUR }] });
-  const [apiPort, internalPort] = [await freePort(), await freePort()];
+  const [apiPort, internalPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const apiKey = `bench-merchant-key-${randomUUID()}`;
   const childEnv: Record<string, string> = {
-    ...(process.env as Record<string, string>),
     TEMPORAL_ADDRESS: env.address,
     TASK_QUEUE: `bench-open-${randomUUID().slice(0, 8)}`,
     BANK_BASE_URL: sandbox.url,
@@ -63,12 +61,18 @@ export async function benchOpenApplications(): Promise<void> {
     WEBHOOK_SECURITY_HEADER_WAIVED: 'true',
     LOG_LEVEL: 'warn',
   };
-  const worker = spawnEntry('dist/worker.js', childEnv);
-  const api = spawnEntry('dist/api/server.js', childEnv);
+  const worker = startChild('worker', join(ROOT, 'dist', 'worker.js'), {
+    ...childEnv,
+    WORKER_METRICS_PORT: String(metricsPort),
+  });
+  const api = startChild('api', join(ROOT, 'dist', 'api', 'server.js'), childEnv);
   const rssSamples: number[] = [];
-  const sampler = setInterval(() => rssSamples.push(rssMiB(worker.pid!)), 1_000);
+  const sampler = setInterval(() => rssSamples.push(rssMiB(worker.pid)), 1_000);
   try {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${internalPort}/readyz`)).ok, 60_000);
+    await Promise.all([
+      waitReady(worker, `http://127.0.0.1:${metricsPort}/readyz`),
+      waitReady(api, `http://127.0.0.1:${internalPort}/readyz`),
+    ]);
 
     // --- Creation through the facade, as merchants do.
     const statuses = new Map<number, number>();
@@ -101,12 +105,12 @@ export async function benchOpenApplications(): Promise<void> {
     // --- Steady state: every application past its responsive window, polling at the cap.
     await sleep(Math.max(0, settleMs - (performance.now() - createdAt)));
     const readsBefore = countReads(sandbox.control.apiCalls());
-    const cpuBefore = cpuSeconds(worker.pid!);
+    const cpuBefore = cpuSeconds(worker.pid);
     const wallBefore = performance.now();
     const rssBefore = rssSamples.length;
     await sleep(windowMs);
     const wall = (performance.now() - wallBefore) / 1000;
-    const cpu = (cpuSeconds(worker.pid!) - cpuBefore) / wall;
+    const cpu = (cpuSeconds(worker.pid) - cpuBefore) / wall;
     const reads = countReads(sandbox.control.apiCalls()) - readsBefore;
     const steadyRss = rssSamples.slice(rssBefore);
     report(`open applications: worker at steady state (${count})`, {
@@ -124,9 +128,12 @@ export async function benchOpenApplications(): Promise<void> {
       before: 120,
       cmd: CMD,
     });
+  } catch (err) {
+    for (const child of [worker, api]) if (child.tail()) process.stderr.write(`${child.tail()}\n`);
+    throw err;
   } finally {
     clearInterval(sampler);
-    await Promise.all([stop(api), stop(worker)]);
+    await Promise.all([api.stop(), worker.stop()]);
     await sandbox.close();
     await env.teardown();
   }
@@ -158,37 +165,3 @@ function countReads(calls: { route: string }[]): number {
   for (const c of calls) if (c.route === 'getStatus') n++;
   return n;
 }
-
-function spawnEntry(entry: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [join(ROOT, entry)], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let tail = '';
-  child.stderr?.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-2_000)));
-  child.once('exit', (code, signal) => {
-    if (code !== 0 && signal !== 'SIGTERM') process.stderr.write(`${entry} exited (${code ?? signal}): ${tail}\n`);
-  });
-  return child;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function waitFor(probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await probe()) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`not ready within ${timeoutMs} ms`);
-    await sleep(250);
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -7,7 +7,7 @@ import { startSandbox } from '../../src/sandbox';
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { ephemeralDevServerOptions } from '../../src/temporal/dev-server';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS, testDataConverter } from '../harness/temporal-fixtures';
-import { rssMiB } from '../harness/processes';
+import { freePort, rssMiB, startChild, waitReady } from '../harness/processes';
 import { CACHED_WORKFLOW_BYTES } from '../../src/worker/sizing';
 import { report, runPool } from './stats';
 
@@ -43,30 +43,26 @@ export async function benchWorkerMemory(): Promise<void> {
   try {
     for (const cache of caches) {
       const taskQueue = `bench-memory-${cache}-${randomUUID().slice(0, 8)}`;
-      const child = spawn(process.execPath, ['dist/worker.js'], {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH ?? '',
-          TEMPORAL_ADDRESS: env.address,
-          TASK_QUEUE: taskQueue,
-          BANK_BASE_URL: sandbox.url,
-          BANK_AUTH_URL: sandbox.url,
-          BANK_CLIENT_ID: 'bench',
-          BANK_CLIENT_SECRET: 'bench-secret',
-          PUBLIC_BASE_URL: 'http://127.0.0.1:9',
-          WEBHOOK_HASH_SECRET: 'bench-webhook-hash-secret-0123456789abcdef',
-          PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
-          WORKER_MAX_CACHED_WORKFLOWS: String(cache),
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
+      const metricsPort = await freePort();
+      const child = startChild('worker', join(root, 'dist', 'worker.js'), {
+        TEMPORAL_ADDRESS: env.address,
+        TASK_QUEUE: taskQueue,
+        BANK_BASE_URL: sandbox.url,
+        BANK_AUTH_URL: sandbox.url,
+        BANK_CLIENT_ID: 'bench',
+        BANK_CLIENT_SECRET: 'bench-secret',
+        PUBLIC_BASE_URL: 'http://127.0.0.1:9',
+        WEBHOOK_HASH_SECRET: 'bench-webhook-hash-secret-0123456789abcdef',
+        PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
+        WORKER_MAX_CACHED_WORKFLOWS: String(cache),
+        WORKER_METRICS_PORT: String(metricsPort),
+        LOG_LEVEL: 'warn',
       });
-      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
       let peak = 0;
-      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(child.pid!))), 250);
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(child.pid))), 250);
       try {
-        await new Promise((r) => setTimeout(r, 3_000)); // started (the workflow bundle is read, not built)
-        const idle = rssMiB(child.pid!);
+        await waitReady(child, `http://127.0.0.1:${metricsPort}/readyz`);
+        const idle = rssMiB(child.pid);
 
         const t0 = performance.now();
         const ids: string[] = new Array<string>(n);
@@ -86,7 +82,7 @@ export async function benchWorkerMemory(): Promise<void> {
         });
         const startS = (performance.now() - t0) / 1000;
         await new Promise((r) => setTimeout(r, 5_000));
-        const afterStart = { peak, settled: rssMiB(child.pid!) };
+        const afterStart = { peak, settled: rssMiB(child.pid) };
 
         // Every application wakes once (a webhook): reads for all, replays for those no longer cached.
         peak = 0;
@@ -112,14 +108,16 @@ export async function benchWorkerMemory(): Promise<void> {
           startPeakMiB: afterStart.peak,
           startSettledMiB: afterStart.settled,
           wakePeakMiB: peak,
-          wakeSettledMiB: rssMiB(child.pid!),
+          wakeSettledMiB: rssMiB(child.pid),
           startS,
           wakeS,
         });
+      } catch (err) {
+        if (child.tail()) process.stderr.write(`${child.tail()}\n`);
+        throw err;
       } finally {
         clearInterval(sampler);
-        child.kill('SIGTERM');
-        await exit;
+        await child.stop();
       }
     }
     // What one cached finance application costs: the RSS between two cache sizes over the workflows between them.
