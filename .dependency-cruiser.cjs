@@ -1,7 +1,7 @@
 /**
- * The import rule of the layout: each layer imports only from its own layer and the ones
- * below it, no module is in an import circle, workflow code imports only what is deterministic, and the harnesses
- * (bench, chaos, cluster) import no test code. Run by `npm run lint` (dependency-cruiser needs Node 22 or 24);
+ * The import rule of the layout: each layer imports only from its own layer and the ones below it, no module is in
+ * an import circle, workflow code imports only what is deterministic, and the tools (tools/: bench, chaos, cluster and
+ * their harness) import no test code. Run by `npm run lint` (dependency-cruiser needs Node 22 or 24);
  * test/lint/layers.test.ts proves each rule fires.
  *
  * A folder is given with its loose-file form too (`src/client.ts` and `src/client/`).
@@ -106,10 +106,10 @@ module.exports = {
       to: { path: src('sandbox') },
     },
     {
-      name: 'harnesses-import-no-tests',
+      name: 'tools-import-no-tests',
       severity: 'error',
-      comment: 'bench, chaos, cluster and harness share src/ and harness/, never test code (test/).',
-      from: { path: '^(bench|chaos|cluster|harness)/' },
+      comment: 'bench, chaos and cluster share src/ and tools/harness/, never test code (test/).',
+      from: { path: '^tools/' },
       to: { path: '^test/' },
     },
   ],

@@ -9,10 +9,7 @@ export default tseslint.config(
     ignores: [
       'dist/**',
       'packages/*/dist/**',
-      'dist-bench/**',
-      'dist-chaos/**',
-      'dist-cluster/**',
-      'dist-image/**',
+      'dist-tools/**',
       'dist-test/**',
       'node_modules/**',
       'coverage/**',
@@ -88,7 +85,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'cluster/**/*.ts', 'harness/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'tools/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

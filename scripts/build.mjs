@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `npm run build` (and so `npm start`'s prestart and the dev:* scripts): compile src into dist with the TypeScript
-// native compiler (TypeScript 7, the devDependency `typescript-native`; TypeScript 5.9 stays installed for the tools
-// that need its JavaScript API: ts-jest, typescript-eslint, `npm run typecheck`), then bundle the workflow code
-// (dist/worker/prebuilt-workflow-bundle.js, which skips a bundle whose manifest still matches its inputs).
+// `npm run build` (and so `npm start`'s prestart and the scripts that build before they run): compile src into dist
+// with the TypeScript native compiler (TypeScript 7, the devDependency `typescript-native`; TypeScript 5.9 stays
+// installed for the tools that need its JavaScript API: ts-jest, typescript-eslint, `npm run dev:typecheck`), then
+// bundle the workflow code (dist/worker/prebuilt-workflow-bundle.js, which skips a bundle whose manifest still
+// matches its inputs).
 // Nothing changed since the last build (the same sources, compiler settings and lockfile, and dist as that build left
 // it): nothing is done, so a start without changes does not compile. `--force` builds anyway.
 import { spawnSync } from 'node:child_process';

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test` and the other jest scripts (package.json): jest, so that stopping the npm process stops everything the
 // run started, as `npm start` does (src/entry/run-entry.ts). The arguments are jest's (`npm test -- --json …`) and
-// jest's exit code is this script's.
+// jest's exit code is this script's. Without `--selectProjects` it runs jest.config.js's `default` project (the
+// suite), so `npm test` and CI's direct runs (.ci/run) never start the load, browser or conformance tests.
 //
 // Jest runs in a process group of its own, and every process the tests start (jest's workers, the Temporal dev and
 // test servers, `npm start` and the stacks they spawn) is in it: none of them makes a group of its own. So:
@@ -80,12 +81,19 @@ async function endGroup(pgid, signal) {
   while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(100);
 }
 
-const jest = spawn(process.execPath, [require.resolve('jest/bin/jest'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  // Node's detached is setsid(): a new session and process group, led by jest (its pid is the group's id).
-  detached: true,
-  env: { ...process.env, PAYLATER_JEST_LAUNCHER_PID: String(process.pid) },
-});
+const args = process.argv.slice(2);
+const selects = args.some((arg) => /^--(selectProjects|ignoreProjects)(=|$)/.test(arg));
+const jest = spawn(
+  process.execPath,
+  // Last: `--selectProjects` takes every value up to the next option, test paths too.
+  [require.resolve('jest/bin/jest'), ...args, ...(selects ? [] : ['--selectProjects', 'default'])],
+  {
+    stdio: 'inherit',
+    // Node's detached is setsid(): a new session and process group, led by jest (its pid is the group's id).
+    detached: true,
+    env: { ...process.env, PAYLATER_JEST_LAUNCHER_PID: String(process.pid) },
+  },
+);
 jest.once('error', (err) => {
   log(`could not start jest: ${err.message}`);
   process.exit(1);

@@ -28,4 +28,4 @@ for example in "$chart"/examples/*.yaml; do
 done
 
 # The invariants, with helm required (the test fails rather than skips).
-PAYLATER_REQUIRE_TOOLS=1 HELM_PATH="$helm" exec node scripts/jest.mjs --config jest.helm.config.js "$@"
+PAYLATER_REQUIRE_TOOLS=1 HELM_PATH="$helm" exec node scripts/jest.mjs "$@" --selectProjects helm

@@ -1,7 +1,7 @@
 #!/bin/sh
 # One-shot set-up of a Postgres-backed Temporal cluster: SQL schemas, then, once the server is up, the namespace
 # and the contract's search attributes. Run by compose's temporal-setup and temporal-init services and by
-# `npm run test:cluster` (cluster/), so the same script is tested on every CI run.
+# `npm run test:cluster` (tools/cluster/), so the same script is tested on every CI run.
 # Every step is idempotent (safe to run again on a set-up cluster) and every failure stops the script.
 #
 # schema: DB_PORT (5432), POSTGRES_SEEDS, POSTGRES_USER, POSTGRES_PWD; TEMPORAL_SCHEMA_DIR (the admin-tools image's

@@ -7,7 +7,7 @@
  * checked against the OpenAPI document as it goes out (stack.openApi).
  */
 import { randomUUID } from 'node:crypto';
-import { answerProblems } from '../../harness/openapi';
+import { answerProblems } from '../../tools/harness/openapi';
 import { PROBLEM_CONTENT_TYPE, ProblemType, type ProblemBody } from '../../src/api/problem-details';
 import { startTestStack, type TestStack } from '../helpers/stack';
 

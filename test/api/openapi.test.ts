@@ -1,7 +1,7 @@
 /**
  * The OpenAPI document: valid OpenAPI 3.1 (a validator library), and in agreement with the Express routers of both
  * listeners (every route described, every operation routed, on the listener it names). Real answers are checked
- * against it in the stack tests (harness/openapi.ts); here, the probes and the reference page on a real app.
+ * against it in the stack tests (tools/harness/openapi.ts); here, the probes and the reference page on a real app.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +20,7 @@ import { DOCS_ASSETS } from '../../src/api/descriptions/api-docs';
 import { DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/api-docs';
 import { codecRoutes } from '../../src/api/routes/codec';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
-import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../../harness/openapi';
+import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../../tools/harness/openapi';
 import { testMerchants } from '../helpers/merchants';
 
 const VALIDATOR_CLI = join(__dirname, '../../node_modules/@seriousme/openapi-schema-validator/bin/validate-api-cli.js');

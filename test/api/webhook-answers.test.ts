@@ -18,7 +18,7 @@ import {
   transactionEventsWorkflowId,
 } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';
-import { postRaw } from '../../harness/http';
+import { postRaw } from '../../tools/harness/http';
 import { TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 const FINANCE = '/webhooks/finance-applications/:ref/:hash';

@@ -14,7 +14,7 @@ import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { consentClaimWorkflowId, lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';
-import { postRaw } from '../../harness/http';
+import { postRaw } from '../../tools/harness/http';
 import { TEST_MERCHANT, testMerchants } from '../helpers/merchants';
 
 const HASH_SECRET = 'pipeline-test-hash-secret-0123456789';

@@ -1,19 +1,19 @@
 /**
  * The audit trail in PostgreSQL (src/audit/postgres-audit-log.ts) against a real server: a throwaway cluster started
- * as `npm run test:cluster` starts one (cluster/postgres.ts). Several appenders, as several API processes, keep one
- * chain; the records cannot be updated or deleted through the table; an edit by its owner is found by verify.
+ * as `npm run test:cluster` starts one (tools/cluster/postgres.ts). Several appenders, as several API processes, keep
+ * one chain; the records cannot be updated or deleted through the table; an edit by its owner is found by verify.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { startPostgres, type Postgres } from '../../cluster/postgres';
-import { freePort } from '../../harness/processes';
+import { startPostgres, type Postgres } from '../../tools/cluster/postgres';
+import { freePort } from '../../tools/harness/processes';
 import { PostgresAuditLog } from '../../src/audit/postgres-audit-log';
 import { AuditUnavailableError } from '../../src/audit/audit-log';
 import type { AuditEntry } from '../../src/security/audit-chain';
-import { describeWithPostgres, findPostgresBinDir } from '../helpers/postgres';
+import { describeWithPostgres, findPostgresBinDir } from '../helpers/postgres-binaries';
 
 jest.setTimeout(120_000);
 

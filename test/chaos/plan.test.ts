@@ -1,9 +1,16 @@
 /**
- * The chaos run's seeded fault plan (chaos/plan.ts): the same seed gives the same plan, and the plan has the
+ * The chaos run's seeded fault plan (tools/chaos/plan.ts): the same seed gives the same plan, and the plan has the
  * rates, spacing and shapes the chaos run promises. Pure: no server.
  */
-import { describePlan, DEFAULT_SIZES, makeFaultPlan, RATES, REFRESH_TIMING, type TimedFault } from '../../chaos/plan';
-import { seededRng } from '../../chaos/prng';
+import {
+  describePlan,
+  DEFAULT_SIZES,
+  makeFaultPlan,
+  RATES,
+  REFRESH_TIMING,
+  type TimedFault,
+} from '../../tools/chaos/plan';
+import { seededRng } from '../../tools/chaos/prng';
 import { FINANCE_APPLICATION_STATUS_ORDER, TERMINAL_FINANCE_APPLICATION_STATUSES } from '../../src/shared/bank-wire';
 
 const SEEDS = [1, 2, 3, 4, 5, 42, 1000];

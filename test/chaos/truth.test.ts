@@ -1,15 +1,9 @@
 /**
- * The chaos run's ground-truth comparison (chaos/truth.ts) and timing figures (chaos/figures.ts), on hand-made
- * records of the bank sandbox and of what the product shows. Pure: no server.
+ * The chaos run's ground-truth comparison (tools/chaos/truth.ts) and timing figures (tools/chaos/figures.ts), on
+ * hand-made records of the bank sandbox and of what the product shows. Pure: no server.
  */
-import {
-  attemptFigures,
-  backAfter,
-  durationsByApi,
-  parsePrometheus,
-  slowest,
-  type ProbeSample,
-} from '../../chaos/figures';
+import { attemptFigures, backAfter, durationsByApi, slowest, type ProbeSample } from '../../tools/chaos/figures';
+import { parseExposition } from '../../tools/harness/exposition';
 import {
   compareApplications,
   compareRefreshes,
@@ -19,7 +13,7 @@ import {
   statusCallbackKey,
   type OurApplication,
   type OurRefreshRun,
-} from '../../chaos/truth';
+} from '../../tools/chaos/truth';
 import type { ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../../src/sandbox/types';
 
 const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 12, 0, s)).toISOString();
@@ -434,7 +428,7 @@ describe('timing figures', () => {
       bucket('+Inf', 99, '202'),
       'nodejs_eventloop_lag_max_seconds 0.25',
     ].join('\n');
-    const samples = [...parsePrometheus(text), ...parsePrometheus(text)]; // two API processes
+    const samples = [...parseExposition(text), ...parseExposition(text)]; // two API processes
     expect(samples.find((m) => m.name === 'nodejs_eventloop_lag_max_seconds')?.value).toBe(0.25);
     expect(durationsByApi(samples, '/webhooks/accounts', '503', [2.5, 5])).toEqual([
       { upTo: 2.5, count: 10 },

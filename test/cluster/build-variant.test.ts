@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
 import ts from 'typescript';
-import { applyPatch, resultMarkPatch, timerAtStartPatch, VARIANT_MARK_FIELD } from '../../cluster/build-variant';
+import { applyPatch, resultMarkPatch, timerAtStartPatch, VARIANT_MARK_FIELD } from '../../tools/cluster/build-variant';
 
 const root = join(__dirname, '..', '..');
 

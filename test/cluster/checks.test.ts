@@ -13,8 +13,8 @@ import {
   workflowTaskBuilds,
   type PendingAtKill,
   type RunBuilds,
-} from '../../cluster/checks';
-import { judgeFailingGate, judgePassingGate, type GateRun } from '../../cluster/replay-gate';
+} from '../../tools/cluster/checks';
+import { judgeFailingGate, judgePassingGate, type GateRun } from '../../tools/cluster/replay-gate';
 import type { ApplicationRecord } from '../../src/sandbox/types';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/shared/search-attributes';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Postgres } from '../../cluster/postgres';
-import { serverEnv, type ServerPorts } from '../../cluster/temporal-server';
+import type { Postgres } from '../../tools/cluster/postgres';
+import { serverEnv, type ServerPorts } from '../../tools/cluster/temporal-server';
 
 /**
  * `npm run test:cluster` runs the production path on the CI machine itself: what it starts listens on 127.0.0.1 only
@@ -29,10 +29,12 @@ it("binds Temporal's services to the loopback, with the run's database password"
 });
 
 it('starts PostgreSQL and the sandbox on the loopback, with a password generated for the run', () => {
-  expect(readFileSync(join(root, 'cluster', 'postgres.ts'), 'utf8')).toContain("'listen_addresses=127.0.0.1'");
-  const run = readFileSync(join(root, 'cluster', 'run.ts'), 'utf8');
+  expect(readFileSync(join(root, 'tools', 'cluster', 'postgres.ts'), 'utf8')).toContain("'listen_addresses=127.0.0.1'");
+  const run = readFileSync(join(root, 'tools', 'cluster', 'run.ts'), 'utf8');
   expect(run).toMatch(/password: randomBytes\(\d+\)\.toString\('base64url'\)/);
-  // The sandbox process as every harness starts it (harness/stack.ts), on the loopback.
+  // The sandbox process as every harness starts it (tools/harness/service-processes.ts), on the loopback.
   expect(run).toContain('sandboxProcess(');
-  expect(readFileSync(join(root, 'harness', 'stack.ts'), 'utf8')).toContain("SANDBOX_HOST: '127.0.0.1'");
+  expect(readFileSync(join(root, 'tools', 'harness', 'service-processes.ts'), 'utf8')).toContain(
+    "SANDBOX_HOST: '127.0.0.1'",
+  );
 });

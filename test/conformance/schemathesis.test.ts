@@ -4,8 +4,8 @@
  * running stack serves at /openapi.json and sends generated requests, valid and invalid, to every merchant route with
  * the merchant's key: each answer must be one the document describes for that route (status, content type, headers,
  * body schema), invalid input must be refused, no answer may be a 500, and a route must refuse a request without the
- * key. The stack is the in-process one of the other whole-stack tests (harness/in-process-stack.ts): a real Temporal
- * dev server, the bank sandbox over HTTP, a worker and both listeners.
+ * key. The stack is the in-process one of the other whole-stack tests (tools/harness/in-process-stack.ts): a real
+ * Temporal dev server, the bank sandbox over HTTP, a worker and both listeners.
  *
  * Bounded (CONFORMANCE_MAX_EXAMPLES per operation, 25 unless set; a fixed seed) so the step takes a few minutes.
  * Not checked: positive_data_acceptance, since some refusals of valid-looking input depend on rules no JSON Schema
@@ -16,7 +16,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestStack, type TestStack } from '../../harness/in-process-stack';
+import { startTestStack, type TestStack } from '../../tools/harness/in-process-stack';
 
 const ROOT = join(__dirname, '../..');
 const SCHEMATHESIS = join(ROOT, '.venv-tools/bin/schemathesis');

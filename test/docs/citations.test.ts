@@ -13,7 +13,7 @@ import { join, relative, resolve } from 'node:path';
 const root = resolve(__dirname, '../..');
 
 /** Where comments and docs live: the code's trees and the repository's own files. */
-const TREES = ['src', 'test', 'bench', 'chaos', 'cluster', 'harness', 'scripts', 'packages', 'docs', 'deploy', '.ci'];
+const TREES = ['src', 'test', 'tools', 'scripts', 'packages', 'docs', 'deploy', '.ci'];
 const ROOT_FILES = [
   'README.md',
   'CONTRIBUTING.md',

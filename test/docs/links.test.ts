@@ -63,7 +63,7 @@ function links(file: string): string[] {
  * (`test/api/finance-application*.test.ts`, `test/<folder>`) are not paths; a sentence's full stop is not part of one.
  */
 const REPOSITORY_PATH =
-  /(?<![\w./-])((?:src|test|bench|chaos|cluster|deploy|scripts|packages|docs|harness)\/[\w./-]*[\w/])(?![\w/*{<-]|\.[\w/*{<-])/g;
+  /(?<![\w./-])((?:src|test|tools|bench|chaos|cluster|deploy|scripts|packages|docs|harness)\/[\w./-]*[\w/])(?![\w/*{<-]|\.[\w/*{<-])/g;
 
 function repositoryPaths(text: string): { path: string; line: string }[] {
   return text

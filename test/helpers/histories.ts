@@ -43,4 +43,4 @@ export async function recordConsentHistory(name: string, handle: WorkflowHandle)
   writeFileSync(join(__dirname, '..', 'histories', `${name}.json`), consentHistoryFile(await handle.fetchHistory()));
 }
 
-export { runInputs, type RunInput } from '../../harness/histories';
+export { runInputs, type RunInput } from '../../tools/harness/run-inputs';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { claimConsent, type ConsentClaim } from '../../src/client/consent-claims';
-import { TEST_MERCHANT } from '../../harness/merchants';
+import { TEST_MERCHANT } from '../../tools/harness/merchant-fixtures';
 
 export {
   TEST_CALLBACK_SIGNING_MASTER_SECRET,
@@ -8,7 +8,7 @@ export {
   TEST_MERCHANT,
   testMerchants,
   type TestMerchantsOptions,
-} from '../../harness/merchants';
+} from '../../tools/harness/merchant-fixtures';
 
 /**
  * Claims the consent for the merchant (the stack's by default), as its first refresh would: only a claimed

@@ -2,33 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { executable } from '../../src/temporal/binaries';
 import { join } from 'node:path';
 
-/** One sample of the Prometheus text exposition format. */
-export interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Parses the text exposition format (enough for tests: no escaped quotes inside label values). */
-export function parseExposition(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[l[1]!] = l[2]!;
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-/** Sum of a series' samples whose labels include `match`. */
-export function sumOf(samples: Sample[], name: string, match: Record<string, string> = {}): number {
-  return samples
-    .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
-}
+/** The exposition format is read as the tools read it. */
+export { parseExposition, sumOf, type Sample } from '../../tools/harness/exposition';
 
 /** As the toolchain script finds promtool: PROMTOOL_PATH, .temporal/bin, then PATH; undefined when absent. */
 export function findPromtool(): string | undefined {

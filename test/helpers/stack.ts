@@ -1,2 +1,2 @@
-/** The whole stack in-process for a test file: harness/in-process-stack.ts (shared with the benches). */
-export * from '../../harness/in-process-stack';
+/** The whole stack in-process for a test file: tools/harness/in-process-stack.ts (shared with the benches). */
+export * from '../../tools/harness/in-process-stack';

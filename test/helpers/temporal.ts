@@ -1,6 +1,6 @@
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflows, testDataConverter, type TemporalTestContext } from '../../harness/temporal';
+import { bundleWorkflows, testDataConverter, type TemporalTestContext } from '../../tools/harness/temporal-fixtures';
 import { contractSearchAttributeTypes } from '../../src/temporal/dev-server';
 import { BANK_READ_ACTIVITIES, bankReadsTaskQueue } from '../../src/shared/task-queues';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
@@ -14,7 +14,7 @@ export {
   testDataConverter,
   testPayloadCodec,
   type TemporalTestContext,
-} from '../../harness/temporal';
+} from '../../tools/harness/temporal-fixtures';
 
 /**
  * The worker for the bank-reads task queue beside a main worker (production runs both in every worker process):

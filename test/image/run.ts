@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitForTemporal } from '../../harness/processes';
+import { waitForTemporal } from '../../tools/harness/processes';
 import { devServerArgs } from '../../src/temporal/dev-server-process';
 import { findTemporalCli, MISSING_BINARY_HELP, projectRoot } from '../../src/temporal/binaries';
 import {

@@ -1,7 +1,7 @@
 /**
  * The merchant key store in PostgreSQL (src/keys/postgres-merchant-key-store.ts) against a real server, started as the
- * audit trail's test starts one (cluster/postgres.ts): two stores (two processes) race for a generation and one key
- * wins; an erasure deletes the rows and no key is added after it; the envelope codec reads through it.
+ * audit trail's test starts one (tools/cluster/postgres.ts): two stores (two processes) race for a generation and one
+ * key wins; an erasure deletes the rows and no key is added after it; the envelope codec reads through it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { defaultPayloadConverter, type SerializationContext } from '@temporalio/common';
-import { startPostgres, type Postgres } from '../../cluster/postgres';
-import { freePort } from '../../harness/processes';
+import { startPostgres, type Postgres } from '../../tools/cluster/postgres';
+import { freePort } from '../../tools/harness/processes';
 import { PostgresMerchantKeyStore } from '../../src/keys/postgres-merchant-key-store';
 import { MerchantKeyRing, MerchantPayloadCodec, newWrappedKey } from '../../src/security/merchant-keys';
 import { payloadEncryptionKey } from '../../src/security/payload-codec';
-import { describeWithPostgres, findPostgresBinDir } from '../helpers/postgres';
+import { describeWithPostgres, findPostgresBinDir } from '../helpers/postgres-binaries';
 
 jest.setTimeout(120_000);
 

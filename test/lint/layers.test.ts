@@ -34,7 +34,7 @@ const describeWithNode = node ? describe : describe.skip;
 
 /** The fixture tree: each file's path and its source. */
 const FIXTURE: Record<string, string> = {
-  'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'commonjs', strict: true }, include: ['src', 'bench'] }),
+  'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'commonjs', strict: true }, include: ['src', 'tools'] }),
   // A circle: a → b → a.
   'src/api/a.ts': "import { b } from './b';\nexport const a = (): number => b() + 1;\n",
   'src/api/b.ts': "import { a } from './a';\nexport const b = (): number => (a.length > 9 ? 0 : 1);\n",
@@ -51,9 +51,9 @@ const FIXTURE: Record<string, string> = {
   // The sandbox imported by the API (only an entry point may).
   'src/sandbox/app.ts': 'export const sandbox = 1;\n',
   'src/api/bank.ts': "import { sandbox } from '../sandbox/app';\nexport const bank = sandbox;\n",
-  // A harness importing test code.
+  // A tool importing test code.
   'test/helpers/stack.ts': 'export const stack = 1;\n',
-  'bench/run.ts': "import { stack } from '../test/helpers/stack';\nexport const run = stack;\n",
+  'tools/bench/run.ts': "import { stack } from '../../test/helpers/stack';\nexport const run = stack;\n",
 };
 
 interface Violation {
@@ -75,7 +75,7 @@ describeWithNode('the import rule (.dependency-cruiser.cjs)', () => {
     // Exit status 1 when there are violations: the JSON report is on stdout either way.
     const run = promisify(execFile)(
       node!,
-      [DEPCRUISE, 'src', 'bench', '--config', CONFIG, '--output-type', 'json', '--no-progress'],
+      [DEPCRUISE, 'src', 'tools', '--config', CONFIG, '--output-type', 'json', '--no-progress'],
       { cwd: dir, maxBuffer: 16 * 1024 * 1024 },
     ).catch((err: Error & { stdout?: string; stderr?: string }) => {
       if (!err.stdout) throw new Error(`dependency-cruiser failed: ${err.stderr ?? err.message}`);
@@ -111,8 +111,8 @@ describeWithNode('the import rule (.dependency-cruiser.cjs)', () => {
     expect(found('sandbox-only-from-entry-points')).toEqual(['src/api/bank.ts → src/sandbox/app.ts']);
   });
 
-  it('fails on a harness importing test code', () => {
-    expect(found('harnesses-import-no-tests')).toEqual(['bench/run.ts → test/helpers/stack.ts']);
+  it('fails on a tool importing test code', () => {
+    expect(found('tools-import-no-tests')).toEqual(['tools/bench/run.ts → test/helpers/stack.ts']);
   });
 
   it('finds nothing else', () => {

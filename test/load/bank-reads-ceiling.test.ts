@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startFinanceApplication } from '../../src/client/finance-applications';
-import { runPool } from '../../bench/stats';
+import { runPool } from '../../tools/bench/stats';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { bundleWorkflows, eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';

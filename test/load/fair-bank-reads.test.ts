@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startFinanceApplication } from '../../src/client/finance-applications';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
-import { runPool } from '../../bench/stats';
+import { runPool } from '../../tools/bench/stats';
 import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { phases, phasesTimeout } from '../helpers/phases';
