@@ -36,7 +36,7 @@ const int = (name: string, fallback: number) => {
  * offered at BENCH_SCALE_OUT_RATE a second (20) through the facade; the bank's webhooks arrive shuffled (a random
  * delay each), duplicated (one to three copies) and 10 % dropped, so polling must find those. One history process is
  * SIGKILLed at 40 % of the load and started again 10 s later; one worker at 60 %, started again 5 s later.
- * Then every application is compared with the bank sandbox's truth (chaos/truth.ts): lost and wrong must be 0.
+ * Then every application is compared with the bank sandbox's truth (tools/chaos/truth.ts): lost and wrong must be 0.
  * Printed at the end: per-worker RSS and CPU, bank reads per application-hour and per merchant (the sandbox's own
  * count, against BANK_MAX_READS_PER_SECOND = BENCH_SCALE_OUT_READS), state transitions a second (the history
  * services' metrics), webhook-to-status latency, and every facade answer (0 × 500). A bench, never in CI: at the

@@ -63,8 +63,8 @@ import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
  * while it runs activities and one API process SIGKILLed (and restarted, as a supervisor would) in the middle.
  *
  * The workers join the Worker Deployment `paylater` as dist's build (A), made current. Then a rolling upgrade
- * (cluster/upgrade.ts): build B, a copy of dist with a behavioural change to the finance application workflow
- * (cluster/build-variant.ts), started beside A with runs of every kind open on A, gated by the replay check, made
+ * (tools/cluster/upgrade.ts): build B, a copy of dist with a behavioural change to the finance application workflow
+ * (tools/cluster/build-variant.ts), started beside A with runs of every kind open on A, gated by the replay check, made
  * current and nudged; A's workers stopped once drained; every run checked (moved at its safe point, one build per
  * run, new runs on B, B's change visible), and the replay gate failing for an incompatible build C.
  *
@@ -76,7 +76,7 @@ import { buildVariants, rollingUpgrade, type Variants } from './upgrade';
  *
  * CLUSTER_PORT_BASE=n: take ports n, n+1, … (else free ports); CLUSTER_DIR: logs (default data/cluster/<time>).
  * CLUSTER_TOPOLOGY=split: the server as production runs it, a process per service and two history processes on 512
- * shards (cluster/temporal-server.ts serverProcesses); one history process is SIGKILLed and restarted mid-run.
+ * shards (tools/cluster/temporal-server.ts serverProcesses); one history process is SIGKILLed and restarted mid-run.
  */
 const COMMAND = 'npm run test:cluster';
 const TOPOLOGY: ClusterTopology = (() => {
@@ -428,7 +428,7 @@ async function main(): Promise<number> {
         if (res.status === 200) {
           our.state = res.body as NonNullable<OurApplication['state']>;
           // A webhook the bank sent after the workflow closed is answered 200 `ignored`, rightly: the close time
-          // tells those apart from one ignored while it ran (chaos/truth.ts ignoredWhileOpen).
+          // tells those apart from one ignored while it ran (tools/chaos/truth.ts ignoredWhileOpen).
           const described = await client.workflow.getHandle(financeApplicationWorkflowId(MERCHANT, app.ref)).describe();
           our.closedAt = described.closeTime?.toISOString();
         }
@@ -498,7 +498,7 @@ async function main(): Promise<number> {
     );
     const tChecked = Date.now();
 
-    // ---- the rolling upgrade: A → B with runs in flight, A's workers stopped; the replay gate (cluster/upgrade.ts) --
+    // ---- the rolling upgrade: A → B with runs in flight, A's workers stopped; the replay gate (tools/cluster/upgrade.ts) --
     // The gate runs with the workers' variables; without LOG_LEVEL its report alone is written (stdout, JSON).
     const { LOG_LEVEL: _logLevel, ...gateEnv } = {
       ...appEnv,
