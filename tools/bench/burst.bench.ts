@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Facade } from '../chaos/merchant';
 import {
+  cpuSeconds,
   freePort,
   ManagedProcess,
   rssMiB,
@@ -135,6 +137,8 @@ export async function benchBurst(): Promise<void> {
     const answers = new Map<string, number>();
     const count = (key: string) => answers.set(key, (answers.get(key) ?? 0) + 1);
     let retryAfterMissing = 0;
+    const cpuOf = () => [api, worker, temporal].reduce((sum, p) => sum + (p.pid ? cpuSeconds(p.pid) : 0), 0);
+    const cpuBefore = cpuOf();
     const started = Date.now();
     const progress = setInterval(
       () => out(`  ${answers.get('201') ?? 0} started after ${secs(Date.now() - started)}`),
@@ -176,6 +180,9 @@ export async function benchBurst(): Promise<void> {
       await sleep(5_000);
     }
     const allCreatedMs = Date.now() - started;
+    // What the burst cost the machine: the CPU time of the API, the worker and the Temporal server per creation, and
+    // so how many cores creating `apps` within the window takes at the least.
+    const cpuPerCreation = (cpuOf() - cpuBefore) / Math.max(1, created);
     const scrape = await (await fetch(`http://127.0.0.1:${ports.workerMetrics}/metrics`)).text();
     const total = (name: string) =>
       scrape
@@ -196,6 +203,12 @@ export async function benchBurst(): Promise<void> {
       ['503 without Retry-After', String(retryAfterMissing), '0'],
       ['all started through the facade after', secs(startedMs), `≈ ${windowMs / 1000} s (the window)`],
       ['all created at the bank after', secs(allCreatedMs), 'no target: lower is better'],
+      [
+        'CPU per creation (API + worker + Temporal)',
+        `${(cpuPerCreation * 1000).toFixed(1)} ms: ${apps} in ${windowMs / 1000} s take ≥ ` +
+          `${((cpuPerCreation * apps) / (windowMs / 1000)).toFixed(1)} cores (this machine: ${availableParallelism()})`,
+        'no target',
+      ],
       ['worker peak RSS', `${Math.round(peakMiB)} MiB`, `no exit at a ${heapMiB} MiB heap cap`],
       [
         'sticky cache hit rate',
