@@ -10,7 +10,7 @@ import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
+import { SIGNAL_DEADLINE_MS } from '../../src/api/resources/webhooks/receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { consentClaimWorkflowId, lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';

@@ -3,26 +3,26 @@
  * schemas the routes themselves parse and answer with, so no second copy of the shapes); it imports no route. Served at GET /openapi.json (routes/api-docs.ts).
  */
 import { createDocument } from 'zod-openapi';
-import { accountWebhookPaths } from '../descriptions/account-webhooks';
-import { apiDocsPaths } from '../descriptions/api-docs';
-import { callbackSigningSecretPaths } from '../descriptions/callback-signing-secret';
-import { codecPaths } from '../descriptions/codec';
-import { consentRefreshPaths } from '../descriptions/consent-refresh';
-import { consentPaths } from '../descriptions/consents';
-import { financeApplicationWebhookPaths } from '../descriptions/finance-application-webhooks';
-import { financeApplicationPaths } from '../descriptions/finance-applications';
-import { healthPaths } from '../descriptions/health';
-import { operatorConsentPaths } from '../descriptions/operator-consents';
-import { operatorAuditPaths } from '../descriptions/operator-audit';
-import { undeliveredCallbackPaths } from '../descriptions/undelivered-callbacks';
-import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
+import { accountWebhookPaths } from '../resources/webhooks/schemas';
+import { apiDocsPaths } from '../resources/api-docs/schemas';
+import { callbackSigningSecretPaths } from '../resources/callback-signing-secret/schemas';
+import { codecPaths } from '../resources/codec/schemas';
+import { consentRefreshPaths } from '../resources/consent-refresh/schemas';
+import { consentPaths } from '../resources/consents/schemas';
+import { financeApplicationWebhookPaths } from '../resources/webhooks/finance-application-schemas';
+import { financeApplicationPaths } from '../resources/finance-applications/schemas';
+import { healthPaths } from '../resources/health/schemas';
+import { operatorConsentPaths } from '../resources/operator-consents/schemas';
+import { operatorAuditPaths } from '../resources/operator-audit/schemas';
+import { undeliveredCallbackPaths } from '../resources/undelivered-callbacks/schemas';
+import { CALLBACKS_TAG, merchantCallbackWebhooks } from './merchant-callbacks';
 import {
   MERCHANT_API_KEY,
   OPERATOR_API_KEY,
   Tag,
   WEBHOOK_SECURITY_HEADER,
   type ApiPaths,
-} from '../descriptions/describe';
+} from './describe';
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
