@@ -106,7 +106,7 @@ class Stack {
   readonly sandboxUrl: string;
   readonly publicUrls: string[];
   readonly internalUrls: string[];
-  /** The operator key the APIs list: their /metrics are an operator's (src/api/routes/health.ts). */
+  /** The operator key the APIs list: their /metrics are an operator's (src/api/resources/health/routes.ts). */
   readonly operatorKey = randomBytes(24).toString('base64url');
 
   constructor(

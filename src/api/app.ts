@@ -8,15 +8,15 @@ import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate, authenticateOperator } from './authenticate';
 import { merchantBudgets } from './budgets';
+import { ConsentClaimConflicts } from './consent-assignment';
 import { FailedAuthentications } from './auth-failures';
 import { errorHandler, HttpError, PROBLEM_TITLES, ProblemError, ProblemType } from './problem-details';
 import { requestLog, type Middleware } from './request-log';
 import type { Metrics } from './metrics';
 import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './resources/health/routes';
 import type { DrainSignals } from './drain';
-import { financeApplicationWebhookRoutes } from './resources/webhooks/finance-applications';
+import { webhookRoutes } from './resources/webhooks/routes';
 import { financeApplicationRoutes } from './resources/finance-applications/routes';
-import { accountWebhookRoutes } from './resources/webhooks/accounts';
 import { consentRefreshRoutes } from './resources/consent-refresh/routes';
 import { consentRoutes } from './resources/consents/routes';
 import { operatorConsentRoutes } from './resources/operator-consents/routes';
@@ -202,8 +202,7 @@ function finish(app: Express, deps: Pick<AppDeps, 'logger'>, listener: Listener)
  */
 export function createPublicApp(deps: AppDeps): Express {
   const app = baseApp(listenerMiddleware(deps, 'public'));
-  app.use(financeApplicationWebhookRoutes(deps));
-  app.use(accountWebhookRoutes(deps));
+  app.use(webhookRoutes(deps));
   app.use(livenessRoutes());
   app.use(receiverReadinessRoutes(deps));
   return finish(app, deps, 'public');
@@ -212,7 +211,7 @@ export function createPublicApp(deps: AppDeps): Express {
 /**
  * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
  * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`); `/metrics` and `/readyz`'s
- * details behind an operator key (merchants reach this listener: src/api/routes/health.ts); and, open, `/healthz`,
+ * details behind an operator key (merchants reach this listener: src/api/resources/health/routes.ts); and, open, `/healthz`,
  * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
@@ -242,8 +241,10 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
     authenticate(deps, failures),
     budgets.requests,
   );
-  app.use(consentRefreshRoutes(deps, budgets));
-  app.use(consentRoutes(deps, budgets));
+  // One record of refused consent claims for both routes: a conflict is recorded once per interval.
+  const conflicts = new ConsentClaimConflicts(deps);
+  app.use(consentRefreshRoutes(deps, budgets, conflicts));
+  app.use(consentRoutes(deps, budgets, conflicts));
   app.use(financeApplicationRoutes(deps, budgets));
   // The caller's own callback signing secret (/merchant, under the key and budget above).
   app.use(callbackSigningSecretRoutes(deps));

@@ -23,7 +23,7 @@ export function uiCodecGatewayApp(deps: {
   corsOrigins: readonly string[];
   metrics: Pick<Metrics, 'operatorAuth'>;
   logger: Logger;
-  /** The process's audit trail: each decode recorded as the operator `web-ui` (src/api/routes/codec.ts). */
+  /** The process's audit trail: each decode recorded as the operator `web-ui` (src/api/resources/codec/routes.ts). */
   audit?: AuditLog;
 }): Express {
   const app = express();

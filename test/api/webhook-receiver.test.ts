@@ -1,5 +1,5 @@
 /**
- * The one receiver pipeline (src/api/webhook-receiver.ts), shared by both webhook routes, on the real public app
+ * The one receiver pipeline (src/api/resources/webhooks/receiver.ts), shared by both webhook routes, on the real public app
  * over real HTTP with a scripted Temporal client: the same checks and the same answers on both routes.
  */
 import { Agent, type Server } from 'node:http';

@@ -68,7 +68,7 @@ function page(res: Response, type: string, body: string): void {
 
 export function apiDocsRoutes(deps: ApiDocsDeps): Router {
   const router = Router();
-  // Described in src/api/descriptions/api-docs.ts.
+  // Described in schemas.ts.
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(deps.document());
   });

@@ -38,7 +38,7 @@ export const CALLBACK_SIGNING_SECRET_PATH = '/merchant';
 export function callbackSigningSecretRoutes(deps: CallbackSigningSecretRouteDeps): Router {
   const router = tracedRouter();
 
-  // Described in src/api/descriptions/callback-signing-secret.ts.
+  // Described in schemas.ts.
   router.get('/merchant/callback-signing-secret', async (req, res) => {
     parseInput(NoQuery, req.query, 'query');
     noStore(res);

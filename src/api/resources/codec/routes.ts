@@ -137,7 +137,7 @@ export function codecRoutes(deps: CodecRoutesDeps): Router {
         });
       res.json({ payloads: result.map(toJson) } satisfies z.infer<typeof CodecAnswerSchema>);
     };
-  // Described in src/api/descriptions/codec.ts.
+  // Described in schemas.ts.
   router.post('/codec/decode', handle('decode'));
   router.post('/codec/encode', handle('encode'));
   return router;

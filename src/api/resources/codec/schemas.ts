@@ -1,10 +1,18 @@
 /**
- * The codec endpoint (src/api/routes/codec.ts): its bodies and its OpenAPI operations. Imported by the route and by
+ * The codec endpoint (src/api/resources/codec/routes.ts): its bodies and its OpenAPI operations. Imported by the route and by
  * src/api/openapi/document.ts.
  */
 import { z } from 'zod';
 import { ProblemType } from '../../problem-details';
-import { errors, json, operatorKeyRequired, Tag, type ApiOperation, type ApiPaths, type ErrorEntry } from '../../openapi/describe';
+import {
+  errors,
+  json,
+  operatorKeyRequired,
+  Tag,
+  type ApiOperation,
+  type ApiPaths,
+  type ErrorEntry,
+} from '../../openapi/describe';
 
 const base64 = z.string().regex(/^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/, 'must be base64');
 export const CodecBodySchema = z

@@ -14,18 +14,13 @@ import { merchantOf, scopeOf } from '../../authenticate';
 import { ConsentHeldByAnotherError, ConsentNotFoundError, consentOwner } from '../../../client/consent-claims';
 import type { ConsentAssignment } from '../../../shared/consent-assignment';
 import type { Metrics } from '../../metrics';
-import { consentAssignmentOf, refusedConsentClaim } from '../../consent-assignment';
+import { ConsentClaimConflicts, consentAssignmentOf } from '../../consent-assignment';
 import { withStartDeadline, type StartDeadlineDeps } from '../../deadlines';
 import { HttpError, parseInput } from '../../problem-details';
 import { sendAs } from '../../openapi/describe';
 import { DEFAULT_SERVICE_SETTINGS, type ServiceSettings } from '../../../shared/application-settings';
 import { tracedRouter } from '../../../telemetry/express-routes';
-import {
-  ConsentParams,
-  StartRefreshBody,
-  RefreshStartedSchema,
-  RefreshProgressSchema,
-} from './schemas';
+import { ConsentParams, StartRefreshBody, RefreshStartedSchema, RefreshProgressSchema } from './schemas';
 import { NoQuery } from '../../openapi/describe';
 import { merchantBudgets, type BudgetDeps, type MerchantBudgets } from '../../budgets';
 
@@ -65,12 +60,13 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps, BudgetDeps {
 export function consentRefreshRoutes(
   deps: ConsentRefreshRouteDeps,
   budgets: Pick<MerchantBudgets, 'refreshes' | 'totals'> = merchantBudgets(deps),
+  conflicts: ConsentClaimConflicts = new ConsentClaimConflicts(deps),
 ): Router {
   const router = tracedRouter();
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
   const json = jsonBody({ limit: '16kb' });
 
-  // Described in src/api/descriptions/consent-refresh.ts. The refreshes budget first: a refused one is not read.
+  // Described in schemas.ts. The refreshes budget first: a refused one is not read.
   router.post('/consents/:consentId/refresh', budgets.refreshes, json, async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or an empty one) is `{}`; a body that is not JSON is refused, not ignored.
@@ -113,7 +109,7 @@ export function consentRefreshRoutes(
       sendAs(res, 202, RefreshStartedSchema, { consentId, workflowId: started.workflowId, taskId: started.taskId });
     } catch (err) {
       admission.settle(false);
-      if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'refresh');
+      if (err instanceof ConsentHeldByAnotherError) conflicts.refused(err, scope.merchantId, 'refresh');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       if (err instanceof RefreshOfPreviousOwnerRunningError) throw new HttpError(409, err.message, undefined, 60);
       const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;

@@ -12,7 +12,7 @@ import type { MerchantDirectory } from '../../../config/merchants';
 import type { Logger } from '../../../telemetry/logging';
 import type { ConsentAssignment } from '../../../shared/consent-assignment';
 import type { Metrics } from '../../metrics';
-import { consentAssignmentOf, refusedConsentClaim } from '../../consent-assignment';
+import { ConsentClaimConflicts, consentAssignmentOf } from '../../consent-assignment';
 import { scopeOf } from '../../authenticate';
 import { withStartDeadline, type StartDeadlineDeps } from '../../deadlines';
 import { HttpError, parseInput } from '../../problem-details';
@@ -36,11 +36,11 @@ export interface ConsentRouteDeps extends StartDeadlineDeps, BudgetDeps {
  * A merchant's consents (docs/merchant-api.md, "Merchants"): the bank's account webhooks carry only the consent id, so a
  * consent belongs to the merchant its claim names, and only its owner receives its transactionEvents and late bank
  * reports. Who gives a consent its owner is CONSENT_ASSIGNMENT's rule (src/shared/consent-assignment.ts): an operator
- * (src/api/routes/operator-consents.ts), or the merchant itself by registering it here or by its first refresh.
+ * (src/api/resources/operator-consents/routes.ts), or the merchant itself by registering it here or by its first refresh.
  * Another merchant's consent answers exactly as an unknown one, on every route.
  * - `PUT /consents/:consentId` → 201 (claimed now, where merchants claim) or 200 (already the caller's)
  *   `{ consentId, merchantId, claimed }`; 404 when another merchant owns it, or (where operators assign) when it is
- *   not the caller's. A refused claim of another merchant's consent is recorded for operators (refusedConsentClaim).
+ *   not the caller's. A refused claim of another merchant's consent is recorded for operators (ConsentClaimConflicts).
  *   429 when the merchant holds its maxConsents.
  * - `GET /consents/:consentId` → 200 when the caller owns it, else 404.
  * - `DELETE /consents/:consentId` → 200 released (its webhooks start nothing until it is assigned or claimed again); 404.
@@ -48,11 +48,12 @@ export interface ConsentRouteDeps extends StartDeadlineDeps, BudgetDeps {
 export function consentRoutes(
   deps: ConsentRouteDeps,
   budgets: { totals: MerchantTotals } = { totals: new MerchantTotals(deps) },
+  conflicts: ConsentClaimConflicts = new ConsentClaimConflicts(deps),
 ): Router {
   const router = tracedRouter();
   const selfClaim = consentAssignmentOf(deps) === 'merchant';
 
-  // Described in src/api/descriptions/consents.ts.
+  // Described in schemas.ts.
   router.put('/consents/:consentId', jsonBody({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req);
     // No body (or `{}`): a body that is anything else is refused, not ignored.
@@ -74,7 +75,7 @@ export function consentRoutes(
       );
     } catch (err) {
       admission.settle(false);
-      if (err instanceof ConsentHeldByAnotherError) refusedConsentClaim(deps, err, scope.merchantId, 'claim');
+      if (err instanceof ConsentHeldByAnotherError) conflicts.refused(err, scope.merchantId, 'claim');
       if (err instanceof ConsentNotFoundError) throw notYours(consentId);
       throw err;
     }

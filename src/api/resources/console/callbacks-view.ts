@@ -1,7 +1,7 @@
 import type { BulkResendProgress } from '../../../shared/undelivered-callbacks';
 import { html, type Html } from './html';
 
-/** A page of undelivered callbacks as GET /callbacks/undelivered answers it (src/api/routes/undelivered-callbacks.ts). */
+/** A page of undelivered callbacks as GET /callbacks/undelivered answers it (src/api/resources/undelivered-callbacks/routes.ts). */
 export interface UndeliveredView {
   callbacks: {
     idempotencyKey: string;

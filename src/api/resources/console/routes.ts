@@ -115,7 +115,7 @@ class ConsoleError extends Error {
  * The merchant console (docs/console.md) at /console on the internal listener: sign in with the merchant API key
  * (a POST form, never a URL), then the merchant's own applications (through the same scoped reads as the facade),
  * each one's timeline with its callbacks and a resend, and consent refreshes per bank; pages kept live through the
- * long-poll by /console/assets/console.js. Sessions are server-side (src/api/console/sessions.ts); every POST carries
+ * long-poll by /console/assets/console.js. Sessions are server-side (src/api/resources/console/sessions.ts); every POST carries
  * the session's CSRF token and is refused from another origin.
  *
  * Signed in, every request spends the merchant's budgets as the API's do (`budgets`, the internal app's one set,
@@ -358,7 +358,7 @@ export function consoleRoutes(
     res.type('text/html').send(refreshFragment(progress).text);
   });
 
-  // The merchant's undelivered callbacks and the bulk resend of a range (src/api/routes/undelivered-callbacks.ts).
+  // The merchant's undelivered callbacks and the bulk resend of a range (src/api/resources/undelivered-callbacks/routes.ts).
   router.get('/console/callbacks', async (req, res) => {
     const session = current(res);
     const filter = callbacksFilter(req.query);
@@ -392,7 +392,7 @@ export function consoleRoutes(
     res.redirect(303, `/console/callbacks?${back.toString()}`);
   });
 
-  // The merchant's own callback signing secret, and its rotation (src/api/routes/callback-signing-secret.ts).
+  // The merchant's own callback signing secret, and its rotation (src/api/resources/callback-signing-secret/routes.ts).
   router.get('/console/callback-secret', async (_req, res) => {
     const session = current(res);
     const view = await readSigningSecret(deps, session.merchantId);

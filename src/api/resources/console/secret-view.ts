@@ -12,7 +12,7 @@ export const CONSOLE_ROTATION_GRACE_CHOICES = [
 
 /**
  * The merchant's callback signing secret page (GET /console/callback-secret): the secrets that sign now, newest first,
- * and the rotation form when the secret is derived for the merchant (src/api/routes/callback-signing-secret.ts).
+ * and the rotation form when the secret is derived for the merchant (src/api/resources/callback-signing-secret/routes.ts).
  */
 export function callbackSecretPage(view: SigningSecretView, csrfToken: string): Html {
   return html`<h1>Callback signing secret</h1>

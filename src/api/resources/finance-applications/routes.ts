@@ -105,7 +105,7 @@ export function financeApplicationRoutes(
   const waits = new FinanceApplicationWaits(deps.client);
   const longPolls = budgets.longPolls;
 
-  // Described in src/api/descriptions/finance-applications.ts.
+  // Described in schemas.ts.
   router.get('/applications', async (req, res) => {
     const { pageSize, pageToken, ...filter } = parseInput(ListApplicationsQuerySchema, req.query, 'query');
     let page;

@@ -18,7 +18,7 @@ export interface OperatorAuditRouteDeps {
 export function operatorAuditRoutes(deps: OperatorAuditRouteDeps): Router {
   const router = tracedRouter();
 
-  // Described in src/api/descriptions/operator-audit.ts.
+  // Described in schemas.ts.
   router.get('/operator/audit', async (req, res) => {
     // The operator key is checked in front of /operator; without it here, refuse rather than answer.
     if (operatorOf(res) === undefined) throw new HttpError(401, 'An operator key is required');

@@ -13,14 +13,16 @@ import { tracedRouter } from '../../../telemetry/express-routes';
 import { operatorOf } from '../../authenticate';
 import { operatorActor, recordAction, type AuditDeps } from '../../audit';
 import { withReadDeadline, withStartDeadline, type StartDeadlineDeps } from '../../deadlines';
-import { HttpError, parseInput, PROBLEM_TITLES, ProblemError, ProblemType, ValidationError } from '../../problem-details';
-import { sendAs } from '../../openapi/describe';
 import {
-  AssignConsentBody,
-  ConsentAssignedSchema,
-  ConsentReleasedSchema,
-  OperatorConsentSchema,
-} from './schemas';
+  HttpError,
+  parseInput,
+  PROBLEM_TITLES,
+  ProblemError,
+  ProblemType,
+  ValidationError,
+} from '../../problem-details';
+import { sendAs } from '../../openapi/describe';
+import { AssignConsentBody, ConsentAssignedSchema, ConsentReleasedSchema, OperatorConsentSchema } from './schemas';
 import { consentIdOf } from '../consent-refresh/routes';
 
 export interface OperatorConsentRouteDeps extends StartDeadlineDeps, AuditDeps {
@@ -47,7 +49,7 @@ const notClaimed = (consentId: string) => new HttpError(404, `No merchant owns c
 export function operatorConsentRoutes(deps: OperatorConsentRouteDeps): Router {
   const router = tracedRouter();
 
-  // Described in src/api/descriptions/operator-consents.ts.
+  // Described in schemas.ts.
   router.put('/operator/consents/:consentId', express.json({ limit: '1kb' }), async (req, res) => {
     const consentId = consentIdOf(req);
     if (!req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');

@@ -1,11 +1,19 @@
 /**
- * The operators' consent routes (src/api/routes/operator-consents.ts): bodies, answers and their OpenAPI operations.
+ * The operators' consent routes (src/api/resources/operator-consents/routes.ts): bodies, answers and their OpenAPI operations.
  * Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
 import { MERCHANT_ID_PATTERN } from '../../../shared/ids';
 import { ProblemType } from '../../problem-details';
-import { errors, json, LOCATION_HEADER, NoQuery, operatorKeyRequired, Tag, type ApiPaths } from '../../openapi/describe';
+import {
+  errors,
+  json,
+  LOCATION_HEADER,
+  NoQuery,
+  operatorKeyRequired,
+  Tag,
+  type ApiPaths,
+} from '../../openapi/describe';
 import { ConsentParams } from '../consent-refresh/schemas';
 
 /** PUT's body: the merchant to give the consent to. */

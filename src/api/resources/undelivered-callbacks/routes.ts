@@ -53,7 +53,7 @@ type PageQuery = UndeliveredFilter & { pageSize: number; pageToken?: string };
 export function undeliveredCallbackRoutes(deps: UndeliveredCallbackRouteDeps): Router {
   const router = tracedRouter();
 
-  // Described in src/api/descriptions/undelivered-callbacks.ts.
+  // Described in schemas.ts.
   router.get('/callbacks/undelivered', async (req, res) => {
     const query = parseInput(UndeliveredQuerySchema, req.query, 'query');
     sendAs(res, 200, UndeliveredPageSchema, await undeliveredPage(deps.client, [callerOf(res)], query));

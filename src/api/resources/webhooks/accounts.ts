@@ -1,5 +1,4 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
-import type { Router } from 'express';
 import { z } from 'zod';
 import { safeEqual } from '../../../security/webhook-hash';
 import type { AccountEventBody } from '../../../shared/bank-wire';
@@ -17,7 +16,11 @@ import {
   type TransactionEventSignalInput,
 } from '../../../shared/transaction-events';
 import { DEFAULT_SERVICE_SETTINGS } from '../../../shared/application-settings';
-import { consentRefreshWorkflowId, lateAccountEventsWorkflowId, transactionEventsWorkflowId } from '../../../shared/ids';
+import {
+  consentRefreshWorkflowId,
+  lateAccountEventsWorkflowId,
+  transactionEventsWorkflowId,
+} from '../../../shared/ids';
 import { ConsentId, MerchantId, RefreshTaskId } from '../../../shared/search-attributes';
 import { ConsentOwners } from '../../../client/consent-claims';
 import type { lateAccountEventsWorkflow } from '../../../workflows/late-account-events/workflow';
@@ -25,17 +28,17 @@ import type { transactionEventsWorkflow } from '../../../workflows/transaction-e
 import type { WebhookSecrets } from '../../../config';
 import type { MerchantDirectory } from '../../../config/merchants';
 import type { ServiceSettings } from '../../../shared/application-settings';
-import { tracedRouter } from '../../../telemetry/express-routes';
 import {
   parsedWith,
   WebhookIgnored,
   webhookReceiver,
   type ParsedWebhook,
+  type WebhookHandler,
   type WebhookReceiverDeps,
 } from './receiver';
 import { AccountEventSchema, TransactionEventSchema } from './schemas';
 
-export interface AccountWebhookRouteDeps extends WebhookReceiverDeps {
+export interface AccountWebhookDeps extends WebhookReceiverDeps {
   client: Client;
   taskQueue: string;
   /** WEBHOOK_SECURITY_HEADER; read per request. */
@@ -79,7 +82,7 @@ function parseAccountWebhook(body: unknown): ParsedWebhook<AccountWebhook> {
  * take (an early event of another task) it hands to the late workflow itself.
  */
 async function deliverAccountEvent(
-  deps: AccountWebhookRouteDeps,
+  deps: AccountWebhookDeps,
   owners: ConsentOwners,
   event: AccountEventBody,
 ): Promise<{ workflowId: string; outcome?: string }> {
@@ -125,7 +128,7 @@ async function signalRefresh(
 
 /** Signal-with-start of the consent's late-bank-reports workflow (durable: it keeps and delivers the report). */
 async function handOffLateReport(
-  deps: AccountWebhookRouteDeps,
+  deps: AccountWebhookDeps,
   merchantId: string,
   report: LateAccountEventSignalInput,
 ): Promise<string> {
@@ -161,7 +164,7 @@ async function handOffLateReport(
  * accounts already signalled come twice (the merchant's callback carries a set of changed accounts: harmless).
  */
 async function deliverTransactionEvent(
-  deps: AccountWebhookRouteDeps,
+  deps: AccountWebhookDeps,
   owners: ConsentOwners,
   event: TransactionEventSignalInput,
 ): Promise<{ workflowId: string; outcome?: string }> {
@@ -200,50 +203,45 @@ async function deliverTransactionEvent(
 
 /**
  * `POST /webhooks/accounts`: the bank's accountEvent and transactionEvent (docs/bank-interface.md 6.2), through the
- * receiver pipeline (src/api/webhook-receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
+ * receiver pipeline (receiver.ts). Authenticity: `Authorization` equal to WEBHOOK_SECURITY_HEADER
  * in constant time (an empty setting expects none: the embedded stack, or WEBHOOK_SECURITY_HEADER_WAIVED=true).
  * - accountEvent → signal to the consent's running refresh of its task, else a late bank report (deliverAccountEvent):
  *   202 either way, counted `accepted` or `late`; never `ignored`.
  * - transactionEvent → signal-with-start of the consent's transactionEventsWorkflow (durable hand-off).
  */
-export function accountWebhookRoutes(deps: AccountWebhookRouteDeps): Router {
+export function accountWebhook(deps: AccountWebhookDeps): WebhookHandler {
   // Shared with this process's facade: a release through it is seen here at once.
   const owners = ConsentOwners.forClient(deps.client);
-  // Described in src/api/descriptions/account-webhooks.ts.
-  const router = tracedRouter();
-  router.post(
-    '/webhooks/accounts',
-    webhookReceiver<AccountWebhook>(deps, {
-      kind: 'unknown',
-      limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
-      rejectAuth(req) {
-        // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
-        // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
-        const expected = deps.webhooks.securityHeader.trim();
-        if (expected === '' || safeEqual(req.headers.authorization ?? '', expected)) return undefined;
-        return { outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
-      },
-      parse: parseAccountWebhook,
-      async deliver(webhook) {
-        if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
-        return deliverTransactionEvent(deps, owners, webhook.event);
-      },
-      logIds: (webhook) =>
-        webhook.kind === 'accountEvent'
-          ? {
-              consentId: webhook.event.consentId,
-              taskId: webhook.event.taskId,
-              bankCode: webhook.event.bankCode,
-              workflowId: consentRefreshWorkflowId(webhook.event.consentId),
-            }
-          : {
-              consentId: webhook.event.consentId,
-              accounts: webhook.event.accounts.length,
-              signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
-            },
-      // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
-      ignoredReason: 'no workflow for this consent',
-    }),
-  );
-  return router;
+  return webhookReceiver<AccountWebhook>(deps, {
+    kind: 'unknown',
+    limitBytes: ACCOUNT_WEBHOOK_BODY_LIMIT,
+    authenticate(req) {
+      // Read per request: the settings may be swapped at runtime (the test stack does). Node trims header values,
+      // so the configured value is compared trimmed; empty means the bank sends no header and none is checked.
+      const expected = deps.webhooks.securityHeader.trim();
+      if (expected === '' || safeEqual(req.headers.authorization ?? '', expected))
+        return { ok: true, caller: undefined };
+      return { ok: false, outcome: 'rejected_auth', message: 'Missing or wrong Authorization header' };
+    },
+    parse: parseAccountWebhook,
+    async deliver(webhook) {
+      if (webhook.kind === 'accountEvent') return deliverAccountEvent(deps, owners, webhook.event);
+      return deliverTransactionEvent(deps, owners, webhook.event);
+    },
+    logIds: (webhook) =>
+      webhook.kind === 'accountEvent'
+        ? {
+            consentId: webhook.event.consentId,
+            taskId: webhook.event.taskId,
+            bankCode: webhook.event.bankCode,
+            workflowId: consentRefreshWorkflowId(webhook.event.consentId),
+          }
+        : {
+            consentId: webhook.event.consentId,
+            accounts: webhook.event.accounts.length,
+            signals: Math.ceil(webhook.event.accounts.length / MAX_ACCOUNTS_PER_BATCH),
+          },
+    // Never used: an accountEvent is a late report when its refresh cannot take it, a transactionEvent starts its workflow.
+    ignoredReason: 'no workflow for this consent',
+  });
 }

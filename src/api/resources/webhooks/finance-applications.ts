@@ -1,5 +1,4 @@
 import type { Client } from '@temporalio/client';
-import type { Router } from 'express';
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../../shared/finance-application';
@@ -10,14 +9,26 @@ import {
   REFERENCE_PATTERN,
 } from '../../../shared/ids';
 import type { WebhookSecrets } from '../../../config';
-import { parsedWith, webhookReceiver, type WebhookReceiverDeps, type WebhookRequest } from './receiver';
-import { tracedRouter } from '../../../telemetry/express-routes';
-import { FinanceApplicationWebhookSchema } from './finance-application-schemas';
+import {
+  parsedWith,
+  webhookReceiver,
+  type WebhookHandler,
+  type WebhookReceiverDeps,
+  type WebhookRequest,
+} from './receiver';
+import { FinanceApplicationWebhookSchema } from './schemas';
 
 /** The bank's finance-application webhook carries one id; anything much bigger is not the bank. */
 export const FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT = 16 * 1024;
 
 const KIND = 'financeApplication';
+
+/** The application a valid webhook URL names. */
+interface WebhookApplication {
+  workflowId: string;
+  merchantId?: string;
+  merchantReference: string;
+}
 
 const keyOf = (req: WebhookRequest): string => req.params.ref ?? '';
 
@@ -26,10 +37,7 @@ const keyOf = (req: WebhookRequest): string => req.params.ref ?? '';
  * a tenant hash; before, the reference alone with the reference's hash. The legacy reading is checked too when the
  * tenant one fails (a legacy reference may contain `~`); the hashes are domain-separated, so at most one matches.
  */
-function applicationOf(
-  req: WebhookRequest,
-  secrets: readonly (string | undefined)[],
-): { workflowId: string; merchantId?: string; merchantReference: string } | undefined {
+function applicationOf(req: WebhookRequest, secrets: readonly (string | undefined)[]): WebhookApplication | undefined {
   const key = keyOf(req);
   const hash = req.params.hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
   const tenant = parseWebhookKey(key);
@@ -44,60 +52,44 @@ function applicationOf(
   return undefined;
 }
 
-/** The request's application, once rejectAuth accepted it. */
-const verified = new WeakMap<WebhookRequest, NonNullable<ReturnType<typeof applicationOf>>>();
-
-/**
- * `POST /webhooks/finance-applications/:ref/:hash` and `POST /webhooks/finance-applications/:ref?hash=`: the
- * bank's status-change webhook, through the receiver pipeline (src/api/webhook-receiver.ts). Authenticity: the
- * hash of the reference under WEBHOOK_HASH_SECRET or, after a rotation, WEBHOOK_HASH_SECRET_PREVIOUS (both checked
- * in constant time, no early exit); then exactly one signal to the reference's workflow. A closed or unknown
- * workflow: 200 `ignored`. The workflow, not the receiver, decides whether the financeApplicationId is its own.
- */
-export interface FinanceApplicationWebhookRouteDeps extends WebhookReceiverDeps {
+export interface FinanceApplicationWebhookDeps extends WebhookReceiverDeps {
   client: Client;
   /** WEBHOOK_HASH_SECRET[_PREVIOUS]; read per request. */
   webhooks: Pick<WebhookSecrets, 'hashSecret' | 'previousHashSecret'>;
 }
 
-export function financeApplicationWebhookRoutes(deps: FinanceApplicationWebhookRouteDeps): Router {
-  const receive = webhookReceiver<z.infer<typeof FinanceApplicationWebhookSchema>>(deps, {
+/**
+ * `POST /webhooks/finance-applications/:ref/:hash` and `POST /webhooks/finance-applications/:ref?hash=`: the
+ * bank's status-change webhook, through the receiver pipeline (receiver.ts). Authenticity: the
+ * hash of the reference under WEBHOOK_HASH_SECRET or, after a rotation, WEBHOOK_HASH_SECRET_PREVIOUS (both checked
+ * in constant time, no early exit); then exactly one signal to the reference's workflow. A closed or unknown
+ * workflow: 200 `ignored`. The workflow, not the receiver, decides whether the financeApplicationId is its own.
+ */
+export function financeApplicationWebhook(deps: FinanceApplicationWebhookDeps): WebhookHandler {
+  return webhookReceiver<z.infer<typeof FinanceApplicationWebhookSchema>, WebhookApplication>(deps, {
     kind: KIND,
     limitBytes: FINANCE_APPLICATION_WEBHOOK_BODY_LIMIT,
-    rejectAuth(req) {
+    authenticate(req) {
       // Read per request (settings may be swapped at runtime); a key we never issue cannot carry a valid hash.
       const { hashSecret, previousHashSecret } = deps.webhooks;
       const application = applicationOf(req, [hashSecret, previousHashSecret]);
-      if (application) {
-        verified.set(req, application);
-        return undefined;
-      }
-      return { outcome: 'rejected_hash', message: 'Missing or wrong webhook hash' };
+      if (application) return { ok: true, caller: application };
+      return { ok: false, outcome: 'rejected_hash', message: 'Missing or wrong webhook hash' };
     },
     parse: (body) =>
       parsedWith(KIND, 'Malformed finance-application webhook body', FinanceApplicationWebhookSchema.safeParse(body)),
-    async deliver({ financeApplicationId }, req) {
-      const { workflowId } = verified.get(req)!;
+    async deliver({ financeApplicationId }, { workflowId }) {
       await deps.client.workflow
         .getHandle(workflowId)
         .signal(financeApplicationStatusChangedSignal, { financeApplicationId });
       return { workflowId };
     },
-    logIds: ({ financeApplicationId }, req) => {
-      const application = verified.get(req);
-      return {
-        merchant: application?.merchantId,
-        merchantReference: application?.merchantReference,
-        financeApplicationId,
-        workflowId: application?.workflowId,
-      };
-    },
+    logIds: ({ financeApplicationId }, application) => ({
+      merchant: application.merchantId,
+      merchantReference: application.merchantReference,
+      financeApplicationId,
+      workflowId: application.workflowId,
+    }),
     ignoredReason: 'no running workflow for this reference',
   });
-
-  // Described in src/api/descriptions/finance-application-webhooks.ts.
-  const router = tracedRouter();
-  router.post('/webhooks/finance-applications/:ref/:hash', receive);
-  router.post('/webhooks/finance-applications/:ref', receive);
-  return router;
 }

@@ -8,6 +8,7 @@ import { boundedAnswer } from '../../deadlines';
 import { HttpError, isTemporalUnavailable } from '../../problem-details';
 import { BodyTooLargeError, jsonContentTypeProblem, readJsonBody } from '../../json-body';
 import { sendJson } from '../../send-json';
+import type { WebhookAcceptedSchema, WebhookIgnoredSchema } from './schemas';
 
 /**
  * The one receiver pipeline of the bank's webhooks (both routes go through it, so they cannot drift apart).
@@ -69,16 +70,6 @@ export class WebhookIgnored extends Error {
   }
 }
 
-/** 202: Temporal accepted the signal (or the signal-with-start). */
-export const WebhookAcceptedSchema = z
-  .object({ status: z.literal('accepted'), kind: z.string(), workflowId: z.string() })
-  .meta({ id: 'WebhookAccepted' });
-
-/** 200: the target workflow is closed or unknown; acknowledged so the bank does not retry, not delivered. */
-export const WebhookIgnoredSchema = z
-  .object({ status: z.literal('ignored'), kind: z.string(), reason: z.string() })
-  .meta({ id: 'WebhookIgnored' });
-
 /** A webhook request as the receiver reads it (Express's): the path's parameters and the query, parsed. */
 export type WebhookRequest = IncomingMessage & {
   params: Record<string, string | undefined>;
@@ -92,22 +83,25 @@ export type WebhookHandler = (req: WebhookRequest, res: ServerResponse) => Promi
 export type ParsedWebhook<E> =
   { ok: true; kind: string; event: E } | { ok: false; kind: string; message: string; issues: z.core.$ZodIssue[] };
 
-export interface WebhookReceiverSpec<E> {
+/** Who a webhook is from or for, once authentic (`caller`), or why it is not (the 401's outcome label). */
+export type WebhookAuthenticity<A> = { ok: true; caller: A } | { ok: false; outcome: string; message: string };
+
+export interface WebhookReceiverSpec<E, A = void> {
   /** The metric label before the body is read. */
   kind: string;
   /** Bodies past this many bytes (decoded) are refused with 413. */
   limitBytes: number;
-  /** Authenticity from the request line and headers; `undefined` when authentic, else the 401's outcome label. */
-  rejectAuth(req: WebhookRequest): { outcome: string; message: string } | undefined;
+  /** Authenticity from the request line and headers; what it names is handed to deliver() and logIds(). */
+  authenticate(req: WebhookRequest): WebhookAuthenticity<A>;
   /** The route's zod schema(s) over the parsed JSON. */
   parse(body: unknown): ParsedWebhook<E>;
   /**
    * The Temporal call(s), under one signal deadline; throws WorkflowNotFoundError when the target workflow is closed
    * or unknown. `outcome` labels the counter (default `accepted`).
    */
-  deliver(event: E, req: WebhookRequest): Promise<{ workflowId: string; outcome?: string }>;
+  deliver(event: E, caller: A): Promise<{ workflowId: string; outcome?: string }>;
   /** Ids for the log line of an ignored webhook (never secrets). */
-  logIds(event: E, req: WebhookRequest): Record<string, unknown>;
+  logIds(event: E, caller: A): Record<string, unknown>;
   /** Why an ignored webhook was ignored, as the bank sees it. */
   ignoredReason: string;
 }
@@ -123,15 +117,19 @@ export interface WebhookReceiverDeps {
 
 const shuttingDown = () => new HttpError(503, 'This receiver is shutting down; retry', undefined, 1);
 
-export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookReceiverSpec<E>): WebhookHandler {
+export function webhookReceiver<E, A = void>(
+  deps: WebhookReceiverDeps,
+  spec: WebhookReceiverSpec<E, A>,
+): WebhookHandler {
   const count = (kind: string, outcome: string) => deps.metrics.webhooks.inc({ kind, outcome });
 
   return async (req, res) => {
-    const unauthentic = spec.rejectAuth(req);
-    if (unauthentic) {
-      count(spec.kind, unauthentic.outcome);
-      throw new HttpError(401, unauthentic.message);
+    const authenticity = spec.authenticate(req);
+    if (!authenticity.ok) {
+      count(spec.kind, authenticity.outcome);
+      throw new HttpError(401, authenticity.message);
     }
+    const { caller } = authenticity;
     const contentTypeProblem = jsonContentTypeProblem(req.headers['content-type']);
     if (contentTypeProblem) {
       count(spec.kind, 'rejected_content_type');
@@ -161,7 +159,7 @@ export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookRecei
       // At the shutdown's hard bound a 503 (the bank retries), never a cut connection (src/api/drain.ts).
       ({ workflowId, outcome } = await withinSignalDeadline(
         deps.client,
-        () => spec.deliver(event, req),
+        () => spec.deliver(event, caller),
         deps.drain && { expired: deps.drain.expired, error: shuttingDown },
       ));
     } catch (err) {
@@ -176,7 +174,7 @@ export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookRecei
       if (ignored) {
         count(kind, ignored.outcome);
         deps.logger.warn(
-          { kind, ...spec.logIds(event, req) },
+          { kind, ...spec.logIds(event, caller) },
           `${kind} webhook ${ignored.why}: acknowledged, not delivered`,
         );
         sendJson(res, 200, {
@@ -192,7 +190,7 @@ export function webhookReceiver<E>(deps: WebhookReceiverDeps, spec: WebhookRecei
     count(kind, outcome ?? 'accepted');
     // Off in production: the line's fields are only gathered when it is written.
     if (deps.logger.isLevelEnabled('debug'))
-      deps.logger.debug({ kind, workflowId, ...spec.logIds(event, req) }, `${kind} webhook signalled`);
+      deps.logger.debug({ kind, workflowId, ...spec.logIds(event, caller) }, `${kind} webhook signalled`);
     sendJson(res, 202, { status: 'accepted', kind, workflowId } satisfies z.infer<typeof WebhookAcceptedSchema>);
   };
 }

@@ -1,12 +1,81 @@
 /**
- * The bank's account webhook (src/api/routes/account-webhooks.ts): its bodies and its OpenAPI operation. Imported by
- * the route and by src/api/openapi/document.ts.
+ * The bank's webhooks (docs/bank-interface.md 6): their bodies, the receiver's answers and the OpenAPI operations.
+ * Imported by the receiver pipeline and the handlers beside it, and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
 import { MAX_ACCOUNTS_PER_BATCH } from '../../../shared/transaction-events';
 import { BANK_CODE_PATTERN, BANK_ID_PATTERN, NO_CONTROL_CHARACTERS, REFERENCE_PATTERN } from '../../../shared/ids';
-import { errors, json, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from '../../openapi/describe';
-import { WebhookAcceptedSchema, WebhookIgnoredSchema } from './receiver';
+import {
+  errors,
+  json,
+  open,
+  Tag,
+  WEBHOOK_SECURITY_HEADER,
+  type ApiOperation,
+  type ApiPaths,
+} from '../../openapi/describe';
+
+/** 202: Temporal accepted the signal (or the signal-with-start). */
+export const WebhookAcceptedSchema = z
+  .object({ status: z.literal('accepted'), kind: z.string(), workflowId: z.string() })
+  .meta({ id: 'WebhookAccepted' });
+
+/** 200: the target workflow is closed or unknown; acknowledged so the bank does not retry, not delivered. */
+export const WebhookIgnoredSchema = z
+  .object({ status: z.literal('ignored'), kind: z.string(), reason: z.string() })
+  .meta({ id: 'WebhookIgnored' });
+
+/**
+ * docs/bank-interface.md 6.1: the body carries financeApplicationId; other fields are ignored. The id is 1-128 visible
+ * ASCII characters after trimming (docs/security.md, "Bounds"): anything else is a 400 and nothing is signalled.
+ */
+export const FinanceApplicationWebhookSchema = z
+  .object({
+    financeApplicationId: z
+      .string()
+      .trim()
+      .regex(BANK_ID_PATTERN, 'must be 1 to 128 visible ASCII characters (no spaces or control characters)'),
+  })
+  .meta({ id: 'FinanceApplicationWebhook' });
+
+const Ref = z.string().meta({ description: 'The merchant reference the webhook URL was issued for' });
+const Hash = z.string().meta({ description: 'base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, ref))' });
+
+const receiveOperation = (summary: string): ApiOperation => ({
+  'x-listener': 'public',
+  tags: [Tag.Webhooks],
+  summary,
+  description:
+    'Called by the bank after each status change of the application. Authentic when the hash matches the ' +
+    'reference (WEBHOOK_HASH_SECRET, or WEBHOOK_HASH_SECRET_PREVIOUS after a rotation); then one signal to the ' +
+    "reference's workflow, which reads the status. Body up to 16 KiB; `application/json` or `application/*+json`, " +
+    'gzip, deflate or br.',
+  security: open,
+  requestBody: { required: true, content: { 'application/json': { schema: FinanceApplicationWebhookSchema } } },
+  responses: {
+    '202': json(WebhookAcceptedSchema, 'Signalled to the workflow'),
+    '200': json(WebhookIgnoredSchema, 'The workflow is closed or unknown: acknowledged, not delivered'),
+    ...errors(400, [401, 'Missing or wrong webhook hash'], 413, 415, 503),
+  },
+});
+
+/** The finance webhook's OpenAPI operations (gathered by src/api/openapi/document.ts). */
+export const financeApplicationWebhookPaths: ApiPaths = {
+  '/webhooks/finance-applications/{ref}/{hash}': {
+    post: {
+      ...receiveOperation('Finance-application status changed (hash in the path)'),
+      operationId: 'receiveFinanceApplicationWebhook',
+      requestParams: { path: z.object({ ref: Ref, hash: Hash }) },
+    },
+  },
+  '/webhooks/finance-applications/{ref}': {
+    post: {
+      ...receiveOperation('Finance-application status changed (hash in the query)'),
+      operationId: 'receiveFinanceApplicationWebhookHashQuery',
+      requestParams: { path: z.object({ ref: Ref }), query: z.object({ hash: Hash }) },
+    },
+  },
+};
 
 /**
  * Bounds of what the bank sends (docs/security.md, "Bounds"): ids are 1-128 visible ASCII characters (after trimming), the
@@ -48,7 +117,7 @@ export const TransactionEventSchema = z
   })
   .meta({ id: 'TransactionEvent' });
 
-/** The route's OpenAPI operation (gathered by src/api/openapi/document.ts). */
+/** The account webhook's OpenAPI operation (gathered by src/api/openapi/document.ts). */
 export const accountWebhookPaths: ApiPaths = {
   '/webhooks/accounts': {
     post: {
