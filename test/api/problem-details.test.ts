@@ -13,7 +13,10 @@ import {
   ProblemType,
   ValidationError,
 } from '../../src/api/problem-details';
-import { StartApplicationSchema, GetApplicationQuerySchema } from '../../src/api/resources/finance-applications/schemas';
+import {
+  StartApplicationSchema,
+  GetApplicationQuerySchema,
+} from '../../src/api/resources/finance-applications/schemas';
 import { StartRefreshBody } from '../../src/api/resources/consent-refresh/schemas';
 
 const failure = (fn: () => unknown): ValidationError => {

@@ -5,7 +5,7 @@
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
 import { ConsoleSessions, csrfMatches } from '../../../src/api/resources/console/sessions';
 import { escapeHtml, html } from '../../../src/api/resources/console/html';
-import { cookieValue } from '../../../src/api/resources/console/routes';
+import { cookieValue } from '../../../src/api/resources/console/context';
 import {
   callbackFailureDetails,
   MAX_CALLBACK_DELIVERIES_KEPT,
