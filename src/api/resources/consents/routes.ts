@@ -1,36 +1,9 @@
 import type { Router } from 'express';
-import { jsonBody } from '../../json-body';
-import {
-  claimConsent,
-  ConsentHeldByAnotherError,
-  ConsentNotFoundError,
-  consentOwner,
-  releaseConsent,
-} from '../../../client/consent-claims';
-import type { Client } from '@temporalio/client';
-import type { MerchantDirectory } from '../../../config/merchants';
-import type { Logger } from '../../../telemetry/logging';
-import type { ConsentAssignment } from '../../../shared/consent-assignment';
-import type { Metrics } from '../../metrics';
-import { ConsentClaimConflicts, consentAssignmentOf } from '../../consent-assignment';
-import { scopeOf } from '../../authenticate';
-import { withStartDeadline, type StartDeadlineDeps } from '../../deadlines';
-import { HttpError, parseInput } from '../../problem-details';
-import { sendAs } from '../../openapi/describe';
 import { tracedRouter } from '../../../telemetry/express-routes';
-import { consentIdOf, notYours } from '../consent-refresh/routes';
-import { ConsentSchema, ClaimBody } from './schemas';
-import { MerchantTotals, type BudgetDeps } from '../../budgets';
-
-export interface ConsentRouteDeps extends StartDeadlineDeps, BudgetDeps {
-  client: Client;
-  taskQueue: string;
-  merchants: Pick<MerchantDirectory, 'legacyMerchantId' | 'ids' | 'resolve'>;
-  /** CONSENT_ASSIGNMENT's rule in force; absent: `auto` over the merchants (consentAssignmentOf). */
-  consentAssignment?: ConsentAssignment;
-  metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
-  logger: Logger;
-}
+import { jsonBody } from '../../json-body';
+import { MerchantTotals } from '../../budgets';
+import { ConsentClaimConflicts } from '../../consent-assignment';
+import { putConsent, getConsent, deleteConsent, type ConsentRouteDeps } from './handlers';
 
 /**
  * A merchant's consents (docs/merchant-api.md, "Merchants"): the bank's account webhooks carry only the consent id, so a
@@ -51,63 +24,13 @@ export function consentRoutes(
   conflicts: ConsentClaimConflicts = new ConsentClaimConflicts(deps),
 ): Router {
   const router = tracedRouter();
-  const selfClaim = consentAssignmentOf(deps) === 'merchant';
 
   // Described in schemas.ts.
-  router.put('/consents/:consentId', jsonBody({ limit: '1kb' }), async (req, res) => {
-    const consentId = consentIdOf(req);
-    // No body (or `{}`): a body that is anything else is refused, not ignored.
-    const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
-    if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
-    parseInput(ClaimBody, req.body ?? {}, 'body');
-    const scope = scopeOf(res, deps.merchants);
-    // The merchant's claimed consents, counted in Temporal: at its most, only one it already holds passes.
-    const admission = await budgets.totals.admit(
-      res,
-      scope,
-      'consents',
-      async () => (await consentOwner(deps.client, consentId)) === scope.merchantId,
-    );
-    let claim;
-    try {
-      claim = await withStartDeadline(deps, 'Claiming the consent', () =>
-        claimConsent(deps.client, scope, consentId, { taskQueue: deps.taskQueue, selfClaim }),
-      );
-    } catch (err) {
-      admission.settle(false);
-      if (err instanceof ConsentHeldByAnotherError) conflicts.refused(err, scope.merchantId, 'claim');
-      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
-      throw err;
-    }
-    admission.settle(claim.claimedNow);
-    deps.logger.info({ merchant: scope.merchantId, consentId, claimedNow: claim.claimedNow }, 'consent claimed');
-    if (claim.claimedNow) res.setHeader('Location', `/consents/${encodeURIComponent(consentId)}`);
-    sendAs(res, claim.claimedNow ? 201 : 200, ConsentSchema, {
-      consentId,
-      merchantId: scope.merchantId,
-      claimed: true,
-    });
-  });
+  router.put('/consents/:consentId', jsonBody({ limit: '1kb' }), putConsent(deps, budgets, conflicts));
 
-  router.get('/consents/:consentId', async (req, res) => {
-    const consentId = consentIdOf(req);
-    const { merchantId } = scopeOf(res, deps.merchants);
-    if ((await consentOwner(deps.client, consentId)) !== merchantId) throw notYours(consentId);
-    sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: true });
-  });
+  router.get('/consents/:consentId', getConsent(deps));
 
-  router.delete('/consents/:consentId', async (req, res) => {
-    const consentId = consentIdOf(req);
-    const { merchantId } = scopeOf(res, deps.merchants);
-    try {
-      await releaseConsent(deps.client, merchantId, consentId);
-    } catch (err) {
-      if (err instanceof ConsentNotFoundError) throw notYours(consentId);
-      throw err;
-    }
-    deps.logger.info({ merchant: merchantId, consentId }, 'consent released');
-    sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: false });
-  });
+  router.delete('/consents/:consentId', deleteConsent(deps));
 
   return router;
 }

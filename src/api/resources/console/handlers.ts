@@ -24,8 +24,8 @@ import { DEFAULT_SERVICE_SETTINGS, parseDurationMs } from '../../../shared/appli
 import { recordAction } from '../../audit';
 import { HttpError } from '../../problem-details';
 import { ResendRangeSchema } from '../undelivered-callbacks/schemas';
-import { startResend, undeliveredPage } from '../undelivered-callbacks/routes';
-import { readSigningSecret, rotateSigningSecret } from '../callback-signing-secret/routes';
+import { startResend, undeliveredPage } from '../undelivered-callbacks/handlers';
+import { readSigningSecret, rotateSigningSecret } from '../callback-signing-secret/handlers';
 import { callbackSecretPage, CONSOLE_ROTATION_GRACE_CHOICES } from './secret-view';
 import { callbacksPage, type CallbacksFilter } from './callbacks-view';
 import type { Html } from './html';

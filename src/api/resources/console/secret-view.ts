@@ -1,6 +1,6 @@
 import { html, type Html } from './html';
 import { when } from './views';
-import type { SigningSecretView } from '../callback-signing-secret/routes';
+import type { SigningSecretView } from '../callback-signing-secret/handlers';
 
 /** The grace periods the console offers for a rotation (the API takes any within its bounds). */
 export const CONSOLE_ROTATION_GRACE_CHOICES = [

@@ -16,6 +16,9 @@ import {
 } from '../../openapi/describe';
 import { ProblemType } from '../../problem-details';
 
+/** Where a merchant's key reaches its own undelivered callbacks (mounted behind `authenticate` and its budget). */
+export const UNDELIVERED_CALLBACKS_PATH = '/callbacks';
+
 export const DEFAULT_UNDELIVERED_PAGE_SIZE = 50;
 export const MAX_UNDELIVERED_PAGE_SIZE = 500;
 /** The longest range one bulk resend takes (the longest retry window, and more). */
