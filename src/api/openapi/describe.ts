@@ -1,5 +1,5 @@
 /**
- * The small vocabulary of the route descriptions (src/api/resources/<resource>/schemas.ts: zod-openapi path objects,
+ * The small vocabulary of the route descriptions (each resource's schemas.ts in src/api/resources/: zod-openapi path objects,
  * so every body and answer is the zod schema the route itself parses or answers with). A route imports its
  * description; src/api/openapi/document.ts gathers the descriptions, never the routes, into the OpenAPI 3.1
  * document; test/api/openapi.test.ts fails when a route and its description disagree.
