@@ -211,8 +211,8 @@ export function createPublicApp(deps: AppDeps): Express {
 /**
  * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
  * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`); `/metrics` and `/readyz`'s
- * details behind an operator key (merchants reach this listener: src/api/resources/health/routes.ts); and, open, `/healthz`,
- * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
+ * details behind an operator key (merchants reach this listener: src/api/resources/health/routes.ts); and, open,
+ * `/healthz`, `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
   // Set on the caller's deps, not a copy: the routes read keys from that object per request (a list swapped at runtime).

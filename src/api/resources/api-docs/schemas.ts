@@ -1,5 +1,5 @@
 /**
- * The API description routes (src/api/resources/api-docs/routes.ts): their OpenAPI operations. Imported by the route and by
+ * The API description routes (routes.ts): their OpenAPI operations. Imported by the route and by
  * src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The callback signing secret routes (src/api/resources/callback-signing-secret/routes.ts): bodies, answers and their OpenAPI
+ * The callback signing secret routes (routes.ts): bodies, answers and their OpenAPI
  * operations. Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The codec endpoint (src/api/resources/codec/routes.ts): its bodies and its OpenAPI operations. Imported by the route and by
+ * The codec endpoint (routes.ts): its bodies and its OpenAPI operations. Imported by the route and by
  * src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The consent-refresh routes (src/api/resources/consent-refresh/routes.ts): bodies, answers and their OpenAPI operations.
+ * The consent-refresh routes (routes.ts): bodies, answers and their OpenAPI operations.
  * Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The consent routes (src/api/resources/consents/routes.ts): bodies, answers and their OpenAPI operations. Imported by the
+ * The consent routes (routes.ts): bodies, answers and their OpenAPI operations. Imported by the
  * route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -27,7 +27,7 @@ export { CONSOLE_LIVE_WAIT_MS } from './handlers';
  * The merchant console (docs/console.md) at /console on the internal listener: sign in with the merchant API key
  * (a POST form, never a URL), then the merchant's own applications (through the same scoped reads as the facade),
  * each one's timeline with its callbacks and a resend, and consent refreshes per bank; pages kept live through the
- * long-poll by /console/assets/console.js. Sessions are server-side (src/api/resources/console/sessions.ts); every POST carries
+ * long-poll by /console/assets/console.js. Sessions are server-side (sessions.ts); every POST carries
  * the session's CSRF token and is refused from another origin.
  *
  * Signed in, every request spends the merchant's budgets as the API's do (`budgets`, the internal app's one set,

@@ -16,11 +16,11 @@ const SOURCES: Record<string, string> = {
   poll: 'a poll',
 };
 
-/** The console's pages and the fragments the live-update script swaps in (src/api/resources/console/assets.ts). */
+/** The console's pages and the fragments the live-update script swaps in (assets.ts). */
 
 /**
  * An instant: readable UTC in the page, the browser's local time once the script runs (`data-local`,
- * src/api/resources/console/assets.ts), the exact ISO time on hover; and where it helps, a phrase relative to an anchor.
+ * assets.ts), the exact ISO time on hover; and where it helps, a phrase relative to an anchor.
  */
 export function when(iso: string, anchor?: { at: string | number; what?: string }): Html {
   const phrase = anchor ? relativePhrase(iso, anchor) : undefined;

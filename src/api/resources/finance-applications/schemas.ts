@@ -1,5 +1,5 @@
 /**
- * The finance-application routes (src/api/resources/finance-applications/routes.ts): bodies, queries, answers and their
+ * The finance-application routes (routes.ts): bodies, queries, answers and their
  * OpenAPI operations. Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The probes and metrics (src/api/resources/health/routes.ts): their answers and OpenAPI operations. Imported by the route and
+ * The probes and metrics (routes.ts): their answers and OpenAPI operations. Imported by the route and
  * by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The operators' audit trail route (src/api/resources/operator-audit/routes.ts): its query, answer and OpenAPI operation.
+ * The operators' audit trail route (routes.ts): its query, answer and OpenAPI operation.
  * Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

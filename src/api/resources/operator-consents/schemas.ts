@@ -1,5 +1,5 @@
 /**
- * The operators' consent routes (src/api/resources/operator-consents/routes.ts): bodies, answers and their OpenAPI operations.
+ * The operators' consent routes (routes.ts): bodies, answers and their OpenAPI operations.
  * Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The undelivered-callback routes (src/api/resources/undelivered-callbacks/routes.ts): queries, bodies, answers and their
+ * The undelivered-callback routes (routes.ts): queries, bodies, answers and their
  * OpenAPI operations. Imported by the route and by src/api/openapi/document.ts.
  */
 import { z } from 'zod';
