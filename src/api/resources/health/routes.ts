@@ -1,38 +1,13 @@
 import type { Request, Response, Router } from 'express';
-import type { Logger } from '../../../telemetry/logging';
-import type { Metrics } from '../../metrics';
-import type { DrainSignals } from '../../drain';
-import { authenticateOperator, type AuthenticateOperatorDeps } from '../../authenticate';
-import { hardBound } from '../../deadlines';
-import { sendAs } from '../../openapi/describe';
+import { authenticateOperator } from '../../authenticate';
 import { tracedRouter } from '../../../telemetry/express-routes';
-import {
-  LivenessSchema,
-  ReadySchema,
-  NotReadySchema,
-  NotReadyStatusSchema,
-  DrainingSchema,
-  ReceiverReadySchema,
-} from './schemas';
-
-const DRAINING_MESSAGE = 'This process is shutting down: send new requests to another instance';
-
-/** Answers 503 `draining` and returns true while the process drains. */
-function answeredDraining(res: Response, drain: DrainSignals | undefined): boolean {
-  if (!drain?.draining) return false;
-  sendAs(res, 503, DrainingSchema, { status: 'draining', message: DRAINING_MESSAGE });
-  return true;
-}
-
-/** /readyz answers within this, whatever Temporal does (its own check has a 2 s gRPC deadline). */
-export const READINESS_BOUND_MS = 2_000;
+import { liveness, metrics, readiness, receiverReadiness, type OperatorRouteDeps } from './handlers';
+import type { DrainSignals } from '../../drain';
 
 /** Liveness: the process answers (both listeners; no dependency checked, so a Temporal outage restarts nothing). */
 export function livenessRoutes(): Router {
   const router = tracedRouter();
-  router.get('/healthz', (_req, res) => {
-    sendAs(res, 200, LivenessSchema, { status: 'ok' });
-  });
+  router.get('/healthz', liveness());
   return router;
 }
 
@@ -43,21 +18,8 @@ export function livenessRoutes(): Router {
  */
 export function receiverReadinessRoutes(deps: { drain?: DrainSignals }): Router {
   const router = tracedRouter();
-  router.get('/readyz', (_req, res) => {
-    if (answeredDraining(res, deps.drain)) return;
-    sendAs(res, 200, ReceiverReadySchema, { status: 'ready' });
-  });
+  router.get('/readyz', receiverReadiness(deps));
   return router;
-}
-
-export interface OperatorRouteDeps extends AuthenticateOperatorDeps {
-  /** Resolves when Temporal answers. */
-  checkTemporal(): Promise<void>;
-  /** Both listeners' metrics, served at /metrics; `operatorAuth` counts the operator keys presented. */
-  metrics: AuthenticateOperatorDeps['metrics'] & Pick<Metrics, 'registry'>;
-  logger: Logger;
-  /** The process's shutdown: /readyz answers 503 while draining. */
-  drain?: DrainSignals;
 }
 
 /**
@@ -73,26 +35,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): Router {
   // A request with an Authorization header asks for the details: it must carry an operator key (401/403 otherwise).
   const detailsIfOperator = (req: Request, res: Response, next: (err?: unknown) => void) =>
     req.headers.authorization === undefined ? next() : operator(req, res, next);
-  router.get('/readyz', detailsIfOperator, async (req, res) => {
-    if (answeredDraining(res, deps.drain)) return;
-    const detailed = req.headers.authorization !== undefined;
-    try {
-      await hardBound(deps.checkTemporal(), READINESS_BOUND_MS, 'Temporal');
-      if (detailed) sendAs(res, 200, ReadySchema, { status: 'ready', temporal: 'ok' });
-      else sendAs(res, 200, ReceiverReadySchema, { status: 'ready' });
-    } catch (err) {
-      deps.logger.warn({ err: (err as Error).message }, 'readiness check failed');
-      if (!detailed) sendAs(res, 503, NotReadyStatusSchema, { status: 'not_ready' });
-      else
-        sendAs(res, 503, NotReadySchema, {
-          status: 'not_ready',
-          temporal: 'unreachable',
-          message: (err as Error).message,
-        });
-    }
-  });
-  router.get('/metrics', operator, async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
+  router.get('/readyz', detailsIfOperator, readiness(deps));
+  router.get('/metrics', operator, metrics(deps));
   return router;
 }
