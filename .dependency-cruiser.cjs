@@ -106,6 +106,15 @@ module.exports = {
       to: { path: src('sandbox') },
     },
     {
+      name: 'api-schemas-flow-outward',
+      severity: 'error',
+      comment:
+        "An HTTP resource's schemas (src/api/resources/<resource>/schemas.ts) and the OpenAPI document built from " +
+        'them import no route, handler or receiver: the schemas flow outward to the code that uses them, never back.',
+      from: { path: ['^src/api/resources/[^/]+/schemas\\.ts$', '^src/api/openapi/'] },
+      to: { path: '^src/api/resources/', pathNot: '^src/api/resources/[^/]+/schemas\\.ts$' },
+    },
+    {
       name: 'tools-import-no-tests',
       severity: 'error',
       comment: 'bench, chaos and cluster share src/ and tools/harness/, never test code (test/).',

@@ -3,7 +3,7 @@
 // bank sandbox), so this finds which one runs (the container's main process, /proc/1/cmdline, or another process
 // running a dist entry point when PID 1 is an init) and probes that one's own route, on the port its variables set:
 //   worker   dist/worker.js          http://127.0.0.1:$WORKER_METRICS_PORT/readyz (9464; src/worker/metrics.ts)
-//   api      dist/api/server.js      http://127.0.0.1:$INTERNAL_PORT/readyz (3001; src/api/routes/health.ts)
+//   api      dist/api/server.js      http://127.0.0.1:$INTERNAL_PORT/readyz (3001; src/api/resources/health/routes.ts)
 //   main     dist/main.js            as the API (npm start's internal listener)
 //   sandbox  dist/sandbox/server.js  http://127.0.0.1:$SANDBOX_PORT/_sandbox (4010; src/sandbox/routes/control.ts)
 // A process name as the first argument skips the detection (`node scripts/healthcheck.cjs worker`). Exit 0: 2xx.

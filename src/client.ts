@@ -1,6 +1,6 @@
 /**
  * The merchant's typed client over the Temporal client: start and follow finance applications and consent
- * refreshes. The REST facade (src/api/routes) is a thin layer over these same functions.
+ * refreshes. The REST facade (src/api/resources) is a thin layer over these same functions.
  *
  * Also the package `@paylater-temporal/client` (packages/client: built from these sources, declarations included,
  * `@temporalio/client` a peer). Everything it exports is reached from here: keep what it pulls in to src/client,

@@ -6,7 +6,7 @@ import { z } from 'zod';
  *   `type` a dotted name from CALLBACK_EVENT_TYPES, `data` the event's fields;
  * - `legacy`: the event as the workflow hands it over (`{ "type", ...fields }`), deprecated.
  * The workflows keep passing the legacy event (their histories stay as they are); the callback activity wraps it
- * here. The zod schemas below are both the description (src/api/descriptions/merchant-callbacks.ts, OpenAPI
+ * here. The zod schemas below are both the description (src/api/openapi/merchant-callbacks.ts, OpenAPI
  * `webhooks`) and the unit tests' check that what is sent is what is described.
  */
 

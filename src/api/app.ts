@@ -8,28 +8,28 @@ import type { MerchantApiKey, OperatorApiKey } from '../security/api-keys';
 import type { ServiceSettings } from '../shared/application-settings';
 import { authenticate, authenticateOperator } from './authenticate';
 import { merchantBudgets } from './budgets';
+import { ConsentClaimConflicts } from './consent-assignment';
 import { FailedAuthentications } from './auth-failures';
 import { errorHandler, HttpError, PROBLEM_TITLES, ProblemError, ProblemType } from './problem-details';
 import { requestLog, type Middleware } from './request-log';
 import type { Metrics } from './metrics';
-import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './routes/health';
+import { livenessRoutes, operatorRoutes, receiverReadinessRoutes } from './resources/health/routes';
 import type { DrainSignals } from './drain';
-import { financeApplicationWebhookRoutes } from './routes/finance-application-webhooks';
-import { financeApplicationRoutes } from './routes/finance-applications';
-import { accountWebhookRoutes } from './routes/account-webhooks';
-import { consentRefreshRoutes } from './routes/consent-refresh';
-import { consentRoutes } from './routes/consents';
-import { operatorConsentRoutes } from './routes/operator-consents';
+import { webhookRoutes } from './resources/webhooks/routes';
+import { financeApplicationRoutes } from './resources/finance-applications/routes';
+import { consentRefreshRoutes } from './resources/consent-refresh/routes';
+import { consentRoutes } from './resources/consents/routes';
+import { operatorConsentRoutes } from './resources/operator-consents/routes';
 import type { ConsentAssignment } from '../shared/consent-assignment';
-import { CALLBACK_SIGNING_SECRET_PATH, callbackSigningSecretRoutes } from './routes/callback-signing-secret';
-import { apiDocsRoutes } from './routes/api-docs';
-import { consoleRoutes } from './routes/console';
+import { CALLBACK_SIGNING_SECRET_PATH, callbackSigningSecretRoutes } from './resources/callback-signing-secret/routes';
+import { apiDocsRoutes } from './resources/api-docs/routes';
+import { consoleRoutes } from './resources/console/routes';
 import { openApiJson, ROUTE_MODULE_PATHS } from './openapi/document';
 import { routeOf } from '../telemetry/express-routes';
 import { methodLabel, OTHER_LABEL } from '../shared/metric-names';
 import { MemoryAuditLog, type AuditLog } from '../audit/audit-log';
-import { operatorAuditRoutes } from './routes/operator-audit';
-import { UNDELIVERED_CALLBACKS_PATH, undeliveredCallbackRoutes } from './routes/undelivered-callbacks';
+import { operatorAuditRoutes } from './resources/operator-audit/routes';
+import { UNDELIVERED_CALLBACKS_PATH, undeliveredCallbackRoutes } from './resources/undelivered-callbacks/routes';
 
 export { authenticate, authenticateOperator } from './authenticate';
 
@@ -202,8 +202,7 @@ function finish(app: Express, deps: Pick<AppDeps, 'logger'>, listener: Listener)
  */
 export function createPublicApp(deps: AppDeps): Express {
   const app = baseApp(listenerMiddleware(deps, 'public'));
-  app.use(financeApplicationWebhookRoutes(deps));
-  app.use(accountWebhookRoutes(deps));
+  app.use(webhookRoutes(deps));
   app.use(livenessRoutes());
   app.use(receiverReadinessRoutes(deps));
   return finish(app, deps, 'public');
@@ -212,8 +211,8 @@ export function createPublicApp(deps: AppDeps): Express {
 /**
  * The internal listener (INTERNAL_PORT), for merchants and operators, never exposed to the bank or the internet:
  * the merchant facade behind an API key (`authenticate`: `Authorization: Bearer <key>`); `/metrics` and `/readyz`'s
- * details behind an operator key (merchants reach this listener: src/api/routes/health.ts); and, open, `/healthz`,
- * `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
+ * details behind an operator key (merchants reach this listener: src/api/resources/health/routes.ts); and, open,
+ * `/healthz`, `/readyz`'s status (probes send no key) and the API description (`/openapi.json`, the `/docs` reference page).
  */
 export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {}): Express {
   // Set on the caller's deps, not a copy: the routes read keys from that object per request (a list swapped at runtime).
@@ -242,8 +241,10 @@ export function createInternalApp(deps: AppDeps, options: InternalAppOptions = {
     authenticate(deps, failures),
     budgets.requests,
   );
-  app.use(consentRefreshRoutes(deps, budgets));
-  app.use(consentRoutes(deps, budgets));
+  // One record of refused consent claims for both routes: a conflict is recorded once per interval.
+  const conflicts = new ConsentClaimConflicts(deps);
+  app.use(consentRefreshRoutes(deps, budgets, conflicts));
+  app.use(consentRoutes(deps, budgets, conflicts));
   app.use(financeApplicationRoutes(deps, budgets));
   // The caller's own callback signing secret (/merchant, under the key and budget above).
   app.use(callbackSigningSecretRoutes(deps));

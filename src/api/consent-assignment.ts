@@ -45,46 +45,46 @@ export function consentAssignmentWarning(config: {
   );
 }
 
-/** Per Temporal client (one per API process): when each (consent, merchant) conflict was last recorded. */
-const recorded = new WeakMap<Client, Map<string, number>>();
-
 /**
  * Another merchant owns the consent, so a merchant's claim or refresh of it was refused (the merchant is answered
  * as for an unknown consent, by the route). For operators (docs/decisions/0046-consents-assigned-by-an-operator.md):
  * counted in paylater_consent_claim_conflicts_total, logged at warn (merchants and consent id, nothing secret), and
  * recorded on the consent's claim (its state, and ConsentClaimConflict for the first merchant refused). The record
  * is a signal sent without waiting for it, so the answer does not take longer than an unknown consent's; the same
- * merchant and consent are signalled at most once per CONFLICT_RECORD_INTERVAL_MS per process, so repeated claims
- * cannot grow the owner's claim history (the metric still counts each).
+ * merchant and consent are signalled at most once per CONFLICT_RECORD_INTERVAL_MS by one instance (the internal app
+ * makes one for both consent routes), so repeated claims cannot grow the owner's claim history (the metric still
+ * counts each).
  */
-export function refusedConsentClaim(
-  deps: ConsentClaimConflictDeps,
-  held: ConsentHeldByAnotherError,
-  merchantId: string,
-  via: 'claim' | 'refresh',
-): void {
-  deps.metrics.consentClaimConflicts.inc({ merchant: merchantId, owner: held.owner, via });
-  deps.logger.warn(
-    { merchant: merchantId, owner: held.owner, consentId: held.consentId, via },
-    "consent claim refused: another merchant's consent",
-  );
-  if (held.firstConflict === merchantId || !due(deps.client, `${held.consentId}\n${merchantId}`)) return;
-  recordConsentClaimConflict(deps.client, held.consentId, { merchantId, at: new Date() }).catch((err: unknown) =>
-    deps.logger.warn(
-      { merchant: merchantId, consentId: held.consentId, cause: err instanceof Error ? err.message : String(err) },
-      'consent claim conflict not recorded on the claim',
-    ),
-  );
-}
+export class ConsentClaimConflicts {
+  /** When each (consent, merchant) conflict was last recorded. */
+  private readonly recorded = new Map<string, number>();
 
-/** True (and remembered) when the conflict was not recorded by this process within the interval. */
-function due(client: Client, key: string, now = Date.now()): boolean {
-  let times = recorded.get(client);
-  if (!times) recorded.set(client, (times = new Map<string, number>()));
-  const last = times.get(key);
-  if (last !== undefined && now - last < CONFLICT_RECORD_INTERVAL_MS) return false;
-  times.delete(key);
-  times.set(key, now);
-  while (times.size > MAX_REMEMBERED) times.delete(times.keys().next().value!);
-  return true;
+  constructor(private readonly deps: ConsentClaimConflictDeps) {}
+
+  refused(held: ConsentHeldByAnotherError, merchantId: string, via: 'claim' | 'refresh'): void {
+    const { deps } = this;
+    deps.metrics.consentClaimConflicts.inc({ merchant: merchantId, owner: held.owner, via });
+    deps.logger.warn(
+      { merchant: merchantId, owner: held.owner, consentId: held.consentId, via },
+      "consent claim refused: another merchant's consent",
+    );
+    if (held.firstConflict === merchantId || !this.due(`${held.consentId}\n${merchantId}`)) return;
+    recordConsentClaimConflict(deps.client, held.consentId, { merchantId, at: new Date() }).catch((err: unknown) =>
+      deps.logger.warn(
+        { merchant: merchantId, consentId: held.consentId, cause: err instanceof Error ? err.message : String(err) },
+        'consent claim conflict not recorded on the claim',
+      ),
+    );
+  }
+
+  /** True (and remembered) when the conflict was not recorded within the interval. */
+  private due(key: string, now = Date.now()): boolean {
+    const times = this.recorded;
+    const last = times.get(key);
+    if (last !== undefined && now - last < CONFLICT_RECORD_INTERVAL_MS) return false;
+    times.delete(key);
+    times.set(key, now);
+    while (times.size > MAX_REMEMBERED) times.delete(times.keys().next().value!);
+    return true;
+  }
 }

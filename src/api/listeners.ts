@@ -12,7 +12,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import type { RequestHandler } from 'express';
 import { createInternalApp, createPublicApp, type AppDeps, type InternalAppOptions } from './app';
 import { authenticateOperator } from './authenticate';
-import { codecRoutes } from './routes/codec';
+import { codecRoutes } from './resources/codec/routes';
 import { uiCodecGatewayApp } from './ui-codec-gateway';
 import { boundPort, listen } from './http-server';
 import { ApiDrain, drainListeners } from './drain';

@@ -4,7 +4,7 @@ import type { Logger } from '../telemetry/logging';
 import { loggablePath } from '../security/redaction';
 import type { Metrics } from './metrics';
 import { errorHandler, HttpError } from './problem-details';
-import { codecRoutes } from './routes/codec';
+import { codecRoutes } from './resources/codec/routes';
 import type { AuditLog } from '../audit/audit-log';
 
 /** The operator the embedded Web UI decodes as (compose's codec gateway's operator has the same name). */
@@ -23,7 +23,7 @@ export function uiCodecGatewayApp(deps: {
   corsOrigins: readonly string[];
   metrics: Pick<Metrics, 'operatorAuth'>;
   logger: Logger;
-  /** The process's audit trail: each decode recorded as the operator `web-ui` (src/api/routes/codec.ts). */
+  /** The process's audit trail: each decode recorded as the operator `web-ui` (src/api/resources/codec/routes.ts). */
   audit?: AuditLog;
 }): Express {
   const app = express();

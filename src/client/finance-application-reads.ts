@@ -14,7 +14,6 @@ import {
   initialFinanceApplicationState,
   type FinanceApplicationState,
 } from '../shared/finance-application';
-import { withoutWebhookUrl } from '../shared/bank-wire';
 import { financeApplicationWorkflowId } from '../shared/ids';
 import { FinanceApplicationId } from '../shared/search-attributes';
 import { applicationPhase, type ApplicationPhase } from '../shared/application-phase';
@@ -122,7 +121,7 @@ export async function readFinanceApplication(
       : ((status.name === 'FAILED' ? neverCreated(description, merchantReference) : undefined) ??
         (await handle.query(financeApplicationStateQuery)));
   const phase = applicationPhase({ runOpen: status.name === 'RUNNING', followingEnded: state.done });
-  return { workflowId, state: merchantView(state), phase, description };
+  return { workflowId, state, phase, description };
 }
 
 /**
@@ -144,14 +143,6 @@ export function neverCreated(
   );
 }
 
-/**
- * The state as merchants get it: runs from before the create activity dropped the bank's echo of our webhookUrl
- * (whose hash lets anyone post status webhooks) still hold it in their state and result.
- */
-export function merchantView(state: FinanceApplicationState): FinanceApplicationState {
-  return state.bank ? { ...state, bank: withoutWebhookUrl(state.bank) } : state;
-}
-
 /** Waits until the application reaches a terminal status or its deadline, and returns the final state. */
 export async function awaitFinanceApplication(
   client: Client,
@@ -159,5 +150,5 @@ export async function awaitFinanceApplication(
   merchantReference: string,
 ): Promise<FinanceApplicationState> {
   const workflowId = await resolveFinanceApplicationId(client, merchant, merchantReference);
-  return merchantView(await client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result());
+  return client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId).result();
 }

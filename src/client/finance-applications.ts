@@ -25,7 +25,6 @@ import {
   MAX_PAGE_SIZE,
   type ApplicationSearchFilter,
 } from '../shared/application-search';
-import { withoutWebhookUrl } from '../shared/bank-wire';
 import { creationDifferences } from '../shared/application-identity';
 import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
@@ -56,7 +55,6 @@ export {
   getFinanceApplicationView,
   phaseOf,
   readFinanceApplication,
-  merchantView,
   awaitFinanceApplication,
 } from './finance-application-reads';
 
@@ -162,11 +160,10 @@ export async function startFinanceApplication(
       .map(([k]) => k) as (keyof FinanceApplicationSettings)[]);
   let started: FinanceApplicationStarted;
   try {
-    const answered = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
+    started = await client.workflow.executeUpdateWithStart(startFinanceApplicationUpdate, {
       args: [{ requestId }],
       startWorkflowOperation,
     });
-    started = { ...answered, bank: withoutWebhookUrl(answered.bank) };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     // The reference's workflow has completed: its result holds the application it created.
@@ -210,7 +207,7 @@ async function completedApplication(
     merchantReference,
     workflowId,
     financeApplicationId: result.financeApplicationId,
-    bank: withoutWebhookUrl(result.bank),
+    bank: result.bank,
     created: false,
   };
 }
@@ -237,7 +234,7 @@ async function existingLegacyApplication(
     merchantReference,
     workflowId,
     financeApplicationId: state.financeApplicationId,
-    bank: withoutWebhookUrl(state.bank),
+    bank: state.bank,
     created: false,
   };
 }

@@ -8,7 +8,7 @@ import {
   type StatusWaitResult,
 } from '../shared/finance-application';
 import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
-import { merchantView, readFinanceApplication } from './finance-application-reads';
+import { readFinanceApplication } from './finance-application-reads';
 import type { MerchantScope } from './merchant-scope';
 
 /** How a wait for a change ended, with the application as it then stood. */
@@ -200,7 +200,7 @@ export async function waitForFinanceApplicationChange(
       state = await reread();
       continue;
     }
-    state = merchantView(result.state);
+    state = result.state;
     if (result.outcome === 'closing') {
       await pause(Math.min(CLOSING_RETRY_MS, Math.max(0, deadline - Date.now())));
       state = await reread();

@@ -156,12 +156,12 @@ export interface Config {
     /** FAILED_AUTHENTICATIONS_PER_15_MINUTES (formerly CONSOLE_SIGN_IN_ATTEMPTS_PER_15_MINUTES): per client address. */
     per15Minutes: number;
   };
-  /** The merchant console (src/api/routes/console.ts). */
+  /** The merchant console (src/api/resources/console/routes.ts). */
   console: {
     /** CONSOLE_SESSIONS_PER_MERCHANT: sessions held per merchant. */
     sessionsPerMerchant: number;
   };
-  /** The codec endpoint (src/api/routes/codec.ts). */
+  /** The codec endpoint (src/api/resources/codec/routes.ts). */
   codec: {
     /** Origins of the Temporal Web UI allowed by CORS (CODEC_CORS_ORIGINS). */
     corsOrigins: string[];

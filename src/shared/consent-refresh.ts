@@ -5,7 +5,7 @@ import type { AccountEventBody } from './bank-wire';
 /**
  * Messages, inputs and results of the consent-refresh and late-account-events workflows (the transactionEvents
  * contract is in ./transaction-events.ts). Defined once here and used by the workflows, the merchant client
- * (src/client) and the webhook receiver (src/api/routes).
+ * (src/client) and the webhook receiver (src/api/resources/webhooks).
  */
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /**
  * Durations and instants as a person reads them, for the Web UI's details (src/workflows/finance-application/details.ts)
- * and the merchant console (src/api/console/views.ts). Plain code, no clock: the caller passes the instants
+ * and the merchant console (src/api/resources/console/views.ts). Plain code, no clock: the caller passes the instants
  * (test/shared/time-words.test.ts).
  */
 

@@ -6,7 +6,7 @@ import type { TransactionEventBody } from './bank-wire';
  * The transactionEvents contract: the bank's transactionEvent webhooks for one consent go, by signal-with-start, to
  * that consent's transactionEventsWorkflow, which coalesces a burst into one `transactionsChanged` callback to the
  * merchant. Its messages, input, state and the callback's event, used by the workflow, the receiver
- * (src/api/routes/account-webhooks.ts) and merchants reading the callback.
+ * (src/api/resources/webhooks/accounts.ts) and merchants reading the callback.
  */
 
 export const transactionEventsWorkflowType = 'transactionEventsWorkflow';

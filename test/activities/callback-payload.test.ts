@@ -1,6 +1,6 @@
 /**
  * The callbacks' bodies (src/activities/callback-payload.ts) against the OpenAPI document's `webhooks`
- * (src/api/descriptions/merchant-callbacks.ts): each event, built by the workflows' own builders where they have
+ * (src/api/openapi/merchant-callbacks.ts): each event, built by the workflows' own builders where they have
  * one, in each payload version, matches the schema the document gives it (ajv, JSON Schema 2020-12).
  */
 import Ajv2020 from 'ajv/dist/2020';

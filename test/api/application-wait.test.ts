@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { createInternalApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
-import { WAIT_OUTCOME_HEADER } from '../../src/api/descriptions/finance-applications';
+import { WAIT_OUTCOME_HEADER } from '../../src/api/resources/finance-applications/schemas';
 import {
   financeApplicationHandle,
   FinanceApplicationWaits,

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { ProblemType } from '../../src/api/budgets';
 import { createOpenApiDocument } from '../../src/api/openapi/document';
-import { WAIT_OUTCOME_HEADER } from '../../src/api/descriptions/finance-applications';
+import { WAIT_OUTCOME_HEADER } from '../../src/api/resources/finance-applications/schemas';
 import { startFinanceApplication } from '../../src/client/finance-applications';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';

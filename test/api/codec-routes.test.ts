@@ -8,7 +8,8 @@ import { FailedAuthentications } from '../../src/api/auth-failures';
 import { errorHandler, HttpError } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { CODEC_ALLOWED_HEADERS, codecRoutes } from '../../src/api/routes/codec';
+import { codecRoutes } from '../../src/api/resources/codec/routes';
+import { CODEC_ALLOWED_HEADERS } from '../../src/api/resources/codec/handlers';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
 
 /**

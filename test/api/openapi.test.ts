@@ -16,9 +16,9 @@ import { createInternalApp, createPublicApp, type AppDeps } from '../../src/api/
 import { listen, closeServer } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { createOpenApiDocument } from '../../src/api/openapi/document';
-import { DOCS_ASSETS } from '../../src/api/descriptions/api-docs';
-import { DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/routes/api-docs';
-import { codecRoutes } from '../../src/api/routes/codec';
+import { DOCS_ASSETS } from '../../src/api/resources/api-docs/schemas';
+import { DOCS_CONTENT_SECURITY_POLICY } from '../../src/api/resources/api-docs/handlers';
+import { codecRoutes } from '../../src/api/resources/codec/routes';
 import { createPayloadCodec, payloadEncryptionKey } from '../../src/security/payload-codec';
 import { answerProblems, expectMatchesOpenApi, recordOpenApiAnswers } from '../../tools/harness/openapi';
 import { testMerchants } from '../helpers/merchants';

@@ -13,8 +13,11 @@ import {
   ProblemType,
   ValidationError,
 } from '../../src/api/problem-details';
-import { StartApplicationSchema, GetApplicationQuerySchema } from '../../src/api/descriptions/finance-applications';
-import { StartRefreshBody } from '../../src/api/descriptions/consent-refresh';
+import {
+  StartApplicationSchema,
+  GetApplicationQuerySchema,
+} from '../../src/api/resources/finance-applications/schemas';
+import { StartRefreshBody } from '../../src/api/resources/consent-refresh/schemas';
 
 const failure = (fn: () => unknown): ValidationError => {
   try {

@@ -1,5 +1,5 @@
 /**
- * The one receiver pipeline (src/api/webhook-receiver.ts), shared by both webhook routes, on the real public app
+ * The one receiver pipeline (src/api/resources/webhooks/receiver.ts), shared by both webhook routes, on the real public app
  * over real HTTP with a scripted Temporal client: the same checks and the same answers on both routes.
  */
 import { Agent, type Server } from 'node:http';
@@ -10,7 +10,7 @@ import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
+import { SIGNAL_DEADLINE_MS } from '../../src/api/resources/webhooks/receiver';
 import { webhookHash } from '../../src/security/webhook-hash';
 import { consentClaimWorkflowId, lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';

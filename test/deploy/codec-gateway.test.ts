@@ -10,7 +10,7 @@ import pino from 'pino';
 import { errorHandler, HttpError } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { appDepsFromConfig, codecAuthentication } from '../../src/api/listeners';
-import { codecRoutes } from '../../src/api/routes/codec';
+import { codecRoutes } from '../../src/api/resources/codec/routes';
 import { loadConfig } from '../../src/config';
 import { freeLoopbackPort } from '../../src/temporal/free-port';
 import { createPayloadCodec } from '../../src/security/payload-codec';

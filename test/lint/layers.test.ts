@@ -51,6 +51,11 @@ const FIXTURE: Record<string, string> = {
   // The sandbox imported by the API (only an entry point may).
   'src/sandbox/app.ts': 'export const sandbox = 1;\n',
   'src/api/bank.ts': "import { sandbox } from '../sandbox/app';\nexport const bank = sandbox;\n",
+  // A resource's schemas importing its own route; its handlers importing the schemas is the allowed direction.
+  'src/api/resources/tasks/routes.ts': 'export const path = "/tasks";\n',
+  'src/api/resources/tasks/schemas.ts': "import { path } from './routes';\nexport const paths = { [path]: {} };\n",
+  'src/api/resources/tasks/handlers.ts':
+    "import { paths } from './schemas';\nexport const handled = Object.keys(paths);\n",
   // A tool importing test code.
   'test/helpers/stack.ts': 'export const stack = 1;\n',
   'tools/bench/run.ts': "import { stack } from '../../test/helpers/stack';\nexport const run = stack;\n",
@@ -115,7 +120,13 @@ describeWithNode('the import rule (.dependency-cruiser.cjs)', () => {
     expect(found('tools-import-no-tests')).toEqual(['tools/bench/run.ts → test/helpers/stack.ts']);
   });
 
+  it('fails on a resource schema importing what uses it', () => {
+    expect(found('api-schemas-flow-outward')).toEqual([
+      'src/api/resources/tasks/schemas.ts → src/api/resources/tasks/routes.ts',
+    ]);
+  });
+
   it('finds nothing else', () => {
-    expect(violations).toHaveLength(6);
+    expect(violations).toHaveLength(7);
   });
 });

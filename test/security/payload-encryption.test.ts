@@ -18,7 +18,7 @@ import pino from 'pino';
 import { authenticateOperator } from '../../src/api/app';
 import { errorHandler } from '../../src/api/problem-details';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
-import { codecRoutes } from '../../src/api/routes/codec';
+import { codecRoutes } from '../../src/api/resources/codec/routes';
 import { getFinanceApplication } from '../../src/client/finance-applications';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
 import type { FinanceApplicationInput } from '../../src/shared/finance-application';

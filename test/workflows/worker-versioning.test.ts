@@ -16,7 +16,7 @@ import {
   nudgeRunsOnOtherBuilds,
   type DeploymentVersion,
 } from '../../src/temporal/worker-deployment';
-import { WAIT_OUTCOME_HEADER } from '../../src/api/descriptions/finance-applications';
+import { WAIT_OUTCOME_HEADER } from '../../src/api/resources/finance-applications/schemas';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { bundleWorkflows, eventually } from '../helpers/temporal';
 import { TEST_MERCHANT } from '../helpers/merchants';

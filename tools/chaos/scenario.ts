@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DEFAULT_START_DEADLINE_MS } from '../../src/api/deadlines';
-import { SIGNAL_DEADLINE_MS } from '../../src/api/webhook-receiver';
+import { SIGNAL_DEADLINE_MS } from '../../src/api/resources/webhooks/receiver';
 import { getFinanceApplication } from '../../src/client/finance-applications';
 import type { ApiCallRecord, ApplicationRecord, RefreshTaskRecord, WebhookDelivery } from '../../src/sandbox/types';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
@@ -105,7 +105,7 @@ class Stack {
   readonly sandboxUrl: string;
   readonly publicUrls: string[];
   readonly internalUrls: string[];
-  /** The operator key the APIs list: their /metrics are an operator's (src/api/routes/health.ts). */
+  /** The operator key the APIs list: their /metrics are an operator's (src/api/resources/health/routes.ts). */
   readonly operatorKey = randomBytes(24).toString('base64url');
 
   constructor(

@@ -6,7 +6,7 @@ import type { WorkflowBundleOption, WorkflowBundleWithSourceMap } from '@tempora
 import pino from 'pino';
 import type { Logger } from '../../src/telemetry/logging';
 import { authenticateOperator, createInternalApp, createPublicApp, type AppDeps } from '../../src/api/app';
-import { codecRoutes } from '../../src/api/routes/codec';
+import { codecRoutes } from '../../src/api/resources/codec/routes';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics, type Metrics } from '../../src/api/metrics';
 import { FailedAuthentications } from '../../src/api/auth-failures';

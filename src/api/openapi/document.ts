@@ -1,28 +1,22 @@
 /**
- * The OpenAPI 3.1 document of both listeners, built from the route descriptions (src/api/descriptions/: the zod
- * schemas the routes themselves parse and answer with, so no second copy of the shapes); it imports no route. Served at GET /openapi.json (routes/api-docs.ts).
+ * The OpenAPI 3.1 document of both listeners, built from each resource's schemas.ts (src/api/resources/: the zod
+ * schemas the routes themselves parse and answer with, so no second copy of the shapes); it imports no route.
+ * Served at GET /openapi.json (src/api/resources/api-docs/routes.ts).
  */
 import { createDocument } from 'zod-openapi';
-import { accountWebhookPaths } from '../descriptions/account-webhooks';
-import { apiDocsPaths } from '../descriptions/api-docs';
-import { callbackSigningSecretPaths } from '../descriptions/callback-signing-secret';
-import { codecPaths } from '../descriptions/codec';
-import { consentRefreshPaths } from '../descriptions/consent-refresh';
-import { consentPaths } from '../descriptions/consents';
-import { financeApplicationWebhookPaths } from '../descriptions/finance-application-webhooks';
-import { financeApplicationPaths } from '../descriptions/finance-applications';
-import { healthPaths } from '../descriptions/health';
-import { operatorConsentPaths } from '../descriptions/operator-consents';
-import { operatorAuditPaths } from '../descriptions/operator-audit';
-import { undeliveredCallbackPaths } from '../descriptions/undelivered-callbacks';
-import { CALLBACKS_TAG, merchantCallbackWebhooks } from '../descriptions/merchant-callbacks';
-import {
-  MERCHANT_API_KEY,
-  OPERATOR_API_KEY,
-  Tag,
-  WEBHOOK_SECURITY_HEADER,
-  type ApiPaths,
-} from '../descriptions/describe';
+import { apiDocsPaths } from '../resources/api-docs/schemas';
+import { callbackSigningSecretPaths } from '../resources/callback-signing-secret/schemas';
+import { codecPaths } from '../resources/codec/schemas';
+import { consentRefreshPaths } from '../resources/consent-refresh/schemas';
+import { consentPaths } from '../resources/consents/schemas';
+import { accountWebhookPaths, financeApplicationWebhookPaths } from '../resources/webhooks/schemas';
+import { financeApplicationPaths } from '../resources/finance-applications/schemas';
+import { healthPaths } from '../resources/health/schemas';
+import { operatorConsentPaths } from '../resources/operator-consents/schemas';
+import { operatorAuditPaths } from '../resources/operator-audit/schemas';
+import { undeliveredCallbackPaths } from '../resources/undelivered-callbacks/schemas';
+import { CALLBACKS_TAG, merchantCallbackWebhooks } from './merchant-callbacks';
+import { MERCHANT_API_KEY, OPERATOR_API_KEY, Tag, WEBHOOK_SECURITY_HEADER, type ApiPaths } from './describe';
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
@@ -85,7 +79,7 @@ export function createOpenApiDocument(version = '0.1.0'): OpenApiDocument {
     servers: [{ url: '/', description: 'Internal listener (INTERNAL_PORT): the merchant facade and operators' }],
     tags: [...Object.values(Tag), CALLBACKS_TAG].map((name) => ({ name })),
     paths: merged(ROUTE_MODULE_PATHS),
-    // What the service sends to merchants (signed callbacks): src/api/descriptions/merchant-callbacks.ts.
+    // What the service sends to merchants (signed callbacks): src/api/openapi/merchant-callbacks.ts.
     webhooks: merchantCallbackWebhooks,
     components: {
       securitySchemes: {

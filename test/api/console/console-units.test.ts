@@ -3,9 +3,9 @@
  * cookie parser, and the bounded record of callback deliveries with what a failure says.
  */
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
-import { ConsoleSessions, csrfMatches } from '../../../src/api/console/sessions';
-import { escapeHtml, html } from '../../../src/api/console/html';
-import { cookieValue } from '../../../src/api/routes/console';
+import { ConsoleSessions, csrfMatches } from '../../../src/api/resources/console/sessions';
+import { escapeHtml, html } from '../../../src/api/resources/console/html';
+import { cookieValue } from '../../../src/api/resources/console/context';
 import {
   callbackFailureDetails,
   MAX_CALLBACK_DELIVERIES_KEPT,
