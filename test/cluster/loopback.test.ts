@@ -30,8 +30,12 @@ it("binds Temporal's services to the loopback, with the run's database password"
 
 it('starts PostgreSQL and the sandbox on the loopback, with a password generated for the run', () => {
   expect(readFileSync(join(root, 'tools', 'cluster', 'postgres.ts'), 'utf8')).toContain("'listen_addresses=127.0.0.1'");
+  // The cluster's PostgreSQL as the cluster run and the scale-out bench start it (tools/cluster/temporal-cluster.ts).
+  expect(readFileSync(join(root, 'tools', 'cluster', 'temporal-cluster.ts'), 'utf8')).toMatch(
+    /password: randomBytes\(\d+\)\.toString\('base64url'\)/,
+  );
   const run = readFileSync(join(root, 'tools', 'cluster', 'run.ts'), 'utf8');
-  expect(run).toMatch(/password: randomBytes\(\d+\)\.toString\('base64url'\)/);
+  expect(run).toContain('startTemporalCluster(');
   // The sandbox process as every harness starts it (tools/harness/service-processes.ts), on the loopback.
   expect(run).toContain('sandboxProcess(');
   expect(readFileSync(join(root, 'tools', 'harness', 'service-processes.ts'), 'utf8')).toContain(
