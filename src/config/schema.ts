@@ -935,129 +935,151 @@ export const READ_ELSEWHERE: Record<string, VariableDoc> = {
   },
 };
 
+/** The variables as parsed, before the checks across them. */
+type ParsedEnv = z.infer<z.ZodObject<typeof ENV_SHAPE>>;
+
 /** The schema of one process's environment: `role` decides what a real bank requires (see ConfigRole). */
 export const envSchema = (role: ConfigRole) =>
   z.object(ENV_SHAPE).superRefine((env, ctx) => {
     callbackIssues(env, ctx);
     for (const p of resolveServiceSettings(env).problems)
       ctx.addIssue({ code: 'custom', path: [p.variable], message: p.message });
-    // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
-    if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_CACHED_WORKFLOWS'],
-        message: 'must be 0 (no cache) or at least 2',
-      });
-    if (
-      env.WORKER_MAX_CACHED_WORKFLOWS !== undefined &&
-      env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
-      env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
-        message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
-      });
-    if (
-      env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
-      env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_WORKFLOW_POLLERS'],
-        message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
-      });
-    if (
-      env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
-      env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_MAX_ACTIVITY_POLLERS'],
-        message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
-      });
-
-    if (env.PORT !== 0 && env.PORT === env.INTERNAL_PORT)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['INTERNAL_PORT'],
-        message: `must differ from PORT (${env.PORT}): the bank reaches only the public listener`,
-      });
-    // npm start serves all three listeners from one process (npm run worker alone never binds PORT).
-    if (
-      role === 'all' &&
-      env.WORKER_METRICS_PORT !== 0 &&
-      [env.PORT, env.INTERNAL_PORT].includes(env.WORKER_METRICS_PORT)
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WORKER_METRICS_PORT'],
-        message: `must differ from PORT and INTERNAL_PORT (${env.PORT}, ${env.INTERNAL_PORT})`,
-      });
-    if (env.MERCHANT_API_KEYS !== undefined) {
-      for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
-        ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
-    }
-    if (env.OPERATOR_API_KEYS !== undefined) {
-      const operators = parseOperatorApiKeys(env.OPERATOR_API_KEYS);
-      for (const problem of operators.problems)
-        ctx.addIssue({ code: 'custom', path: ['OPERATOR_API_KEYS'], message: problem });
-      const merchants = env.MERCHANT_API_KEYS === undefined ? [] : parseMerchantApiKeys(env.MERCHANT_API_KEYS).keys;
-      // One key in both lists would let a merchant decode every merchant's payloads.
-      for (const { merchant, operator } of sharedApiKeys(merchants, operators.keys))
-        ctx.addIssue({
-          code: 'custom',
-          path: ['OPERATOR_API_KEYS'],
-          message: `"${operator}" has the same key as MERCHANT_API_KEYS's "${merchant}": an operator key must not be a merchant's`,
-        });
-    }
-    if (env.WEBHOOK_HASH_SECRET_PREVIOUS !== undefined && env.WEBHOOK_HASH_SECRET_PREVIOUS === env.WEBHOOK_HASH_SECRET)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WEBHOOK_HASH_SECRET_PREVIOUS'],
-        message: 'must differ from WEBHOOK_HASH_SECRET (it is the secret before the rotation)',
-      });
-    if (env.WEBHOOK_SECURITY_HEADER_WAIVED && env.WEBHOOK_SECURITY_HEADER.trim() !== '')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WEBHOOK_SECURITY_HEADER_WAIVED'],
-        message: 'must not be true while WEBHOOK_SECURITY_HEADER is set (the header is checked): remove one',
-      });
-
-    if (!env.BANK_BASE_URL) {
-      if (env.BANK_AUTH_URL)
-        ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
-      return;
-    }
-    // Talking to a real bank: no development defaults.
-    for (const key of [
-      'BANK_AUTH_URL',
-      'BANK_CLIENT_ID',
-      'BANK_CLIENT_SECRET',
-      'PUBLIC_BASE_URL',
-      'WEBHOOK_HASH_SECRET',
-      'PAYLOAD_ENCRYPTION_KEYS',
-      ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS', 'OPERATOR_API_KEYS'] as const)),
-    ] as const) {
-      if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
-    }
-    if (role !== 'worker' && env.WEBHOOK_SECURITY_HEADER.trim() === '' && !env.WEBHOOK_SECURITY_HEADER_WAIVED)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WEBHOOK_SECURITY_HEADER'],
-        message:
-          "is required when BANK_BASE_URL is set (set the same value as the bank's Webhook Security Header), " +
-          'or set WEBHOOK_SECURITY_HEADER_WAIVED=true to accept account webhooks without one',
-      });
-    // The header is the only thing authenticating account webhooks: a short one is guessable (the value is never echoed).
-    const headerLength = env.WEBHOOK_SECURITY_HEADER.trim().length;
-    if (role !== 'worker' && headerLength > 0 && headerLength < MIN_SECURITY_HEADER_LENGTH)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['WEBHOOK_SECURITY_HEADER'],
-        message: `must be at least ${MIN_SECURITY_HEADER_LENGTH} characters when BANK_BASE_URL is set (it has ${headerLength})`,
-      });
+    workerSizingIssues(env, ctx);
+    listenerIssues(env, role, ctx);
+    apiKeyIssues(env, ctx);
+    webhookIssues(env, ctx);
+    realBankIssues(env, role, ctx);
   });
+
+function workerSizingIssues(env: ParsedEnv, ctx: z.RefinementCtx): void {
+  // The SDK would silently adjust these (or core refuse them with its own option names): say it here instead.
+  if (env.WORKER_MAX_CACHED_WORKFLOWS === 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_MAX_CACHED_WORKFLOWS'],
+      message: 'must be 0 (no cache) or at least 2',
+    });
+  if (
+    env.WORKER_MAX_CACHED_WORKFLOWS !== undefined &&
+    env.WORKER_MAX_CACHED_WORKFLOWS > 0 &&
+    env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS > env.WORKER_MAX_CACHED_WORKFLOWS
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_MAX_CONCURRENT_WORKFLOW_TASKS'],
+      message: `must not exceed WORKER_MAX_CACHED_WORKFLOWS (${env.WORKER_MAX_CACHED_WORKFLOWS}): each running task holds a cached workflow`,
+    });
+  if (
+    env.WORKER_MAX_WORKFLOW_POLLERS !== undefined &&
+    env.WORKER_MAX_WORKFLOW_POLLERS > env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_MAX_WORKFLOW_POLLERS'],
+      message: `must not exceed WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (${env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS}): a poll needs a free slot`,
+    });
+  if (
+    env.WORKER_MAX_ACTIVITY_POLLERS !== undefined &&
+    env.WORKER_MAX_ACTIVITY_POLLERS > env.WORKER_MAX_CONCURRENT_ACTIVITIES
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_MAX_ACTIVITY_POLLERS'],
+      message: `must not exceed WORKER_MAX_CONCURRENT_ACTIVITIES (${env.WORKER_MAX_CONCURRENT_ACTIVITIES}): a poll needs a free slot`,
+    });
+}
+
+function listenerIssues(env: ParsedEnv, role: ConfigRole, ctx: z.RefinementCtx): void {
+  if (env.PORT !== 0 && env.PORT === env.INTERNAL_PORT)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['INTERNAL_PORT'],
+      message: `must differ from PORT (${env.PORT}): the bank reaches only the public listener`,
+    });
+  // npm start serves all three listeners from one process (npm run worker alone never binds PORT).
+  if (
+    role === 'all' &&
+    env.WORKER_METRICS_PORT !== 0 &&
+    [env.PORT, env.INTERNAL_PORT].includes(env.WORKER_METRICS_PORT)
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_METRICS_PORT'],
+      message: `must differ from PORT and INTERNAL_PORT (${env.PORT}, ${env.INTERNAL_PORT})`,
+    });
+}
+
+function apiKeyIssues(env: ParsedEnv, ctx: z.RefinementCtx): void {
+  if (env.MERCHANT_API_KEYS !== undefined) {
+    for (const problem of parseMerchantApiKeys(env.MERCHANT_API_KEYS).problems)
+      ctx.addIssue({ code: 'custom', path: ['MERCHANT_API_KEYS'], message: problem });
+  }
+  if (env.OPERATOR_API_KEYS !== undefined) {
+    const operators = parseOperatorApiKeys(env.OPERATOR_API_KEYS);
+    for (const problem of operators.problems)
+      ctx.addIssue({ code: 'custom', path: ['OPERATOR_API_KEYS'], message: problem });
+    const merchants = env.MERCHANT_API_KEYS === undefined ? [] : parseMerchantApiKeys(env.MERCHANT_API_KEYS).keys;
+    // One key in both lists would let a merchant decode every merchant's payloads.
+    for (const { merchant, operator } of sharedApiKeys(merchants, operators.keys))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['OPERATOR_API_KEYS'],
+        message: `"${operator}" has the same key as MERCHANT_API_KEYS's "${merchant}": an operator key must not be a merchant's`,
+      });
+  }
+}
+
+function webhookIssues(env: ParsedEnv, ctx: z.RefinementCtx): void {
+  if (env.WEBHOOK_HASH_SECRET_PREVIOUS !== undefined && env.WEBHOOK_HASH_SECRET_PREVIOUS === env.WEBHOOK_HASH_SECRET)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_HASH_SECRET_PREVIOUS'],
+      message: 'must differ from WEBHOOK_HASH_SECRET (it is the secret before the rotation)',
+    });
+  if (env.WEBHOOK_SECURITY_HEADER_WAIVED && env.WEBHOOK_SECURITY_HEADER.trim() !== '')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_SECURITY_HEADER_WAIVED'],
+      message: 'must not be true while WEBHOOK_SECURITY_HEADER is set (the header is checked): remove one',
+    });
+}
+
+/** Talking to a real bank (BANK_BASE_URL set): no development defaults. */
+function realBankIssues(env: ParsedEnv, role: ConfigRole, ctx: z.RefinementCtx): void {
+  if (!env.BANK_BASE_URL) {
+    if (env.BANK_AUTH_URL)
+      ctx.addIssue({ code: 'custom', path: ['BANK_BASE_URL'], message: 'is required when BANK_AUTH_URL is set' });
+    return;
+  }
+  // Talking to a real bank: no development defaults.
+  for (const key of [
+    'BANK_AUTH_URL',
+    'BANK_CLIENT_ID',
+    'BANK_CLIENT_SECRET',
+    'PUBLIC_BASE_URL',
+    'WEBHOOK_HASH_SECRET',
+    'PAYLOAD_ENCRYPTION_KEYS',
+    ...(role === 'worker' ? [] : (['MERCHANT_API_KEYS', 'OPERATOR_API_KEYS'] as const)),
+  ] as const) {
+    if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when BANK_BASE_URL is set' });
+  }
+  if (role !== 'worker' && env.WEBHOOK_SECURITY_HEADER.trim() === '' && !env.WEBHOOK_SECURITY_HEADER_WAIVED)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_SECURITY_HEADER'],
+      message:
+        "is required when BANK_BASE_URL is set (set the same value as the bank's Webhook Security Header), " +
+        'or set WEBHOOK_SECURITY_HEADER_WAIVED=true to accept account webhooks without one',
+    });
+  // The header is the only thing authenticating account webhooks: a short one is guessable (the value is never echoed).
+  const headerLength = env.WEBHOOK_SECURITY_HEADER.trim().length;
+  if (role !== 'worker' && headerLength > 0 && headerLength < MIN_SECURITY_HEADER_LENGTH)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_SECURITY_HEADER'],
+      message: `must be at least ${MIN_SECURITY_HEADER_LENGTH} characters when BANK_BASE_URL is set (it has ${headerLength})`,
+    });
+}
 
 export type Env = z.infer<ReturnType<typeof envSchema>>;
 
