@@ -140,53 +140,18 @@ export interface ActivityMetrics {
  * (workflow id attached) with the bank's ids, and turns bank errors into ApplicationFailure in one place.
  */
 export function createActivities(deps: ActivityDeps): Activities {
+  return { ...bankActivities(deps), ...callbackActivities(deps) };
+}
+
+type BankActivities = Pick<
+  Activities,
+  'createApplication' | 'getApplicationStatus' | 'pollApplicationStatus' | 'startRefresh' | 'readClock'
+>;
+
+/** The activities that call the bank (and the clock the workflows read through one). */
+function bankActivities(deps: ActivityDeps): BankActivities {
   const { bank, webhooks } = deps;
   const evidence = deps.webhookEvidence ?? new WebhookEvidence();
-  const fallback: CallbackMerchant = {
-    id: '',
-    callbacks: {
-      allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
-      signingSecrets: deps.callbacks?.signingSecrets ?? [],
-      signingMasters: deps.callbacks?.signingMasters,
-      payloadVersion: deps.callbacks?.payloadVersion,
-    },
-  };
-  const merchantOf = (merchantId: string | undefined): CallbackMerchant =>
-    deps.merchants ? deps.merchants.resolve(merchantId) : { ...fallback, id: merchantId ?? '' };
-  // One signer per merchant with explicit secrets (fixed for the process's life); derived ones at each callback.
-  const signers = new Map<string, CallbackSigner>();
-  const signerOf = async (merchant: CallbackMerchant): Promise<CallbackSigner> => {
-    if (!derivesSecrets(merchant.callbacks)) {
-      let signer = signers.get(merchant.id);
-      if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
-      return signer;
-    }
-    let generations: readonly SecretGeneration[];
-    try {
-      generations = deps.callbackSecretGenerations
-        ? await deps.callbackSecretGenerations(merchant.id)
-        : INITIAL_SECRET_GENERATIONS;
-    } catch (err) {
-      // Never sent with a generation missing: Temporal will answer again, and the attempt is retried.
-      throw ApplicationFailure.create({
-        type: CALLBACK_UNAVAILABLE,
-        message: `the merchant's signing secret generations could not be read: ${err instanceof Error ? err.message : String(err)}`,
-      });
-    }
-    return new CallbackSigner(callbackSigningSecretsAt(merchant.callbacks, merchant.id, generations, Date.now()));
-  };
-  const callbackSettingsOf = (merchantId: string | undefined) => {
-    const merchant = merchantOf(merchantId);
-    const dispatcher =
-      typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;
-    return {
-      merchant,
-      allowList: merchant.callbacks.allowList,
-      dispatcher,
-      payloadVersion: merchant.callbacks.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
-    };
-  };
-
   return {
     async createApplication({ merchantId, merchantReference, application }) {
       const webhookUrl = financeApplicationWebhookUrl(
@@ -302,7 +267,65 @@ export function createActivities(deps: ActivityDeps): Activities {
     readClock() {
       return Promise.resolve({ nowMs: Date.now() });
     },
+  };
+}
 
+/** Each merchant's callback settings and signer (explicit secrets, or derived at each callback). */
+function callbackMerchants(deps: ActivityDeps) {
+  const fallback: CallbackMerchant = {
+    id: '',
+    callbacks: {
+      allowList: deps.callbacks?.allowList ?? NO_CALLBACKS,
+      signingSecrets: deps.callbacks?.signingSecrets ?? [],
+      signingMasters: deps.callbacks?.signingMasters,
+      payloadVersion: deps.callbacks?.payloadVersion,
+    },
+  };
+  const merchantOf = (merchantId: string | undefined): CallbackMerchant =>
+    deps.merchants ? deps.merchants.resolve(merchantId) : { ...fallback, id: merchantId ?? '' };
+  // One signer per merchant with explicit secrets (fixed for the process's life); derived ones at each callback.
+  const signers = new Map<string, CallbackSigner>();
+  const signerOf = async (merchant: CallbackMerchant): Promise<CallbackSigner> => {
+    if (!derivesSecrets(merchant.callbacks)) {
+      let signer = signers.get(merchant.id);
+      if (!signer) signers.set(merchant.id, (signer = new CallbackSigner(merchant.callbacks.signingSecrets)));
+      return signer;
+    }
+    let generations: readonly SecretGeneration[];
+    try {
+      generations = deps.callbackSecretGenerations
+        ? await deps.callbackSecretGenerations(merchant.id)
+        : INITIAL_SECRET_GENERATIONS;
+    } catch (err) {
+      // Never sent with a generation missing: Temporal will answer again, and the attempt is retried.
+      throw ApplicationFailure.create({
+        type: CALLBACK_UNAVAILABLE,
+        message: `the merchant's signing secret generations could not be read: ${err instanceof Error ? err.message : String(err)}`,
+      });
+    }
+    return new CallbackSigner(callbackSigningSecretsAt(merchant.callbacks, merchant.id, generations, Date.now()));
+  };
+  const callbackSettingsOf = (merchantId: string | undefined) => {
+    const merchant = merchantOf(merchantId);
+    const dispatcher =
+      typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;
+    return {
+      merchant,
+      allowList: merchant.callbacks.allowList,
+      dispatcher,
+      payloadVersion: merchant.callbacks.payloadVersion ?? CURRENT_CALLBACK_PAYLOAD_VERSION,
+    };
+  };
+
+  return { signerOf, callbackSettingsOf };
+}
+
+type CallbackActivities = Pick<Activities, 'checkCallbackUrl' | 'notifyMerchant' | 'readUndeliveredCallbacks'>;
+
+/** The activities of merchant callbacks: each merchant's allow-list, signing secrets and ledger. */
+function callbackActivities(deps: ActivityDeps): CallbackActivities {
+  const { signerOf, callbackSettingsOf } = callbackMerchants(deps);
+  return {
     // A pure decision on this worker's configuration; the workflow logs and acts on a refusal.
     checkCallbackUrl({ url, merchantId }) {
       return Promise.resolve(checkCallbackUrl(url, callbackSettingsOf(merchantId).allowList));

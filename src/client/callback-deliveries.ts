@@ -6,7 +6,6 @@
  */
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import {
   callbackFailureDetails,
   callbackRedeliveryWorkflowId,
@@ -21,6 +20,7 @@ import { temporal } from '@temporalio/proto';
 import { MerchantId } from '../shared/search-attributes';
 import { readFinanceApplication } from './finance-application-reads';
 import { merchantScope, type MerchantScope } from './merchant-scope';
+import { decodeFailureToError } from './raw-decoding';
 
 /** The callback the run is sending now (retrying), from describe()'s pending activities. */
 export interface CallbackInFlight {
@@ -149,7 +149,7 @@ async function callbackInFlight(
 ): Promise<CallbackInFlight | undefined> {
   const pending = description.raw.pendingActivities?.find((a) => a.activityType?.name === 'notifyMerchant');
   if (!pending) return undefined;
-  const error = await decodeOptionalFailureToOptionalError(client.options.loadedDataConverter, pending.lastFailure);
+  const error = await decodeFailureToError(client.options.loadedDataConverter, pending.lastFailure);
   const failure = error instanceof ApplicationFailure ? error : undefined;
   const { status } = callbackFailureDetails(failure?.details ?? undefined);
   const next = pending.nextAttemptScheduleTime?.seconds;

@@ -6,7 +6,6 @@ import {
   type Client,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { applicationPhase, isDone, listedPhaseFacts, type ApplicationPhase } from '../shared/application-phase';
 import {
   FINANCE_APPLICATION_DEFAULTS,
@@ -17,8 +16,8 @@ import {
   type FinanceApplicationSettings,
   type FinanceApplicationStarted,
 } from '../shared/finance-application';
-import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
-import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { optionalTsToDate } from '@temporalio/common';
+import { decodePayloadAt, searchAttributeValue } from './raw-decoding';
 import {
   applicationSearchQuery,
   DEFAULT_PAGE_SIZE,
@@ -192,7 +191,7 @@ async function storedInput(client: Client, workflowId: string): Promise<FinanceA
   });
   const payloads = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
   if (!payloads?.length) return undefined;
-  return decodeFromPayloadsAtIndex<FinanceApplicationInput>(client.options.loadedDataConverter, 0, payloads);
+  return decodePayloadAt<FinanceApplicationInput>(client.options.loadedDataConverter, 0, payloads);
 }
 
 /** The answer of a start that found the application's workflow completed: from its result. */
@@ -306,17 +305,18 @@ export async function listFinanceApplications(
     throw err;
   }
   const applications = (response.executions ?? []).map((execution): FinanceApplicationSummary => {
-    const attributes = decodeTypedSearchAttributes(execution.searchAttributes?.indexedFields);
+    const fields = execution.searchAttributes?.indexedFields;
     const workflowId = execution.execution?.workflowId ?? '';
     const startTime = execution.startTime?.seconds ? optionalTsToDate(execution.startTime) : undefined;
-    const createdAt = attributes.get(FinanceApplicationCreatedAt) ?? startTime;
-    const status = attributes.get(FinanceApplicationStatus) ?? null;
+    const createdAt = searchAttributeValue(fields, FinanceApplicationCreatedAt) ?? startTime;
+    const status = searchAttributeValue(fields, FinanceApplicationStatus) ?? null;
     const runOpen =
       execution.status === temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
     const phase = applicationPhase(listedPhaseFacts(runOpen, status, terminalStatuses));
     return {
-      merchantReference: attributes.get(MerchantReference) ?? workflowId.slice(workflowId.lastIndexOf(':') + 1),
-      financeApplicationId: attributes.get(FinanceApplicationId) ?? null,
+      merchantReference:
+        searchAttributeValue(fields, MerchantReference) ?? workflowId.slice(workflowId.lastIndexOf(':') + 1),
+      financeApplicationId: searchAttributeValue(fields, FinanceApplicationId) ?? null,
       status,
       phase,
       done: isDone(phase),

@@ -287,23 +287,7 @@ export function loadConfig(
       rule: consentAssignmentFor(e.CONSENT_ASSIGNMENT, merchants.ids().length),
     },
     developmentKeysFile: kept?.file,
-    temporal: {
-      address: temporal.profile.address,
-      namespace: temporal.profile.namespace,
-      connection: {
-        addressFrom: temporal.profile.addressFrom,
-        apiKey: temporal.profile.apiKey,
-        tls: temporal.profile.tls,
-      },
-      taskQueue: e.TASK_QUEUE,
-      deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
-      devServer: {
-        port: e.TEMPORAL_DEV_SERVER_PORT,
-        uiPort: e.TEMPORAL_UI_PORT,
-        uiCodecPort: e.TEMPORAL_UI_CODEC_PORT,
-        dataDir: e.TEMPORAL_DATA_DIR,
-      },
-    },
+    temporal: temporalSettings(e, temporal.profile),
     bank: {
       embedded: embeddedBank,
       authUrl: e.BANK_AUTH_URL,
@@ -313,19 +297,7 @@ export function loadConfig(
       sandboxPort: e.SANDBOX_PORT,
       maxReadsPerSecond: e.BANK_MAX_READS_PER_SECOND,
     },
-    worker: {
-      maxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
-      memoryLimitBytes: e.WORKER_MEMORY_LIMIT,
-      tuner: e.WORKER_TUNER,
-      targetMemoryUsage: e.WORKER_TARGET_MEMORY_USAGE,
-      targetCpuUsage: e.WORKER_TARGET_CPU_USAGE,
-      maxConcurrentWorkflowTaskExecutions: e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
-      maxConcurrentActivityTaskExecutions: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
-      maxWorkflowTaskPollers:
-        e.WORKER_MAX_WORKFLOW_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
-      maxActivityTaskPollers:
-        e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
-    },
+    worker: workerSettings(e),
     shutdown: {
       drainDelayMs: e.SHUTDOWN_DRAIN_DELAY ?? (options.role === 'api' ? DEFAULT_API_DRAIN_DELAY_MS : 0),
       gracePeriodMs: e.SHUTDOWN_GRACE_PERIOD ?? DEFAULT_SHUTDOWN_GRACE_PERIOD_MS,
@@ -361,15 +333,58 @@ export function loadConfig(
     },
     callbacks,
     audit: e.AUDIT_LOG ?? defaultAuditLogSetting(e.TEMPORAL_DATA_DIR),
-    merchantKeys: {
-      store: e.MERCHANT_KEY_STORE ?? defaultMerchantKeyStoreSetting(e.TEMPORAL_DATA_DIR),
-      // Written under merchant keys only once MERCHANT_KEY_STORE names a store: processes (containers) may not share
-      // the default file, and the typed client reads with the master keys alone (docs/security.md). Until then merchant
-      // keys are read, and everything is written under the master.
-      encrypt: (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE ? 'on' : 'decrypt-only')) === 'on',
-      cacheTtlMs: e.MERCHANT_KEY_CACHE_TTL ?? DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
-    },
+    merchantKeys: merchantKeySettings(e),
     env,
+  };
+}
+
+/** Where Temporal is and what the workers join (the profile as src/temporal/profile.ts resolved it). */
+function temporalSettings(e: Env, profile: TemporalProfile): Config['temporal'] {
+  return {
+    address: profile.address,
+    namespace: profile.namespace,
+    connection: {
+      addressFrom: profile.addressFrom,
+      apiKey: profile.apiKey,
+      tls: profile.tls,
+    },
+    taskQueue: e.TASK_QUEUE,
+    deployment: { name: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID },
+    devServer: {
+      port: e.TEMPORAL_DEV_SERVER_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      uiCodecPort: e.TEMPORAL_UI_CODEC_PORT,
+      dataDir: e.TEMPORAL_DATA_DIR,
+    },
+  };
+}
+
+/** Where merchants' payload keys are, and whether payloads are written under them. */
+function merchantKeySettings(e: Env): Config['merchantKeys'] {
+  return {
+    store: e.MERCHANT_KEY_STORE ?? defaultMerchantKeyStoreSetting(e.TEMPORAL_DATA_DIR),
+    // Written under merchant keys only once MERCHANT_KEY_STORE names a store: processes (containers) may not share
+    // the default file, and the typed client reads with the master keys alone (docs/security.md). Until then merchant
+    // keys are read, and everything is written under the master.
+    encrypt: (e.MERCHANT_KEY_ENCRYPTION ?? (e.MERCHANT_KEY_STORE ? 'on' : 'decrypt-only')) === 'on',
+    cacheTtlMs: e.MERCHANT_KEY_CACHE_TTL ?? DEFAULT_MERCHANT_KEY_CACHE_TTL_MS,
+  };
+}
+
+/** One worker's cache, slots and pollers (pollers unset: min(10, the slots), as the SDK does). */
+function workerSettings(e: Env): Config['worker'] {
+  return {
+    maxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
+    memoryLimitBytes: e.WORKER_MEMORY_LIMIT,
+    tuner: e.WORKER_TUNER,
+    targetMemoryUsage: e.WORKER_TARGET_MEMORY_USAGE,
+    targetCpuUsage: e.WORKER_TARGET_CPU_USAGE,
+    maxConcurrentWorkflowTaskExecutions: e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+    maxConcurrentActivityTaskExecutions: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    maxWorkflowTaskPollers:
+      e.WORKER_MAX_WORKFLOW_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
+    maxActivityTaskPollers:
+      e.WORKER_MAX_ACTIVITY_POLLERS ?? Math.min(DEFAULT_MAX_POLLERS, e.WORKER_MAX_CONCURRENT_ACTIVITIES),
   };
 }
 

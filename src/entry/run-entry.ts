@@ -61,33 +61,7 @@ export function runEntry<C extends EntryConfig>(
     process.exit(err instanceof ConfigError ? 78 : 1); // 78: EX_CONFIG
   }
   const logger = createLogger({ level: config.logLevel, name, format: config.logFormat });
-  const envFile = envFileResult();
-  // Names only: a .env holds secrets.
-  if (envFile.path)
-    logger.info(
-      { envFile: envFile.path, applied: envFile.applied, keptFromEnvironment: envFile.overridden },
-      'read .env (variables already in the environment win)',
-    );
-  logger.info(
-    {
-      temporal: {
-        address: config.temporal.address ?? 'embedded dev server',
-        addressFrom: config.temporal.connection.addressFrom,
-        namespace: config.temporal.namespace,
-        tls: config.temporal.connection.tls,
-        // Whether an API key is configured, never the key (a field named apiKey would be redacted anyway).
-        auth: config.temporal.connection.apiKey ? 'api-key' : 'none',
-      },
-    },
-    'Temporal connection settings',
-  );
-  if (config.payloadEncryption.developmentKey) {
-    logger.warn(
-      { keyId: DEVELOPMENT_PAYLOAD_KEY_ID },
-      'PAYLOAD_ENCRYPTION_KEYS is unset: Temporal payloads are encrypted with the built-in development key, ' +
-        'which is public. Set PAYLOAD_ENCRYPTION_KEYS (keyId:<base64 of 32 bytes>) before handling real customer data.',
-    );
-  }
+  logStartupSettings(config, logger);
 
   const steps: (() => Promise<void> | void)[] = [];
   const tracing = processTracing();
@@ -174,6 +148,37 @@ export function runEntry<C extends EntryConfig>(
       else logger.fatal({ err }, 'start-up failed');
       await shutdown(1);
     });
+}
+
+/** What start-up tells operators first: the .env file read, where Temporal is, a development payload key. */
+function logStartupSettings(config: EntryConfig, logger: Logger): void {
+  const envFile = envFileResult();
+  // Names only: a .env holds secrets.
+  if (envFile.path)
+    logger.info(
+      { envFile: envFile.path, applied: envFile.applied, keptFromEnvironment: envFile.overridden },
+      'read .env (variables already in the environment win)',
+    );
+  logger.info(
+    {
+      temporal: {
+        address: config.temporal.address ?? 'embedded dev server',
+        addressFrom: config.temporal.connection.addressFrom,
+        namespace: config.temporal.namespace,
+        tls: config.temporal.connection.tls,
+        // Whether an API key is configured, never the key (a field named apiKey would be redacted anyway).
+        auth: config.temporal.connection.apiKey ? 'api-key' : 'none',
+      },
+    },
+    'Temporal connection settings',
+  );
+  if (config.payloadEncryption.developmentKey) {
+    logger.warn(
+      { keyId: DEVELOPMENT_PAYLOAD_KEY_ID },
+      'PAYLOAD_ENCRYPTION_KEYS is unset: Temporal payloads are encrypted with the built-in development key, ' +
+        'which is public. Set PAYLOAD_ENCRYPTION_KEYS (keyId:<base64 of 32 bytes>) before handling real customer data.',
+    );
+  }
 }
 
 /**

@@ -22,16 +22,11 @@ function positive(name: string, value: number | undefined, fallback: number): nu
   return value;
 }
 
-/**
- * Builds the bank sandbox as an Express app (no listening socket) and its control. `stop()` clears every timer,
- * cancels pending webhook deliveries and destroys requests left hanging by a fault. Throws on invalid options.
- */
-export function createSandboxApp(options: SandboxOptions): { app: Express; control: SandboxControl; stop(): void } {
+/** The options checked, with their defaults; throws on an invalid one. */
+function sandboxSettings(options: SandboxOptions) {
   if (!options.clientId || !options.clientSecret) throw new Error('clientId and clientSecret are required');
   const initialWebhook = options.accountWebhook ?? {};
   validateAccountWebhookSettings(initialWebhook);
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: 'silent' });
   const retry: RetryPolicy = {
     attempts: Math.max(
       1,
@@ -45,83 +40,120 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     maxDelayMs: positive('webhookRetry.maxDelayMs', options.webhookRetry?.maxDelayMs, DEFAULT_RETRY.maxDelayMs),
     timeoutMs: positive('webhookRetry.timeoutMs', options.webhookRetry?.timeoutMs, DEFAULT_RETRY.timeoutMs),
   };
-  const ttl = positive('tokenTtlSeconds', options.tokenTtlSeconds, 3600);
-  const stepMs = positive('lifecycle.stepMs', options.lifecycle?.stepMs, DEFAULT_STEP_MS);
   const statuses = options.lifecycle?.statuses;
   if (statuses !== undefined && (statuses.length === 0 || statuses.some((s) => typeof s !== 'string' || s === '')))
     throw new Error('lifecycle.statuses must list at least one non-empty status');
   const bankDelayMs = options.refresh?.bankDelayMs ?? DEFAULT_BANK_DELAY_MS;
   if (!(bankDelayMs[0] >= 0 && bankDelayMs[1] >= bankDelayMs[0]))
     throw new Error('refresh.bankDelayMs must be [min, max] with 0 <= min <= max');
+  return {
+    initialWebhook,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? pino({ level: 'silent' }),
+    retry,
+    ttlSeconds: positive('tokenTtlSeconds', options.tokenTtlSeconds, 3600),
+    stepMs: positive('lifecycle.stepMs', options.lifecycle?.stepMs, DEFAULT_STEP_MS),
+    statuses,
+    bankDelayMs,
+  };
+}
 
+type SandboxSettings = ReturnType<typeof sandboxSettings>;
+
+/** What a control call or a reset changes: the faults of webhooks, the recorded calls, the counters. */
+interface SandboxState {
+  webhookFaults: WebhookFaults;
+  calls: ApiCallRecord[];
+  tokenRequests: number;
+  stopped: boolean;
+}
+
+/** The bank's side: its stores, webhook sender and timers. */
+function sandboxParts(settings: SandboxSettings, state: SandboxState) {
+  const { clock, logger } = settings;
   const timers = new Timers();
-  let webhookFaults: WebhookFaults = { ...options.webhookFaults };
-  const faultsNow = (): WebhookFaults => webhookFaults;
-  const sender = new WebhookSender({ timers, clock, logger, retry });
-  const tokens = new TokenStore(clock, ttl);
+  const faultsNow = (): WebhookFaults => state.webhookFaults;
+  const sender = new WebhookSender({ timers, clock, logger, retry: settings.retry });
   const accountWebhooks = new AccountWebhooks({ sender, clock, logger, faults: faultsNow });
-  accountWebhooks.configure(initialWebhook);
+  accountWebhooks.configure(settings.initialWebhook);
   const applications = new Applications({
     timers,
     sender,
     clock,
     logger,
-    stepMs,
-    statuses,
+    stepMs: settings.stepMs,
+    statuses: settings.statuses,
     faults: faultsNow,
     headers: () => accountWebhooks.headers(),
   });
-  const consents = new Consents({ timers, webhooks: accountWebhooks, clock, logger, bankDelayMs });
-  const faults = new FaultQueue();
-  let calls: ApiCallRecord[] = [];
-  let tokenRequests = 0;
-  const hung = new Set<Response>();
-  let stopped = false;
+  const consents = new Consents({
+    timers,
+    webhooks: accountWebhooks,
+    clock,
+    logger,
+    bankDelayMs: settings.bankDelayMs,
+  });
+  return {
+    timers,
+    sender,
+    tokens: new TokenStore(clock, settings.ttlSeconds),
+    accountWebhooks,
+    applications,
+    consents,
+    faults: new FaultQueue(),
+    /** Requests left hanging by a fault, destroyed on reset and stop. */
+    hung: new Set<Response>(),
+  };
+}
 
-  // A persisted sandbox takes back its memory before it serves anything, then saves each change.
-  let writer: SandboxStateWriter | undefined;
-  if (options.persistence) {
-    const saved = loadSandboxState(options.persistence.file);
-    if (saved) {
-      applications.restore(saved.applications);
-      consents.restore(saved.consents);
-      const shared = new Map(consents.allTasks().flatMap((t) => t.events.map((d) => [d.deliveryId, d] as const)));
-      accountWebhooks.restore(saved.accountWebhooks ?? [], (d) => shared.get(d.deliveryId) ?? d);
-      logger.info(
-        { file: options.persistence.file, applications: saved.applications.length, savedAt: saved.savedAt },
-        'bank sandbox state restored',
-      );
-    }
-    writer = new SandboxStateWriter(
-      options.persistence.file,
-      () => ({
-        applications: applications.snapshot(),
-        consents: consents.snapshot(),
-        accountWebhooks: accountWebhooks.sent(),
-      }),
-      options.persistence.everyMs,
+type SandboxParts = ReturnType<typeof sandboxParts>;
+
+/** A persisted sandbox takes back its memory before it serves anything, then saves each change. */
+function persisted(
+  persistence: SandboxOptions['persistence'],
+  { applications, consents, accountWebhooks }: SandboxParts,
+  logger: SandboxSettings['logger'],
+): SandboxStateWriter | undefined {
+  if (!persistence) return undefined;
+  const saved = loadSandboxState(persistence.file);
+  if (saved) {
+    applications.restore(saved.applications);
+    consents.restore(saved.consents);
+    const shared = new Map(consents.allTasks().flatMap((t) => t.events.map((d) => [d.deliveryId, d] as const)));
+    accountWebhooks.restore(saved.accountWebhooks ?? [], (d) => shared.get(d.deliveryId) ?? d);
+    logger.info(
+      { file: persistence.file, applications: saved.applications.length, savedAt: saved.savedAt },
+      'bank sandbox state restored',
     );
   }
+  return new SandboxStateWriter(
+    persistence.file,
+    () => ({
+      applications: applications.snapshot(),
+      consents: consents.snapshot(),
+      accountWebhooks: accountWebhooks.sent(),
+    }),
+    persistence.everyMs,
+  );
+}
 
-  const startSpontaneous = (): void => {
-    const every = options.transactionEvents?.everyMs;
-    if (every && every > 0) timers.every(every, () => consents.spontaneousTransactionEvent());
-  };
-  startSpontaneous();
+const copy = <T>(value: T): T => structuredClone(value);
 
-  const releaseHung = (): void => {
-    for (const res of hung) res.socket?.destroy();
-    hung.clear();
-  };
-
-  const copy = <T>(value: T): T => structuredClone(value);
-  const control: SandboxControl = {
+/** The tests' handle on the sandbox (its routes under /_sandbox are the same calls over HTTP). */
+function sandboxControl(
+  options: SandboxOptions,
+  parts: SandboxParts,
+  state: SandboxState,
+  lifecycle: { startSpontaneous(): void; releaseHung(): void },
+): SandboxControl {
+  const { applications, accountWebhooks, consents, faults, tokens, timers } = parts;
+  return {
     setApplicationScript: (script, match) => applications.addRule(script, match),
     clearApplicationScripts: () => applications.clearRules(),
     setApplicationStatus: (id, status) => applications.setStatus(id, status),
     sendApplicationWebhooks: async (id, count) => copy(await applications.sendBurst(id, count)),
     setWebhookFaults: (next) => {
-      webhookFaults = { ...next };
+      state.webhookFaults = { ...next };
     },
     setAccountWebhook: (settings) => accountWebhooks.configure(settings),
     accountWebhookActiveFrom: () => accountWebhooks.activeFrom(),
@@ -138,17 +170,17 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     revokeAllTokens: () => tokens.revokeAll(),
     reset: () => {
       timers.cancelAll();
-      releaseHung();
+      lifecycle.releaseHung();
       applications.clear();
       applications.clearRules();
       consents.clear();
       accountWebhooks.clearLog();
-      accountWebhooks.configure(initialWebhook);
+      accountWebhooks.configure(options.accountWebhook ?? {});
       faults.clear();
-      webhookFaults = { ...options.webhookFaults };
-      calls = [];
-      tokenRequests = 0;
-      if (!stopped) startSpontaneous();
+      state.webhookFaults = { ...options.webhookFaults };
+      state.calls = [];
+      state.tokenRequests = 0;
+      if (!state.stopped) lifecycle.startSpontaneous();
     },
     applications: () => copy(applications.all()),
     application: (id) => {
@@ -157,10 +189,19 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     },
     refreshTasks: () => copy(consents.allTasks()),
     accountWebhooksSent: () => copy(accountWebhooks.sent()),
-    tokenRequestCount: () => tokenRequests,
-    apiCalls: () => copy(calls),
+    tokenRequestCount: () => state.tokenRequests,
+    apiCalls: () => copy(state.calls),
   };
+}
 
+/** The Express app: the control routes, the bank's routes, 404 and the error handler. */
+function sandboxExpressApp(
+  options: SandboxOptions,
+  parts: SandboxParts,
+  state: SandboxState,
+  control: SandboxControl,
+  settings: SandboxSettings,
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -169,36 +210,64 @@ export function createSandboxApp(options: SandboxOptions): { app: Express; contr
     bankRoutes({
       clientId: options.clientId,
       clientSecret: options.clientSecret,
-      tokens,
-      applications,
-      consents,
-      faults,
+      tokens: parts.tokens,
+      applications: parts.applications,
+      consents: parts.consents,
+      faults: parts.faults,
       get calls() {
-        return calls;
+        return state.calls;
       },
-      clock,
-      timers,
-      hung,
+      clock: settings.clock,
+      timers: parts.timers,
+      hung: parts.hung,
       countTokenRequest: () => {
-        tokenRequests += 1;
+        state.tokenRequests += 1;
       },
     }),
   );
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found', message: 'No such route' });
   });
-  app.use(errorHandler(logger));
+  app.use(errorHandler(settings.logger));
+  return app;
+}
 
+/**
+ * Builds the bank sandbox as an Express app (no listening socket) and its control. `stop()` clears every timer,
+ * cancels pending webhook deliveries and destroys requests left hanging by a fault. Throws on invalid options.
+ */
+export function createSandboxApp(options: SandboxOptions): { app: Express; control: SandboxControl; stop(): void } {
+  const settings = sandboxSettings(options);
+  const state: SandboxState = {
+    webhookFaults: { ...options.webhookFaults },
+    calls: [],
+    tokenRequests: 0,
+    stopped: false,
+  };
+  const parts = sandboxParts(settings, state);
+  const writer = persisted(options.persistence, parts, settings.logger);
+
+  const startSpontaneous = (): void => {
+    const every = options.transactionEvents?.everyMs;
+    if (every && every > 0) parts.timers.every(every, () => parts.consents.spontaneousTransactionEvent());
+  };
+  startSpontaneous();
+  const releaseHung = (): void => {
+    for (const res of parts.hung) res.socket?.destroy();
+    parts.hung.clear();
+  };
+
+  const control = sandboxControl(options, parts, state, { startSpontaneous, releaseHung });
   return {
-    app,
+    app: sandboxExpressApp(options, parts, state, control, settings),
     control,
     stop: () => {
       // Saved first, while pending deliveries are still pending (cancelling them below would mark them cancelled).
       writer?.stop();
-      stopped = true;
-      timers.cancelAll();
+      state.stopped = true;
+      parts.timers.cancelAll();
       releaseHung();
-      void sender.close();
+      void parts.sender.close();
     },
   };
 }

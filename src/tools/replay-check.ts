@@ -13,7 +13,9 @@ import {
   type Payload,
   type PayloadCodec,
 } from '@temporalio/common';
-import type { History } from '@temporalio/common/lib/proto-utils';
+import type { temporal } from '@temporalio/proto';
+
+type History = temporal.api.history.v1.IHistory;
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { StartupError } from '../entry/run-entry';

@@ -256,6 +256,63 @@ export function createWorkerBankClient(
   });
 }
 
+/** Said at every start: merchants signed with the public development master, or sent the deprecated body. */
+function warnAboutCallbackSigning(config: WorkerConfig, logger: Logger): void {
+  const onDevelopmentSecret = merchantsOnDevelopmentSecret(config);
+  if (onDevelopmentSecret.length > 0) {
+    // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
+    logger.warn(
+      { merchants: onDevelopmentSecret },
+      `CALLBACK_SIGNING_MASTER_SECRETS unset: callbacks of merchant${onDevelopmentSecret.length > 1 ? 's' : ''} ` +
+        `${onDevelopmentSecret.join(', ')} are signed with secrets derived from the public development master ` +
+        '(set CALLBACK_SIGNING_MASTER_SECRETS, or give them callbackSigningSecrets in MERCHANTS_FILE)',
+    );
+  }
+  const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
+  if (onLegacyPayload.length > 0 || config.callbacks.payloadVersion === 'legacy') {
+    // Deprecated (docs/decisions/0040-callback-payload-shape.md): say who still gets it, at every start.
+    logger.warn(
+      { merchants: onLegacyPayload, defaultPayloadVersion: config.callbacks.payloadVersion },
+      'merchant callbacks in the deprecated legacy payload: move these merchants to callbackPayloadVersion 2026-11-25',
+    );
+  }
+}
+
+/** What the workers run with (never a secret: how many sign, not what). */
+function logWorkersRunning(
+  config: WorkerConfig,
+  logger: Logger,
+  {
+    cache,
+    port,
+    deployment,
+  }: { cache: ReturnType<typeof resolveCacheSize>; port: number; deployment?: DeploymentVersion },
+): void {
+  logger.info(
+    {
+      taskQueue: config.temporal.taskQueue,
+      bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
+      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
+      ...config.worker,
+      maxCachedWorkflows: cache.size,
+      cacheSizedBy: cache.reason,
+      memoryLimit: cache.limit ?? 'none',
+      // The merchants this worker knows: their entries in MERCHANTS_FILE override the globals below.
+      merchants: config.merchants.ids(),
+      // What callbacks may reach by default, and how many secrets sign them (never the secrets).
+      callbackAllowedOrigins: config.callbacks.allowList.origins,
+      callbackLoopbackAllowed: config.callbacks.allowList.loopback,
+      callbackSigningSecrets: config.callbacks.signingSecrets.length,
+      callbackSigningMasters: config.callbacks.signingMasters.length,
+      callbackPayloadVersion: config.callbacks.payloadVersion,
+      workerMetricsPort: port,
+      workerDeployment: deployment ? versionString(deployment) : 'unversioned',
+      shutdownGraceMs: config.shutdown.workerGraceMs,
+    },
+    'workers running',
+  );
+}
+
 /**
  * Composition root of a worker process: bank client, callback dispatcher (with the callback allow-list's DNS
  * guard), the callback allow-list and signing secrets, the process's one WebhookEvidence,
@@ -297,24 +354,7 @@ export async function startWorker(options: {
   );
   // One dispatcher per allow-list: the DNS rebinding guard lets loopback through only where that list allows it.
   const dispatchers = callbackDispatchers();
-  const onDevelopmentSecret = merchantsOnDevelopmentSecret(config);
-  if (onDevelopmentSecret.length > 0) {
-    // The secret itself never reaches a log; `npm start` prints it once in its banner (embedded stack only).
-    logger.warn(
-      { merchants: onDevelopmentSecret },
-      `CALLBACK_SIGNING_MASTER_SECRETS unset: callbacks of merchant${onDevelopmentSecret.length > 1 ? 's' : ''} ` +
-        `${onDevelopmentSecret.join(', ')} are signed with secrets derived from the public development master ` +
-        '(set CALLBACK_SIGNING_MASTER_SECRETS, or give them callbackSigningSecrets in MERCHANTS_FILE)',
-    );
-  }
-  const onLegacyPayload = merchantsOnLegacyPayload(config.merchants);
-  if (onLegacyPayload.length > 0 || config.callbacks.payloadVersion === 'legacy') {
-    // Deprecated (docs/decisions/0040-callback-payload-shape.md): say who still gets it, at every start.
-    logger.warn(
-      { merchants: onLegacyPayload, defaultPayloadVersion: config.callbacks.payloadVersion },
-      'merchant callbacks in the deprecated legacy payload: move these merchants to callbackPayloadVersion 2026-11-25',
-    );
-  }
+  warnAboutCallbackSigning(config, logger);
   // The merchants' secret generations, read from Temporal at each callback (src/client/merchant-secrets.ts).
   const temporal = new Client({
     connection: options.connection,
@@ -371,29 +411,7 @@ export async function startWorker(options: {
   if (options.stopSignal?.aborted) metricsServer.setDraining();
   else options.stopSignal?.addEventListener('abort', () => metricsServer.setDraining(), { once: true });
   const done = workers.run().finally(closeClients);
-  logger.info(
-    {
-      taskQueue: config.temporal.taskQueue,
-      bankReadsTaskQueue: bankReadsTaskQueue(config.temporal.taskQueue),
-      bankMaxReadsPerSecond: config.bank.maxReadsPerSecond,
-      ...config.worker,
-      maxCachedWorkflows: cache.size,
-      cacheSizedBy: cache.reason,
-      memoryLimit: cache.limit ?? 'none',
-      // The merchants this worker knows: their entries in MERCHANTS_FILE override the globals below.
-      merchants: config.merchants.ids(),
-      // What callbacks may reach by default, and how many secrets sign them (never the secrets).
-      callbackAllowedOrigins: config.callbacks.allowList.origins,
-      callbackLoopbackAllowed: config.callbacks.allowList.loopback,
-      callbackSigningSecrets: config.callbacks.signingSecrets.length,
-      callbackSigningMasters: config.callbacks.signingMasters.length,
-      callbackPayloadVersion: config.callbacks.payloadVersion,
-      workerMetricsPort: metricsServer.port,
-      workerDeployment: deployment ? versionString(deployment) : 'unversioned',
-      shutdownGraceMs: config.shutdown.workerGraceMs,
-    },
-    'workers running',
-  );
+  logWorkersRunning(config, logger, { cache, port: metricsServer.port, deployment });
   return {
     workers,
     deployment,

@@ -1,52 +1,66 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENV_SHAPE, VARIABLES } from '../../src/config/schema';
-import { configurationTable, TABLE_END, TABLE_START, withConfigurationTable } from '../../src/config/table';
+import { execFileSync } from 'node:child_process';
+import { ENV_SHAPE, READ_ELSEWHERE, SECTIONS, VARIABLE_DOCS } from '../../src/config/schema';
+import {
+  configurationTable,
+  documentedVariables,
+  TABLE_END,
+  TABLE_START,
+  withConfigurationTable,
+} from '../../src/config/table';
 
-/** Cells trimmed and the separator row reduced: prettier pads the file's table, the generator does not. */
-const normalise = (table: string): string[] =>
-  table
-    .trim()
-    .split('\n')
-    .map((row) =>
-      row
-        .split(/(?<!\\)\|/)
-        .map((c) => c.trim().replace(/^-+$/, '---'))
-        .join('|'),
-    );
+const path = join(__dirname, '..', '..', 'docs', 'configuration.md');
 
-function fileTable(): string {
-  const text = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
-  const start = text.indexOf(TABLE_START);
-  const end = text.indexOf(TABLE_END);
-  expect(start).toBeGreaterThanOrEqual(0);
-  expect(end).toBeGreaterThan(start);
-  return text.slice(start + TABLE_START.length, end);
+const prettier = join(__dirname, '..', '..', 'node_modules', 'prettier', 'bin', 'prettier.cjs');
+
+/** What `npm run docs:config` writes: the generated tables between the markers, then prettier over the file. */
+function generated(text: string): string {
+  // prettier's API loads ES modules, which jest's CommonJS runtime cannot: its CLI in a child process instead.
+  return execFileSync(process.execPath, [prettier, '--stdin-filepath', path], {
+    input: withConfigurationTable(text),
+    encoding: 'utf8',
+  });
 }
 
-describe('the configuration table (docs/configuration.md)', () => {
-  it('is the one the schema generates (npm run docs:config rewrites it)', () => {
-    expect(normalise(fileTable())).toEqual(normalise(configurationTable()));
+describe('the configuration tables (docs/configuration.md)', () => {
+  it('are exactly what the schema generates (npm run docs:config rewrites them)', () => {
+    const text = readFileSync(path, 'utf8');
+    expect(text).toBe(generated(text));
   });
 
-  it('has a row for every variable of the schema, and no other', () => {
-    const names = normalise(fileTable())
-      .slice(2)
-      .map((row) => (row.split('|')[1] ?? '').replace(/`/g, ''));
-    expect(names).toEqual(Object.keys(ENV_SHAPE));
-    expect(Object.keys(VARIABLES).sort()).toEqual(Object.keys(ENV_SHAPE).sort());
+  it('fail on a drifted file: a changed default, description or row', () => {
+    const text = readFileSync(path, 'utf8');
+    for (const drifted of [
+      text.replace(/\| `PORT`( +)\| `3000`/, '| `PORT`$1| `8080`'),
+      text.replace('pino level', 'the log level'),
+      text.replace(/^\| `LOG_LEVEL`.*\n/m, ''),
+    ]) {
+      expect(drifted).not.toBe(text);
+      expect(drifted).not.toBe(generated(drifted));
+    }
   });
 
-  it('shows the schema’s own defaults and fails on a changed one', () => {
+  it('document every variable of the schema, once, in a section', () => {
+    for (const [name, schema] of Object.entries(ENV_SHAPE)) {
+      const doc = VARIABLE_DOCS.get(schema);
+      expect({ name, documented: doc !== undefined && doc.description.length > 0 }).toEqual({ name, documented: true });
+      expect(Object.keys(SECTIONS)).toContain(doc!.section);
+    }
+    const names = documentedVariables().map((v) => v.name);
+    expect(names.sort()).toEqual([...Object.keys(ENV_SHAPE), ...Object.keys(READ_ELSEWHERE)].sort());
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it('show the schema’s own defaults', () => {
     const table = configurationTable();
     expect(table).toContain('| `PORT` | `3000` |');
     expect(table).toContain('| `TASK_QUEUE` | `paylater` |');
-    // A table written before a default changed no longer matches.
-    const stale = table.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |');
-    expect(normalise(stale)).not.toEqual(normalise(configurationTable()));
+    expect(table).toContain("| `BANK_CLIENT_SECRET` | the sandbox's when embedded; required with a real bank |");
+    expect(table).toContain('| `WORKER_MAX_CACHED_WORKFLOWS` |');
   });
 
-  it('is written between the markers, whatever was there', () => {
+  it('are written between the markers, whatever was there', () => {
     const text = `intro\n\n${TABLE_START}\nold\n${TABLE_END}\n\nafter\n`;
     const written = withConfigurationTable(text, '| a |');
     expect(written).toBe(`intro\n\n${TABLE_START}\n\n| a |\n\n${TABLE_END}\n\nafter\n`);
