@@ -1,5 +1,5 @@
 import { ActivityFailure, ApplicationFailure, type Duration } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time';
+import { msToNumber } from '@temporalio/common';
 import { TASK_STATUS_FINISHED } from '../../shared/bank-wire';
 import {
   DEFAULT_REFRESH_QUIET_PERIOD,
