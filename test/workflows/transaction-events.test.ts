@@ -178,7 +178,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     expect(carried.length).toBeGreaterThanOrEqual(1);
     expect(Math.max(...carried)).toBeLessThanOrEqual(MAX_ACCOUNTS_PER_BATCH);
     // The first run (BOUNDED_BATCHES_PATCH: batches back to back, then continue-as-new) for the replay test.
-    await recordConsentHistory('transaction-events-v2-bounded-batches', t.client.workflow.getHandle(workflowId, first));
+    await recordConsentHistory('transaction-events-v5-bounded-batches', t.client.workflow.getHandle(workflowId, first));
     await t.client.workflow
       .getHandle(workflowId)
       .terminate('test done')

@@ -75,7 +75,7 @@ export class Reporter {
   }
 
   /** The application is no longer followed: why, in the state and (for the abnormal ends) a log line. */
-  finish(outcome: 'terminal' | 'deadline' | 'unknown_at_bank'): void {
+  stopFollowing(outcome: 'terminal' | 'deadline' | 'unknown_at_bank'): void {
     this.app.finish(outcome);
     if (outcome === 'deadline') log.warn('Finance application deadline reached before a terminal status', this.ids());
     if (outcome === 'unknown_at_bank') {
@@ -87,13 +87,13 @@ export class Reporter {
   }
 
   /** The run's last word on the application: the Web UI's details and the search attribute. */
-  finalStatus(): void {
+  showFinalStatus(): void {
     this.describe();
     upsertSearchAttributes([{ key: FinanceApplicationStatus, value: this.app.searchStatus() }]);
   }
 
   /** The applications-finished metric, by outcome and final status. */
-  finished(state: FinanceApplicationState, settings: ResolvedSettings): void {
+  countFinished(state: FinanceApplicationState, settings: ResolvedSettings): void {
     workflowMetrics.applicationFinished(state.outcome ?? 'none', statusLabel(settings, state.status));
   }
 }
