@@ -23,6 +23,7 @@ import { merchantsOnDevelopmentSecret } from './config/resolve';
 import { readCallbackSecretGenerations } from './client/merchant-secrets';
 import { shownSigningSecrets } from './security/merchant-signing-secret';
 import { makeCurrentVersion, versionString, warnAboutOtherBuilds } from './temporal/worker-deployment';
+import { bridgeGate } from './temporal/bridge-release';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
 
@@ -134,6 +135,12 @@ runEntry<MainConfig>(
     });
     // npm start makes its own build current (in production the deploy procedure does: docs/deploying.md).
     if (worker.deployment) {
+      // Not over runs only the bridge release can finish (src/temporal/bridge-release.ts): its message says how.
+      const { refusal } = await bridgeGate(client, worker.deployment.buildId, {
+        taskQueue: config.temporal.taskQueue,
+        deploymentName: worker.deployment.deploymentName,
+      });
+      if (refusal !== undefined) throw new StartupError(refusal);
       const routing = await makeCurrentVersion(client.workflowService, config.temporal.namespace, worker.deployment, {
         signal: stopSignal,
         routing: 'best-effort',
