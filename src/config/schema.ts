@@ -381,8 +381,6 @@ export const ENV_SHAPE = {
   MERCHANT_API_KEYS: optionalString,
   /** Per-merchant settings (JSON, src/config/merchants.ts); read and checked by loadConfig. */
   MERCHANTS_FILE: optionalString,
-  /** The merchant that owns the workflows started before tenancy; default: MERCHANT_API_KEYS' first. */
-  LEGACY_MERCHANT: optionalString,
   // Every merchant's defaults; MERCHANTS_FILE overrides them per merchant.
   MERCHANT_REQUESTS_PER_MINUTE: count(1, DEFAULT_MERCHANT_LIMITS.requestsPerMinute),
   MERCHANT_MAX_LONG_POLLS: count(1, DEFAULT_MERCHANT_LIMITS.maxLongPolls),
@@ -811,12 +809,6 @@ export const VARIABLES: Record<keyof typeof ENV_SHAPE, VariableDoc> = {
     processes: ALL,
     description:
       'per-merchant settings (JSON) over the globals below; format: [merchant-api.md](merchant-api.md#merchants)',
-  },
-  LEGACY_MERCHANT: {
-    processes: ALL,
-    description:
-      'the merchant that owns the workflows started before tenancy; the typed client reads only this variable',
-    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins; one is required with 2+ merchants",
   },
   MERCHANT_REQUESTS_PER_MINUTE: { processes: START_API, description: "every merchant's request budget per minute" },
   MERCHANT_MAX_LONG_POLLS: { processes: START_API, description: "every merchant's long polls open at once" },

@@ -78,6 +78,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 204 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '1s',
@@ -106,6 +107,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '200ms',
@@ -135,6 +137,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '300ms',
@@ -191,6 +194,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
       .mockRejectedValueOnce(ApplicationFailure.nonRetryable('merchant answered HTTP 400', 'MerchantCallbackRejected'))
       .mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '200ms',

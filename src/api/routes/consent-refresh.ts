@@ -43,7 +43,7 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
   /** The merchants: each one's transactionEvents callback (where late bank reports go). */
-  merchants: Pick<MerchantDirectory, 'resolve' | 'legacyMerchantId' | 'ids'>;
+  merchants: Pick<MerchantDirectory, 'resolve' | 'ids'>;
   /** CONSENT_ASSIGNMENT's rule: whether a refresh of a free consent claims it (`merchant`) or is a 404. */
   consentAssignment?: ConsentAssignment;
   metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
@@ -82,7 +82,7 @@ export function consentRefreshRoutes(
     const timeout = body.timeout ?? defaults.timeoutMs;
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
     const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     // A refresh claims an unclaimed consent: the merchant's claimed consents bound it as PUT /consents/:id.
     const admission = await budgets.totals.admit(
       res,
@@ -126,7 +126,7 @@ export function consentRefreshRoutes(
 
   router.get('/consents/:consentId/refresh', async (req, res) => {
     const consentId = consentIdOf(req);
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     let progress: ConsentRefreshProgress & { lateReports: number };
     try {
       progress = await getConsentRefreshProgress(deps.client, scope, consentId);

@@ -112,7 +112,7 @@ export function financeApplicationRoutes(
     try {
       page = await listFinanceApplications(
         deps.client,
-        scopeOf(res, deps.merchants),
+        scopeOf(res),
         filter,
         { pageSize, pageToken },
         { terminalStatuses: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications.terminalStatuses },
@@ -135,7 +135,7 @@ export function financeApplicationRoutes(
       settings: asked,
       ...application
     } = parseInput(StartApplicationSchema, req.body, 'body');
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     const merchant = deps.merchants.resolve(scope.merchantId);
     const settings = settingsOf(deps, asked, merchant.limits.minPollIntervalMs);
     // Only the settings the request names are compared with an existing application's (the rest are defaults).
@@ -183,7 +183,7 @@ export function financeApplicationRoutes(
   router.get('/applications/:ref', async (req, res) => {
     const { ref } = parseInput(RefParams, req.params, 'path');
     const { waitForChangeFrom, timeout } = parseInput(GetApplicationQuerySchema, req.query, 'query');
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     try {
       if (waitForChangeFrom === undefined) {
         const { state, phase } = await withReadDeadline(deps, 'Reading the finance application', () =>

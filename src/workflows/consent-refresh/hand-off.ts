@@ -5,7 +5,7 @@ import {
   lateAccountEventsWorkflowType,
   type LateAccountEventSignalInput,
 } from '../../shared/consent-refresh';
-import { lateAccountEventsWorkflowId, legacyLateAccountEventsWorkflowId } from '../../shared/ids';
+import { lateAccountEventsWorkflowId } from '../../shared/ids';
 import { ConsentId, MerchantId } from '../../shared/search-attributes';
 import type { lateAccountEventsWorkflow } from '../late-account-events/workflow';
 import type { ConsentRefresh } from './refresh';
@@ -16,26 +16,23 @@ export const HAND_OFF_ATTEMPTS = 5;
 /** Where late reports go: the lateAccountEventsWorkflow `workflowId`, started with the rest if none runs. */
 export interface LateReportsTarget {
   workflowId: string;
-  merchantId?: string;
+  merchantId: string;
   consentId: string;
   callbackUrl?: string;
 }
 
 /**
  * The refresh's late workflow: its merchant's own, so a consent that changed hands never sends the new owner's
- * reports to the previous owner's late workflow (a refresh from before tenancy: the one keyed by the consent).
+ * reports to the previous owner's late workflow.
  */
 export function lateReportsTarget(input: {
-  merchantId?: string;
+  merchantId: string;
   consentId: string;
   lateReportsCallbackUrl?: string;
 }): LateReportsTarget {
   const { merchantId, consentId } = input;
   return {
-    workflowId:
-      merchantId === undefined
-        ? legacyLateAccountEventsWorkflowId(consentId)
-        : lateAccountEventsWorkflowId(merchantId, consentId),
+    workflowId: lateAccountEventsWorkflowId(merchantId, consentId),
     merchantId,
     consentId,
     callbackUrl: input.lateReportsCallbackUrl,
@@ -80,7 +77,7 @@ async function handOffLateReport(report: LateAccountEventSignalInput, target: La
         parentClosePolicy: ParentClosePolicy.ABANDON,
         // Its owner, as the receiver's late workflows carry it: the facade shows the reports to that merchant only.
         typedSearchAttributes: [
-          ...(merchantId === undefined ? [] : [{ key: MerchantId, value: merchantId }]),
+          { key: MerchantId, value: merchantId },
           { key: ConsentId, value: consentId },
         ],
         staticSummary: `Late bank reports of consent ${consentId}`,

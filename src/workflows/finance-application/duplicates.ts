@@ -30,7 +30,7 @@ export class Duplicates {
   constructor(
     private readonly app: FinanceApplication,
     private readonly report: Reporter,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
     /** Whether this workflow task continues as new (then nothing is counted in it: countUnconfirmed). */
     private readonly continuesAsNew: () => boolean,
   ) {}

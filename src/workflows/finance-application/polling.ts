@@ -47,7 +47,7 @@ export class Polling {
   constructor(
     private readonly app: FinanceApplication,
     private readonly report: Reporter,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
   ) {}
 
   /**

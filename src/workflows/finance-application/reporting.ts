@@ -20,7 +20,7 @@ import type { FinanceApplication, ResolvedSettings } from './state';
 export class Reporter {
   constructor(
     private readonly app: FinanceApplication,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
   ) {}
 
   /** Every log line carries the merchant and the bank's id. */

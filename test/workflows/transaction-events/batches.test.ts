@@ -18,12 +18,14 @@ describe('TransactionBatches', () => {
   const accounts = (...ids: string[]) => ids.map((accountId) => ({ accountId }));
 
   it('fills in the defaults, with at least one batch per run', () => {
-    expect(resolveTransactionEventsSettings({ consentId })).toEqual({
+    expect(resolveTransactionEventsSettings({ merchantId: 'test', consentId })).toEqual({
       coalesceWindow: DEFAULT_TRANSACTION_COALESCE_WINDOW,
       idleTimeout: DEFAULT_TRANSACTION_IDLE_TIMEOUT,
       maxBatchesPerRun: DEFAULT_TRANSACTION_BATCHES_PER_RUN,
     });
-    expect(resolveTransactionEventsSettings({ consentId, maxBatchesPerRun: 0 }).maxBatchesPerRun).toBe(1);
+    expect(
+      resolveTransactionEventsSettings({ merchantId: 'test', consentId, maxBatchesPerRun: 0 }).maxBatchesPerRun,
+    ).toBe(1);
   });
 
   it('coalesces a burst into one batch: the union of the accounts, sorted, and the last eventType', () => {
