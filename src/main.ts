@@ -29,6 +29,7 @@ import {
   type DeploymentVersion,
 } from './temporal/worker-deployment';
 import type { Client } from '@temporalio/client';
+import { bridgeGate } from './temporal/bridge-release';
 import { happyPath } from './shared/application-settings';
 import { sandboxStateFile } from './sandbox/persistence';
 
@@ -103,6 +104,12 @@ async function makeThisBuildCurrent(
   client: Client,
   deployment: DeploymentVersion,
 ): Promise<void> {
+  // Not over runs only the bridge release can finish (src/temporal/bridge-release.ts): its message says how.
+  const { refusal } = await bridgeGate(client, deployment.buildId, {
+    taskQueue: config.temporal.taskQueue,
+    deploymentName: deployment.deploymentName,
+  });
+  if (refusal !== undefined) throw new StartupError(refusal);
   const routing = await makeCurrentVersion(client.workflowService, config.temporal.namespace, deployment, {
     signal: stopSignal,
     routing: 'best-effort',

@@ -77,7 +77,7 @@ export interface ActivityDeps {
    * Each merchant's callback allow-list and signing secrets (MERCHANTS_FILE over the globals): a callback is checked
    * against, and signed with, its merchant's. Absent: `callbacks` for every merchant.
    */
-  merchants?: { resolve(merchantId: string | undefined): CallbackMerchant };
+  merchants?: { resolve(merchantId: string): CallbackMerchant };
   /**
    * Dispatcher for merchant callbacks (createCallbackDispatcher({ allowList }): with the DNS rebinding guard), or
    * one per merchant (its allow-list's guard); undici's global one when absent.
@@ -281,8 +281,8 @@ function callbackMerchants(deps: ActivityDeps) {
       payloadVersion: deps.callbacks?.payloadVersion,
     },
   };
-  const merchantOf = (merchantId: string | undefined): CallbackMerchant =>
-    deps.merchants ? deps.merchants.resolve(merchantId) : { ...fallback, id: merchantId ?? '' };
+  const merchantOf = (merchantId: string): CallbackMerchant =>
+    deps.merchants ? deps.merchants.resolve(merchantId) : { ...fallback, id: merchantId };
   // One signer per merchant with explicit secrets (fixed for the process's life); derived ones at each callback.
   const signers = new Map<string, CallbackSigner>();
   const signerOf = async (merchant: CallbackMerchant): Promise<CallbackSigner> => {
@@ -305,7 +305,7 @@ function callbackMerchants(deps: ActivityDeps) {
     }
     return new CallbackSigner(callbackSigningSecretsAt(merchant.callbacks, merchant.id, generations, Date.now()));
   };
-  const callbackSettingsOf = (merchantId: string | undefined) => {
+  const callbackSettingsOf = (merchantId: string) => {
     const merchant = merchantOf(merchantId);
     const dispatcher =
       typeof deps.callbackDispatcher === 'function' ? deps.callbackDispatcher(merchant) : deps.callbackDispatcher;

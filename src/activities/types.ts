@@ -24,8 +24,8 @@ export type StatusRead = ApplicationStatusResponse & {
 export interface Activities {
   /** POST /applications with the hashed webhookUrl built from the merchant reference. */
   createApplication(input: {
-    /** The owning merchant (absent in runs started before tenancy: a legacy webhookUrl, of the reference alone). */
-    merchantId?: string;
+    /** The owning merchant: its webhookUrl names it. */
+    merchantId: string;
     merchantReference: string;
     /** The merchant's create request: redirectUrl and any other fields, passed on to the bank. */
     application: Record<string, unknown>;
@@ -74,8 +74,8 @@ export interface Activities {
    */
   checkCallbackUrl(input: {
     url: string;
-    /** Whose allow-list applies (absent: runs from before tenancy, the legacy merchant's). */
-    merchantId?: string;
+    /** Whose allow-list applies. */
+    merchantId: string;
   }): Promise<CallbackUrlVerdict>;
 
   /**
@@ -89,8 +89,8 @@ export interface Activities {
    * nor on a URL outside the allow-list (MerchantCallbackNotAllowed).
    */
   notifyMerchant(input: {
-    /** Whose signing secrets and allow-list apply (absent: runs from before tenancy, the legacy merchant's). */
-    merchantId?: string;
+    /** Whose signing secrets and allow-list apply. */
+    merchantId: string;
     url: string;
     /** Sent as `webhook-id` (and Idempotency-Key) so the merchant can drop redeliveries; stable across retries. */
     idempotencyKey: string;

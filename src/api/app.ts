@@ -47,7 +47,7 @@ export interface AppDeps {
   merchantApiKeys: readonly MerchantApiKey[];
   /**
    * The merchants as tenants (MERCHANTS_FILE over the globals): each one's callback allow-list, transactionEvents
-   * callback, limits, and the owner of the workflows started before tenancy.
+   * callback and limits.
    */
   merchants: MerchantDirectory;
   /**

@@ -55,13 +55,13 @@ export function operatorOf(res: Response): string | undefined {
 }
 
 /**
- * The authenticated merchant as a scope: its own applications and consents, and the pre-tenancy ones when it is
- * the legacy merchant. Facade routes run behind `authenticate`: no merchant here is a wiring mistake.
+ * The authenticated merchant as a scope: its own applications and consents. Facade routes run behind
+ * `authenticate`: no merchant here is a wiring mistake.
  */
-export function scopeOf(res: Response, merchants: { legacyMerchantId: string }): MerchantScope {
+export function scopeOf(res: Response): MerchantScope {
   const merchantId = merchantOf(res);
   if (merchantId === undefined) throw new Error('facade route reached without an authenticated merchant');
-  return { merchantId, ownsLegacy: merchantId === merchants.legacyMerchantId };
+  return { merchantId };
 }
 
 /**

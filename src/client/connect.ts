@@ -47,8 +47,6 @@ export interface PaylaterClientSettings {
   payloadKeys: PayloadEncryptionKey[];
   /** True when PAYLOAD_ENCRYPTION_KEYS is unset and the public development key of the embedded stack is used. */
   developmentKey: boolean;
-  /** LEGACY_MERCHANT: the merchant that owns the applications started before tenancy. */
-  legacyMerchant?: string;
 }
 
 const HOST_PORT = /^[A-Za-z0-9.[\]:-]+:\d{1,5}$/;
@@ -104,7 +102,6 @@ export function paylaterClientSettings(
     apiKey: set(env.TEMPORAL_API_KEY),
     payloadKeys,
     developmentKey: keysText === undefined,
-    legacyMerchant: set(env.LEGACY_MERCHANT),
   };
 }
 
@@ -172,7 +169,6 @@ export async function connectPaylater(options: ConnectPaylaterOptions): Promise<
   const merchant = merchantScope(options.merchantId);
   const env = options.env ?? process.env;
   const settings = paylaterClientSettings(env, options);
-  if (settings.legacyMerchant === merchant.merchantId) merchant.ownsLegacy = true;
   if (settings.developmentKey) {
     process.emitWarning(
       `PAYLOAD_ENCRYPTION_KEYS is unset: payloads are encrypted with the public development key ` +
@@ -201,7 +197,6 @@ export async function connectPaylater(options: ConnectPaylaterOptions): Promise<
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
       developmentKey: settings.developmentKey,
-      legacyMerchant: settings.legacyMerchant,
       payloadKeyIds: settings.payloadKeys.map((k) => k.id),
     },
     startFinanceApplication: (request) => startFinanceApplication(client, merchant, request, queue),

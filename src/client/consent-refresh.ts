@@ -14,11 +14,7 @@ import {
   type ConsentRefreshResult,
   type LateAccountEventsState,
 } from '../shared/consent-refresh';
-import {
-  consentRefreshWorkflowId,
-  lateAccountEventsWorkflowId,
-  legacyLateAccountEventsWorkflowId,
-} from '../shared/ids';
+import { consentRefreshWorkflowId, lateAccountEventsWorkflowId } from '../shared/ids';
 import { learnedBankCodes, mergeLateReports } from '../shared/late-reports';
 import { ConsentId, MerchantId } from '../shared/search-attributes';
 import { claimConsent, ConsentNotFoundError, consentOwner } from './consent-claims';
@@ -58,7 +54,7 @@ export interface StartConsentRefreshResult {
 export async function startConsentRefresh(
   client: Client,
   merchant: MerchantScope | string,
-  input: Omit<ConsentRefreshInput, 'merchantId'>,
+  request: Omit<ConsentRefreshInput, 'merchantId'>,
   options: {
     taskQueue: string;
     /** Where the late reports this refresh hands off itself go (the merchant's TRANSACTIONS_CALLBACK_URL). */
@@ -70,12 +66,12 @@ export async function startConsentRefresh(
   const { merchantId } = merchantScope(merchant);
   // The consent must be the merchant's (or, where merchants claim, free: its first refresh claims it); another
   // merchant's throws ConsentHeldByAnotherError, an unknown one without selfClaim ConsentNotFoundError.
-  await claimConsent(client, merchantId, input.consentId, {
+  await claimConsent(client, merchantId, request.consentId, {
     taskQueue: options.taskQueue,
     selfClaim: options.selfClaim,
   });
-  await assertNoRefreshOfAnother(client, merchantId, input.consentId);
-  input = { ...input, merchantId } as ConsentRefreshInput;
+  await assertNoRefreshOfAnother(client, merchantId, request.consentId);
+  let input: ConsentRefreshInput = { ...request, merchantId };
   const workflowId = consentRefreshWorkflowId(input.consentId);
   if (input.knownBankCodes === undefined) {
     const known = await lookUpKnownBankCodes(client, merchantId, input.consentId);
@@ -128,7 +124,7 @@ export async function getConsentRefreshProgress(
   await assertWorkflowOf(client, merchant, consentRefreshWorkflowId(consentId), consentId);
   const [progress, late] = await Promise.all([
     refreshProgress(consentRefreshHandle(client, consentId)),
-    ownLateBankReports(client, merchant, consentId),
+    getLateBankReports(client, merchant, consentId),
   ]);
   return mergeLateReports(progress, late.reports);
 }
@@ -167,7 +163,7 @@ async function assertNoRefreshOfAnother(client: Client, merchantId: string, cons
 }
 
 /**
- * The workflow was started for this merchant (its MerchantId), or before tenancy for the legacy merchant. A consent
+ * The workflow was started for this merchant (its MerchantId). A consent
  * released by one merchant and claimed by another keeps the first one's workflows until new ones replace them:
  * they stay the first merchant's (ConsentNotFoundError to the new owner). Throws WorkflowNotFoundError too.
  */
@@ -179,35 +175,7 @@ async function assertWorkflowOf(
 ): Promise<void> {
   const scope = merchantScope(merchant);
   const owner = (await client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(MerchantId);
-  if (owner === undefined ? !scope.ownsLegacy : owner !== scope.merchantId) throw new ConsentNotFoundError(consentId);
-}
-
-/**
- * The consent's late bank reports that are the merchant's: those of its own late workflow, and those of the one keyed
- * by the consent alone (started before late workflows were keyed by owner) when that one is the merchant's.
- */
-async function ownLateBankReports(
-  client: Client,
-  merchant: MerchantScope | string,
-  consentId: string,
-): Promise<LateAccountEventsState> {
-  const legacy = async (): Promise<LateAccountEventsState | undefined> => {
-    try {
-      await assertWorkflowOf(client, merchant, legacyLateAccountEventsWorkflowId(consentId), consentId);
-    } catch (err) {
-      if (err instanceof ConsentNotFoundError || err instanceof WorkflowNotFoundError) return undefined;
-      throw err;
-    }
-    return lateReportsOf(client, legacyLateAccountEventsWorkflowId(consentId), consentId);
-  };
-  const [own, before] = await Promise.all([getLateBankReports(client, merchant, consentId), legacy()]);
-  if (!before) return own;
-  return {
-    consentId,
-    reports: [...before.reports, ...own.reports],
-    received: before.received + own.received,
-    duplicates: before.duplicates + own.duplicates,
-  };
+  if (owner !== scope.merchantId) throw new ConsentNotFoundError(consentId);
 }
 
 /** Waits for the consent's latest refresh to end and returns its result, amended by the late reports so far. */
@@ -219,13 +187,10 @@ export async function awaitConsentRefreshResult(
   await assertConsentOf(client, merchant, consentId);
   await assertWorkflowOf(client, merchant, consentRefreshWorkflowId(consentId), consentId);
   const result = await consentRefreshHandle(client, consentId).result();
-  return mergeLateReports(result, (await ownLateBankReports(client, merchant, consentId)).reports);
+  return mergeLateReports(result, (await getLateBankReports(client, merchant, consentId)).reports);
 }
 
-/**
- * The consent is the merchant's: its claim names it, or (for the legacy merchant) no merchant claimed it and its
- * workflows are from before tenancy. Throws ConsentNotFoundError otherwise (the facade's 404).
- */
+/** The consent is the merchant's: its claim names it. Throws ConsentNotFoundError otherwise (the facade's 404). */
 export async function assertConsentOf(
   client: Client,
   merchant: MerchantScope | string,
@@ -233,7 +198,7 @@ export async function assertConsentOf(
 ): Promise<void> {
   const scope = merchantScope(merchant);
   const owner = await consentOwner(client, consentId);
-  if (owner === scope.merchantId || (owner === undefined && scope.ownsLegacy)) return;
+  if (owner === scope.merchantId) return;
   throw new ConsentNotFoundError(consentId);
 }
 
@@ -286,5 +251,5 @@ export async function lookUpKnownBankCodes(
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (previous !== undefined && !previous.done) return undefined;
-  return learnedBankCodes(previous, (await ownLateBankReports(client, merchant, consentId)).reports);
+  return learnedBankCodes(previous, (await getLateBankReports(client, merchant, consentId)).reports);
 }

@@ -1,14 +1,9 @@
 /**
- * Reading one finance application: where it is (the merchant's own workflow id, or the legacy merchant's pre-tenancy
- * one), its state as merchants get it, its result. finance-applications.ts re-exports it and the
+ * Reading one finance application: where it is (the merchant's own workflow id), its state as merchants get it, its
+ * result. finance-applications.ts re-exports it and the
  * status waits (status-waits.ts) build on it, so neither imports the other.
  */
-import {
-  WorkflowNotFoundError,
-  type Client,
-  type WorkflowExecutionDescription,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import {
   financeApplicationStateQuery,
   initialFinanceApplicationState,
@@ -17,14 +12,10 @@ import {
 import { financeApplicationWorkflowId } from '../shared/ids';
 import { FinanceApplicationId } from '../shared/search-attributes';
 import { applicationPhase, type ApplicationPhase } from '../shared/application-phase';
-import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
+import { merchantScope, type MerchantScope } from './merchant-scope';
 import type { financeApplicationWorkflow } from '../workflows/finance-application/workflow';
 
-/**
- * The workflow id of the merchant's application with this reference: its own, or, for the legacy merchant whose
- * own does not exist, the pre-tenancy one when that exists. One describe (two for a legacy miss).
- * Throws WorkflowNotFoundError when neither exists.
- */
+/** The workflow id of the merchant's application with this reference (one describe); WorkflowNotFoundError if none. */
 export async function resolveFinanceApplicationId(
   client: Client,
   merchant: MerchantScope | string,
@@ -33,25 +24,14 @@ export async function resolveFinanceApplicationId(
   return (await describeFinanceApplication(client, merchant, merchantReference)).workflowId;
 }
 
-/** The found workflow id and its run's status (one describe; two for the legacy merchant's pre-tenancy ones). */
+/** The found workflow id and its run's status (one describe). */
 async function describeFinanceApplication(client: Client, merchant: MerchantScope | string, merchantReference: string) {
-  const scope = merchantScope(merchant);
-  const own = financeApplicationWorkflowId(scope.merchantId, merchantReference);
-  try {
-    const description = await client.workflow.getHandle(own).describe();
-    return { workflowId: own, status: description.status, description };
-  } catch (err) {
-    const legacy = legacyWorkflowIdOf(scope, merchantReference);
-    if (!(err instanceof WorkflowNotFoundError) || legacy === undefined) throw err;
-    const description = await client.workflow.getHandle(legacy).describe();
-    return { workflowId: legacy, status: description.status, description };
-  }
+  const own = financeApplicationWorkflowId(merchantScope(merchant).merchantId, merchantReference);
+  const description = await client.workflow.getHandle(own).describe();
+  return { workflowId: own, status: description.status, description };
 }
 
-/**
- * The merchant's application with this reference (latest run). The merchant's own id; `getFinanceApplication`
- * and the waits also find the legacy merchant's pre-tenancy applications (resolveFinanceApplicationId).
- */
+/** The merchant's application with this reference (latest run). */
 export function financeApplicationHandle(
   client: Client,
   merchant: MerchantScope | string,

@@ -1,15 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-  type Client,
-} from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { applicationPhase, isDone, listedPhaseFacts, type ApplicationPhase } from '../shared/application-phase';
 import {
   FINANCE_APPLICATION_DEFAULTS,
-  financeApplicationStateQuery,
   financeApplicationWorkflowType,
   startFinanceApplicationUpdate,
   type FinanceApplicationInput,
@@ -25,7 +19,7 @@ import {
   type ApplicationSearchFilter,
 } from '../shared/application-search';
 import { creationDifferences } from '../shared/application-identity';
-import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
+import { financeApplicationWorkflowId, REFERENCE_PATTERN } from '../shared/ids';
 import {
   FinanceApplicationCreatedAt,
   FinanceApplicationId,
@@ -111,15 +105,10 @@ export async function startFinanceApplication(
   request: StartFinanceApplicationRequest,
   options: { taskQueue: string; settingsNamed?: readonly (keyof FinanceApplicationSettings)[] },
 ): Promise<FinanceApplicationStarted> {
-  const { merchantId, ownsLegacy } = merchantScope(merchant);
+  const { merchantId } = merchantScope(merchant);
   const { merchantReference } = request;
   if (!REFERENCE_PATTERN.test(merchantReference)) {
     throw new RangeError(`merchantReference must match ${String(REFERENCE_PATTERN)}`);
-  }
-  // The legacy merchant's reference may name an application started before tenancy: that one, not a second.
-  if (ownsLegacy) {
-    const legacy = await existingLegacyApplication(client, merchantReference);
-    if (legacy) return legacy;
   }
   const workflowId = financeApplicationWorkflowId(merchantId, merchantReference);
   // Only the call whose start input is used (the one that created the run) carries a matching request id.
@@ -207,33 +196,6 @@ async function completedApplication(
     workflowId,
     financeApplicationId: result.financeApplicationId,
     bank: result.bank,
-    created: false,
-  };
-}
-
-/** A pre-tenancy application of this reference that the bank created (running or completed), or undefined. */
-async function existingLegacyApplication(
-  client: Client,
-  merchantReference: string,
-): Promise<FinanceApplicationStarted | undefined> {
-  const workflowId = legacyFinanceApplicationWorkflowId(merchantReference);
-  const handle = client.workflow.getHandle<typeof financeApplicationWorkflow>(workflowId);
-  let status;
-  try {
-    ({ status } = await handle.describe());
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
-  }
-  if (status.name === 'COMPLETED') return completedApplication(client, workflowId, merchantReference);
-  if (status.name !== 'RUNNING') return undefined;
-  const state = await handle.query(financeApplicationStateQuery);
-  if (!state.financeApplicationId || !state.bank) return undefined;
-  return {
-    merchantReference,
-    workflowId,
-    financeApplicationId: state.financeApplicationId,
-    bank: state.bank,
     created: false,
   };
 }

@@ -1,4 +1,4 @@
-import { legacyFinanceApplicationWorkflowId, MERCHANT_ID_PATTERN } from '../shared/ids';
+import { MERCHANT_ID_PATTERN } from '../shared/ids';
 
 /**
  * Whose applications and refreshes a call acts on. The typed client runs with the Temporal namespace's
@@ -8,8 +8,6 @@ import { legacyFinanceApplicationWorkflowId, MERCHANT_ID_PATTERN } from '../shar
 export interface MerchantScope {
   /** The merchant's id: the name of its key in MERCHANT_API_KEYS. */
   merchantId: string;
-  /** This merchant owns the applications started before tenancy (LEGACY_MERCHANT): reads find those too. */
-  ownsLegacy?: boolean;
 }
 
 /** A scope from a merchant id or a scope; throws RangeError for an id outside MERCHANT_ID_PATTERN. */
@@ -19,9 +17,4 @@ export function merchantScope(merchant: MerchantScope | string): MerchantScope {
     throw new RangeError(`merchantId must match ${String(MERCHANT_ID_PATTERN)}`);
   }
   return scope;
-}
-
-/** The pre-tenancy workflow id of this reference, when the scope may read it. */
-export function legacyWorkflowIdOf(scope: MerchantScope, merchantReference: string): string | undefined {
-  return scope.ownsLegacy ? legacyFinanceApplicationWorkflowId(merchantReference) : undefined;
 }

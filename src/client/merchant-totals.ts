@@ -3,7 +3,7 @@ import { quoteLiteral } from '../shared/application-search';
 import { consentClaimWorkflowType } from '../shared/consent-claim';
 import { financeApplicationWorkflowType } from '../shared/finance-application';
 import { financeApplicationWorkflowId } from '../shared/ids';
-import { legacyWorkflowIdOf, merchantScope, type MerchantScope } from './merchant-scope';
+import { merchantScope, type MerchantScope } from './merchant-scope';
 
 /**
  * What a merchant holds in Temporal, counted there rather than in one process's memory, so that every API process
@@ -16,13 +16,9 @@ export type MerchantTotal = 'open_applications' | 'consents';
 
 /** The visibility query of what the merchant holds open now (running workflows of the kind, with its MerchantId). */
 export function merchantTotalQuery(total: MerchantTotal, merchant: MerchantScope | string): string {
-  const { merchantId, ownsLegacy } = merchantScope(merchant);
-  const own = `MerchantId = ${quoteLiteral(merchantId)}`;
-  if (total === 'consents')
-    return `WorkflowType = ${quoteLiteral(consentClaimWorkflowType)} AND ${own} AND ExecutionStatus = 'Running'`;
-  // The legacy merchant's also those started before tenancy (no MerchantId), as its lists show them.
-  const whose = ownsLegacy ? `(${own} OR MerchantId IS NULL)` : own;
-  return `WorkflowType = ${quoteLiteral(financeApplicationWorkflowType)} AND ${whose} AND ExecutionStatus = 'Running'`;
+  const own = `MerchantId = ${quoteLiteral(merchantScope(merchant).merchantId)}`;
+  const type = total === 'consents' ? consentClaimWorkflowType : financeApplicationWorkflowType;
+  return `WorkflowType = ${quoteLiteral(type)} AND ${own} AND ExecutionStatus = 'Running'`;
 }
 
 /** How many the merchant holds now, by Temporal's visibility store. */
@@ -44,19 +40,12 @@ export async function applicationExists(
   merchant: MerchantScope | string,
   merchantReference: string,
 ): Promise<boolean> {
-  const scope = merchantScope(merchant);
-  const ids = [
-    financeApplicationWorkflowId(scope.merchantId, merchantReference),
-    legacyWorkflowIdOf(scope, merchantReference),
-  ];
-  for (const workflowId of ids) {
-    if (workflowId === undefined) continue;
-    try {
-      const { status } = await client.workflow.getHandle(workflowId).describe();
-      if (status.name === 'RUNNING' || status.name === 'COMPLETED') return true;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
+  const workflowId = financeApplicationWorkflowId(merchantScope(merchant).merchantId, merchantReference);
+  try {
+    const { status } = await client.workflow.getHandle(workflowId).describe();
+    return status.name === 'RUNNING' || status.name === 'COMPLETED';
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    return false;
   }
-  return false;
 }

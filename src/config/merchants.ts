@@ -32,7 +32,6 @@ import { CALLBACK_RETRY_WINDOW_BOUNDS, DEFAULT_CALLBACK_RETRY_WINDOW_MS } from '
  */
 
 export const MERCHANTS_FILE = 'MERCHANTS_FILE';
-export const LEGACY_MERCHANT = 'LEGACY_MERCHANT';
 
 /** What one merchant may do and where its callbacks go. */
 export interface MerchantSettings {
@@ -82,17 +81,12 @@ export interface MerchantLimits {
 
 /** The merchants of a deployment, by id. */
 export interface MerchantDirectory {
-  /**
-   * Owner of the applications and refreshes started before tenancy: MERCHANTS_FILE legacyMerchant, else
-   * LEGACY_MERCHANT; either is required when there is more than one merchant, else the only one.
-   */
-  readonly legacyMerchantId: string;
   get(merchantId: string): MerchantSettings | undefined;
   /**
    * The merchant's settings, or the globals for a merchant this process does not list (a worker configured
    * without MERCHANT_API_KEYS serves every merchant with the global callback settings).
    */
-  resolve(merchantId: string | undefined): MerchantSettings;
+  resolve(merchantId: string): MerchantSettings;
   ids(): string[];
 }
 
@@ -181,8 +175,6 @@ const MerchantEntrySchema = z.strictObject({
 });
 
 const MerchantsFileSchema = z.strictObject({
-  /** Owner of the workflows started before tenancy; overrides LEGACY_MERCHANT. */
-  legacyMerchant: z.string().optional(),
   merchants: z.record(z.string(), MerchantEntrySchema),
 });
 
@@ -195,14 +187,13 @@ export interface MerchantProblem {
 
 /**
  * The directory from the keys, the file's parsed JSON (if any) and the globals, or every problem found.
- * `fileJson` is what MERCHANTS_FILE holds (readMerchantsFile reads it); `legacyMerchant` is LEGACY_MERCHANT.
+ * `fileJson` is what MERCHANTS_FILE holds (readMerchantsFile reads it).
  */
 export function buildMerchantDirectory(input: {
   keys: readonly MerchantApiKey[];
   /** False when the keys were made for this run (embedded stack) or are not this process's (a worker). */
   keysConfigured?: boolean;
   fileJson?: unknown;
-  legacyMerchant?: string;
   defaults: MerchantDefaults;
 }): { directory?: MerchantDirectory; problems: MerchantProblem[] } {
   const problems: MerchantProblem[] = [];
@@ -232,24 +223,8 @@ export function buildMerchantDirectory(input: {
         message: `merchant "${merchant}" has no key in MERCHANT_API_KEYS (a merchant is the name of its key)`,
       });
   }
-  const legacyFrom = file.legacyMerchant !== undefined ? MERCHANTS_FILE : LEGACY_MERCHANT;
-  const named = file.legacyMerchant ?? input.legacyMerchant;
   // The merchants this deployment has: its keys, or for a process without them (a worker) the file's entries.
   const known = keysConfigured ? input.keys.map((k) => k.name) : Object.keys(file.merchants);
-  if (named === undefined && known.length > 1)
-    // The first of a list is no owner: reordering MERCHANT_API_KEYS would hand the pre-tenancy workflows to another.
-    problems.push({
-      variable: LEGACY_MERCHANT,
-      message:
-        `${known.length} merchants are configured (${known.join(', ')}): name the one that owns the workflows ` +
-        `started before tenancy with ${LEGACY_MERCHANT} or ${MERCHANTS_FILE} legacyMerchant`,
-    });
-  const legacyMerchantId = named ?? names[0];
-  if (legacyMerchantId === undefined || (keysConfigured && !names.includes(legacyMerchantId)))
-    problems.push({
-      variable: legacyFrom,
-      message: `${legacyFrom === MERCHANTS_FILE ? 'legacyMerchant ' : ''}names "${legacyMerchantId ?? ''}", which has no key in MERCHANT_API_KEYS`,
-    });
 
   const fallback = fallbackSettings(input.defaults, known.length > 1);
   const merchants = new Map<string, MerchantSettings>();
@@ -297,7 +272,7 @@ export function buildMerchantDirectory(input: {
   }
   problems.push(...sharedSettingProblems(known, file.merchants, merchants, input.defaults));
   if (problems.length > 0) return { problems };
-  return { directory: merchantDirectory([...merchants.values()], legacyMerchantId!, fallback), problems };
+  return { directory: merchantDirectory([...merchants.values()], fallback), problems };
 }
 
 /**
@@ -433,14 +408,12 @@ export function merchantAllowListSource(id: string): { variable: string; name: s
 /** A directory over a fixed list; `fallback` serves a merchant it does not list. */
 function merchantDirectory(
   merchants: readonly MerchantSettings[],
-  legacyMerchantId: string,
   fallback: (id: string) => MerchantSettings,
 ): MerchantDirectory {
   const byId = new Map(merchants.map((m) => [m.id, m]));
   return {
-    legacyMerchantId,
     get: (id) => byId.get(id),
-    resolve: (id) => byId.get(id ?? legacyMerchantId) ?? fallback(id ?? legacyMerchantId),
+    resolve: (id) => byId.get(id) ?? fallback(id),
     ids: () => [...byId.keys()],
   };
 }

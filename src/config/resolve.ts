@@ -95,7 +95,7 @@ export interface Config {
   workerMetricsHost: string;
   /** Keys of the merchant facade (MERCHANT_API_KEYS); `generated`: a development key made for this run. */
   merchantApiKeys: { keys: MerchantApiKey[]; generated: boolean };
-  /** Each merchant's settings (MERCHANTS_FILE over the globals) and the owner of pre-tenancy workflows. */
+  /** Each merchant's settings (MERCHANTS_FILE over the globals). */
   merchants: MerchantDirectory;
   /** Keys of the operator routes, /codec (OPERATOR_API_KEYS); `generated`: a development key made for this run. */
   operatorApiKeys: { keys: OperatorApiKey[]; generated: boolean };
@@ -401,7 +401,7 @@ export function merchantsOnDevelopmentSecret(config: Pick<Config, 'callbacks' | 
     .filter((id) => config.merchants.resolve(id).callbacks.signingMasters?.includes(DEVELOPMENT_SIGNING_MASTER_SECRET));
 }
 
-/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field) or LEGACY_MERCHANT. */
+/** The merchant directory, or a ConfigError naming MERCHANTS_FILE (with the merchant and field). */
 function loadMerchants(
   e: Env,
   keys: MerchantApiKey[],
@@ -424,7 +424,6 @@ function loadMerchants(
     keys,
     keysConfigured: e.MERCHANT_API_KEYS !== undefined,
     fileJson,
-    legacyMerchant: e.LEGACY_MERCHANT,
     defaults: {
       allowList: callbacks.allowList,
       builtInAllowList: callbacks.builtInAllowList,

@@ -315,15 +315,6 @@ export const ENV_SHAPE = {
       'below; format: docs/merchant-api.md#merchants',
     example: '/etc/paylater/merchants.json',
   }),
-  LEGACY_MERCHANT: documented(optionalString, {
-    section: 'merchants',
-    processes: ALL,
-    description:
-      'the merchant that owns the workflows started before tenancy; the typed client reads only this variable, ' +
-      'never MERCHANTS_FILE',
-    default: "`MERCHANTS_FILE`'s `legacyMerchant` wins; one is required with 2+ merchants; with one: that merchant",
-    example: 'shop-eu',
-  }),
   MERCHANT_REQUESTS_PER_MINUTE: budget(LIMITS.requestsPerMinute, "every merchant's facade requests per minute"),
   MERCHANT_MAX_LONG_POLLS: budget(LIMITS.maxLongPolls, "every merchant's long polls open at once"),
   MERCHANT_MIN_POLL_INTERVAL: documented(duration(SETTING_BOUNDS.fastPollIntervalMs), {

@@ -33,12 +33,9 @@ export async function openMerchantPayloadKeys(
     masterKeys: config.payloadEncryption.keys,
     cacheTtlMs: config.merchantKeys.cacheTtlMs,
   });
-  // The pre-tenancy applications are their owner's only where this process knows that merchant.
-  const legacy = config.merchants.legacyMerchantId;
   const codec = new MerchantPayloadCodec({
     masterKeys: config.payloadEncryption.keys,
     ring,
-    legacyMerchant: config.merchants.get(legacy) ? legacy : undefined,
     encrypt: config.merchantKeys.encrypt,
   });
   return { codec, ring, store, close: () => store.close() };

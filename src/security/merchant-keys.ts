@@ -272,8 +272,6 @@ export interface MerchantPayloadCodecOptions {
   /** PAYLOAD_ENCRYPTION_KEYS: payloads of no merchant, and every payload written before merchant keys. */
   masterKeys: readonly PayloadEncryptionKey[];
   ring: MerchantKeyRing;
-  /** LEGACY_MERCHANT: whose the finance applications from before tenancy are; unset, they use the master key. */
-  legacyMerchant?: string;
   /** false (MERCHANT_KEY_ENCRYPTION=decrypt-only): read merchant keys, write under the master key (a rollout). */
   encrypt?: boolean;
 }
@@ -286,13 +284,11 @@ export interface MerchantPayloadCodecOptions {
 export class MerchantPayloadCodec implements PayloadCodec {
   private readonly master: AesGcmPayloadCodec;
   private readonly ring: MerchantKeyRing;
-  private readonly legacyMerchant: string | undefined;
   private readonly encrypting: boolean;
 
   constructor(options: MerchantPayloadCodecOptions) {
     this.master = new AesGcmPayloadCodec(options.masterKeys);
     this.ring = options.ring;
-    this.legacyMerchant = options.legacyMerchant;
     this.encrypting = options.encrypt ?? true;
   }
 
@@ -305,9 +301,7 @@ export class MerchantPayloadCodec implements PayloadCodec {
   merchantOf(context: SerializationContext | undefined): string | undefined {
     const workflowId = context?.workflowId;
     if (workflowId === undefined) return undefined;
-    const owner = merchantOfWorkflowId(workflowId);
-    if (owner === undefined) return undefined;
-    return 'legacy' in owner ? this.legacyMerchant : owner.merchantId;
+    return merchantOfWorkflowId(workflowId)?.merchantId;
   }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {

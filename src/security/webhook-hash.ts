@@ -2,17 +2,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * Decision (docs/bank-interface.md 6.1 leaves the algorithm open; docs/decisions/0005-webhook-url-hash.md): the hash in
- * a finance application's webhookUrl is base64url(HMAC-SHA256(WEBHOOK_HASH_SECRET, merchantReference)). It depends only
- * on the reference, so the receiver checks it from the URL alone, and only we can make one.
- */
-export function webhookHash(secret: string, merchantReference: string): string {
-  return createHmac('sha256', secret).update(merchantReference, 'utf8').digest('base64url');
-}
-
-/**
- * Since tenancy the URL's key segment is `{merchantId}~{merchantReference}` (src/shared/ids.ts webhookKey) and its
- * hash is keyed over a domain-separated message naming both, so equal references of two merchants never share a
- * URL or a hash, and no tenant hash equals a pre-tenancy one (a legacy reference may itself contain `~`).
+ * a finance application's webhookUrl is an HMAC-SHA256 under WEBHOOK_HASH_SECRET, so the receiver checks it from the
+ * URL alone, and only we can make one. The URL's key segment is `{merchantId}~{merchantReference}`
+ * (src/shared/ids.ts webhookKey) and the hash is keyed over a domain-separated message naming both, so equal
+ * references of two merchants never share a URL or a hash.
  */
 export function tenantWebhookHash(secret: string, merchantId: string, merchantReference: string): string {
   return createHmac('sha256', secret)
@@ -20,21 +13,14 @@ export function tenantWebhookHash(secret: string, merchantId: string, merchantRe
     .digest('base64url');
 }
 
-/**
- * The webhookUrl sent to the bank: the hash as the last path segment (the form 6.1 lists second). With a merchant
- * (every application since tenancy) the key is `{merchantId}~{ref}`; without one, the pre-tenancy form.
- */
+/** The webhookUrl sent to the bank: the hash as the last path segment (the form 6.1 lists second). */
 export function financeApplicationWebhookUrl(
   publicBaseUrl: string,
   secret: string,
   merchantReference: string,
-  merchantId?: string,
+  merchantId: string,
 ): string {
   const base = publicBaseUrl.replace(/\/+$/, '');
-  if (merchantId === undefined) {
-    const ref = encodeURIComponent(merchantReference);
-    return `${base}/webhooks/finance-applications/${ref}/${webhookHash(secret, merchantReference)}`;
-  }
   const key = encodeURIComponent(`${merchantId}~${merchantReference}`);
   return `${base}/webhooks/finance-applications/${key}/${tenantWebhookHash(secret, merchantId, merchantReference)}`;
 }
@@ -52,7 +38,7 @@ export function safeEqual(received: string, expected: string): boolean {
 }
 
 /**
- * True when `received` is the reference's hash under any of `secrets` (the current WEBHOOK_HASH_SECRET and, during
+ * True when `received` is the merchant's reference's hash under any of `secrets` (the current WEBHOOK_HASH_SECRET and, during
  * a rotation, WEBHOOK_HASH_SECRET_PREVIOUS). Every secret is checked, in constant time and with no early exit, so
  * the time taken does not say which one matched.
  */
@@ -60,16 +46,12 @@ export function isValidWebhookHash(
   secrets: string | readonly (string | undefined)[],
   merchantReference: string,
   received: string,
-  merchantId?: string,
+  merchantId: string,
 ): boolean {
   let valid = false;
   for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
     if (!secret) continue;
-    const expected =
-      merchantId === undefined
-        ? webhookHash(secret, merchantReference)
-        : tenantWebhookHash(secret, merchantId, merchantReference);
-    const match = safeEqual(received, expected);
+    const match = safeEqual(received, tenantWebhookHash(secret, merchantId, merchantReference));
     valid = match || valid;
   }
   return valid;

@@ -61,17 +61,14 @@ function createdClause(op: '>=' | '<', at: string): string {
  * only the merchant's own applications.
  * Throws RangeError on a value outside its pattern (the facade answers 400 before this).
  */
-export function applicationSearchQuery(
-  filter: ApplicationSearchFilter,
-  merchant: { merchantId: string; ownsLegacy?: boolean },
-): string {
+export function applicationSearchQuery(filter: ApplicationSearchFilter, merchant: { merchantId: string }): string {
   if (!MERCHANT_ID_PATTERN.test(merchant.merchantId))
     throw new RangeError(`merchantId must match ${MERCHANT_ID_PATTERN}`);
   const own = `MerchantId = ${quoteLiteral(merchant.merchantId)}`;
   const clauses = [
     `WorkflowType = ${quoteLiteral(financeApplicationWorkflowType)}`,
-    // Tenancy: only the merchant's own; the legacy merchant's also those started before tenancy (no MerchantId).
-    merchant.ownsLegacy ? `(${own} OR MerchantId IS NULL)` : own,
+    // Tenancy: only the merchant's own.
+    own,
     `ExecutionStatus != 'ContinuedAsNew'`,
     `ExecutionStatus != 'Failed'`,
   ];

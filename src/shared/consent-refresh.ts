@@ -19,8 +19,8 @@ export const DEFAULT_REFRESH_TIMEOUT: Duration = '10 minutes';
 export const DEFAULT_REFRESH_QUIET_PERIOD: Duration = '30 seconds';
 
 export interface ConsentRefreshInput {
-  /** The merchant that claimed the consent (absent in runs started before tenancy). */
-  merchantId?: string;
+  /** The merchant that claimed the consent. */
+  merchantId: string;
   consentId: string;
   /**
    * Banks the merchant expects to report. When given, the refresh ends as soon as all of them reported, and the
@@ -178,8 +178,8 @@ export interface LateBankReport {
 }
 
 export interface LateAccountEventsInput {
-  /** The merchant that claimed the consent (absent in runs started before tenancy). */
-  merchantId?: string;
+  /** The merchant that claimed the consent. */
+  merchantId: string;
   consentId: string;
   /** Merchant endpoint receiving each late report (TRANSACTIONS_CALLBACK_URL); absent: reports are only kept. */
   callbackUrl?: string;

@@ -91,11 +91,8 @@ export interface FinanceApplicationCarriedState {
 }
 
 export interface FinanceApplicationInput {
-  /**
-   * The merchant that owns the application (its tenant id, the name of its API key). Absent only in runs started
-   * before tenancy: those belong to the legacy merchant (docs/merchant-api.md).
-   */
-  merchantId?: string;
+  /** The merchant that owns the application (its tenant id, the name of its API key). */
+  merchantId: string;
   merchantReference: string;
   /** The bank's create request without webhookUrl (the activity adds the hashed one): redirectUrl and more. */
   application: Record<string, unknown>;

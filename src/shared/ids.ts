@@ -4,15 +4,10 @@
  *
  * Tenancy (docs/merchant-api.md, "Merchants"): a finance application's identity is its merchant and its reference, so two
  * merchants may use the same reference without meeting. Merchant ids cannot contain `:` or `~` and references
- * cannot contain `:`, so `finance-application:{merchantId}:{ref}` never equals another merchant's id, nor an id
- * of the applications started before tenancy (`finance-application:{ref}`, legacyFinanceApplicationWorkflowId).
+ * cannot contain `:`, so `finance-application:{merchantId}:{ref}` never equals another merchant's id.
  */
 export const financeApplicationWorkflowId = (merchantId: string, merchantReference: string): string =>
   `finance-application:${merchantId}:${merchantReference}`;
-
-/** The id of an application started before tenancy: its reference alone. They belong to the legacy merchant. */
-export const legacyFinanceApplicationWorkflowId = (merchantReference: string): string =>
-  `finance-application:${merchantReference}`;
 
 /**
  * Consent ids are the bank's and name one consent across merchants: a consent belongs to the merchant that first
@@ -33,14 +28,6 @@ export const transactionEventsWorkflowId = (merchantId: string, consentId: strin
 export const lateAccountEventsWorkflowId = (merchantId: string, consentId: string): string =>
   `consent-late-reports:${merchantId}:${consentId}`;
 
-/**
- * The same workflows as started before they were keyed by owner: by the receiver before this build, by refreshes
- * before LATE_REPORTS_PER_MERCHANT_PATCH and by refreshes from before tenancy. Read, never started by this build's
- * receiver.
- */
-export const legacyTransactionEventsWorkflowId = (consentId: string): string => `consent-transactions:${consentId}`;
-export const legacyLateAccountEventsWorkflowId = (consentId: string): string => `consent-late-reports:${consentId}`;
-
 /** The consent's claim: which merchant owns it (the first to claim it). Runs until released. */
 export const consentClaimWorkflowId = (consentId: string): string => `consent-claim:${consentId}`;
 
@@ -55,11 +42,7 @@ export const REFERENCE_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}$/;
  */
 export const MERCHANT_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-/**
- * The `:ref` segment of a webhook URL issued since tenancy: `{merchantId}~{merchantReference}`, one application
- * across merchants. URLs issued before carry the reference alone; the hash tells the two apart
- * (src/security/webhook-hash.ts), since a legacy reference may itself contain `~`.
- */
+/** The `:ref` segment of a webhook URL: `{merchantId}~{merchantReference}`, one application across merchants. */
 export const webhookKey = (merchantId: string, merchantReference: string): string =>
   `${merchantId}~${merchantReference}`;
 
@@ -95,10 +78,9 @@ export const merchantSecretsWorkflowId = (merchantId: string): string => `mercha
 /**
  * Whose data a workflow's payloads are, from its id alone (the payload codec sees ids, not search attributes:
  * docs/decisions/0048-per-merchant-payload-keys.md): `{ merchantId }` for the ids that name their merchant,
- * `{ legacy: true }` for a finance application started before tenancy (LEGACY_MERCHANT's), undefined for the ids
- * keyed by a consent alone (its refresh and claim, the pre-tenancy consent workflows) and any other.
+ * undefined for the ids keyed by a consent alone (its refresh and claim) and any other.
  */
-export function merchantOfWorkflowId(workflowId: string): { merchantId: string } | { legacy: true } | undefined {
+export function merchantOfWorkflowId(workflowId: string): { merchantId: string } | undefined {
   const parts = workflowId.split(':');
   const [kind] = parts;
   if (kind === 'merchant-secrets') return parts.length === 2 ? merchantIdOf(parts[1]) : undefined;
@@ -106,16 +88,12 @@ export function merchantOfWorkflowId(workflowId: string): { merchantId: string }
   // goes on with the range's times, which hold colons themselves.
   if (kind === 'callback-ledger') return parts.length === 2 ? merchantIdOf(parts[1]) : undefined;
   if (kind === 'callback-resend') return parts.length >= 4 ? merchantIdOf(parts[1]) : undefined;
-  if (kind === 'finance-application' || kind === 'consent-transactions' || kind === 'consent-late-reports') {
-    if (parts.length === 3) return merchantIdOf(parts[1]);
-    if (kind === 'finance-application' && parts.length === 2) return { legacy: true };
-  }
+  if (kind === 'finance-application' || kind === 'consent-transactions' || kind === 'consent-late-reports')
+    return parts.length === 3 ? merchantIdOf(parts[1]) : undefined;
   // A redelivery's id is its callback's idempotency key: the application's id and at least a status after it
-  // (src/workflows/finance-application/merchant-notification.ts), so 4 parts or more name a merchant, 3 a legacy one.
-  if (kind === 'callback-redelivery' && parts[1] === 'finance-application') {
-    if (parts.length >= 5) return merchantIdOf(parts[2]);
-    if (parts.length === 4) return { legacy: true };
-  }
+  // (src/workflows/finance-application/merchant-notification.ts).
+  if (kind === 'callback-redelivery' && parts[1] === 'finance-application')
+    return parts.length >= 5 ? merchantIdOf(parts[2]) : undefined;
   return undefined;
 }
 

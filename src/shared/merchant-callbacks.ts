@@ -67,7 +67,7 @@ export const callbackRedeliveryWorkflowType = 'callbackRedeliveryWorkflow';
 export const callbackRedeliveryWorkflowId = (idempotencyKey: string): string => `callback-redelivery:${idempotencyKey}`;
 
 export interface CallbackRedeliveryInput {
-  merchantId?: string;
+  merchantId: string;
   url: string;
   idempotencyKey: string;
   event: Record<string, unknown>;

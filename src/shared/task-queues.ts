@@ -14,15 +14,12 @@ export const bankReadsTaskQueue = (taskQueue: string): string => `${taskQueue}-b
  */
 export const BANK_READ_ACTIVITIES = ['getApplicationStatus', 'pollApplicationStatus'] as const;
 
-/** The fairness key of runs started before tenancy (no merchantId): one share for all of them. */
-export const LEGACY_FAIRNESS_KEY = 'legacy';
-
 /**
  * The priority of every activity a workflow schedules on the bank-reads queue: Temporal's task-queue fairness
  * dispatches a backlog there in turn by key, so each merchant gets an equal share of the read ceiling whatever
  * another merchant asks (docs/merchant-api.md, "Budgets"). Needs fairness on in the server's dynamic config
  * (matching.enableFairness, src/temporal/dev-server.ts). Merchant ids are at most 64 bytes: the key's limit.
  */
-export function bankReadPriority(merchantId: string | undefined): Priority {
-  return { fairnessKey: merchantId ?? LEGACY_FAIRNESS_KEY, fairnessWeight: 1 };
+export function bankReadPriority(merchantId: string): Priority {
+  return { fairnessKey: merchantId, fairnessWeight: 1 };
 }

@@ -24,8 +24,8 @@ export const MAX_ACCOUNTS_PER_BATCH = 1_000;
 export const DEFAULT_TRANSACTION_BATCHES_PER_RUN = 200;
 
 export interface TransactionEventsInput {
-  /** The merchant that claimed the consent (absent in runs started before tenancy). */
-  merchantId?: string;
+  /** The merchant that claimed the consent. */
+  merchantId: string;
   consentId: string;
   /** Merchant endpoint receiving each batch of changed accounts; absent: batches are only recorded and logged. */
   callbackUrl?: string;

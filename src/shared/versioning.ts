@@ -5,7 +5,7 @@ import { defineSignal } from '@temporalio/workflow';
  *
  * Every workflow type is PINNED (the versioned worker's defaultVersioningBehavior: a per-type setWorkflowOptions
  * would be refused by the server on unversioned workers, which tests and pre-versioning setups run): a run executes
- * one build's code from its first task to its last, so a change to workflow code needs no patched() for the runs
+ * one build's code from its first task to its last, so a change to workflow code needs no patch for the runs
  * that start after Worker Versioning. The long-lived types (finance applications, transaction
  * events, late reports, consent claims) move to a new Current Version at their next safe point, by continuing as
  * new with AUTO_UPGRADE: the new run starts on the new build from the snapshot the old run hands over. The consent

@@ -10,7 +10,7 @@ export interface VisibilityService {
 
 /**
  * This service's own record of the bank's applications: each finance application workflow sets its bank id as the
- * `FinanceApplicationId` search attribute once created (runs from before tenancy too). The bank cannot say whose an
+ * `FinanceApplicationId` search attribute once created. The bank cannot say whose an
  * application is (every merchant's goes through one client), so this is how a confirmation read tells a duplicate
  * of a reference from another application of the service, another merchant's or another reference's.
  */

@@ -12,6 +12,13 @@ import { openMerchantPayloadKeys } from '../keys/payload-codec';
 import { connectClient } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
 import {
+  bridgeGate,
+  bridgeRunQueries,
+  countBridgeRuns,
+  isPostBridge,
+  type BridgeScope,
+} from '../temporal/bridge-release';
+import {
   buildIdOf,
   makeCurrentVersion,
   nudgeRunsOnOtherBuilds,
@@ -20,16 +27,20 @@ import {
   type DeploymentVersion,
 } from '../temporal/worker-deployment';
 
-export const DEPLOY_USAGE = `usage: npm run deploy -- <command> [--build-id <id>]
+export const DEPLOY_USAGE = `usage: npm run deploy -- <command> [--build-id <id>] [--bridge-build-id <id>]
   status              the deployment's versions: current, ramping, open runs on each
   promote             make the build current (default: this checkout's dist build; WORKER_BUILD_ID wins), then nudge
-                      every open run on another build so it moves at its safe point; rollback = promote an older id
-  ramp <percent>      send <percent>% of new runs (and continue-as-new moves) to the build (0 stops the ramp)
-  nudge               signal upgradeCheck to every open run not on the current build (after a manual switch)`;
+                      every open run on another build so it moves at its safe point; rollback = promote an older id;
+                      a build after the bridge (0.9.0) is refused while a run is unversioned or on the bridge
+  ramp <percent>      send <percent>% of new runs (and continue-as-new moves) to the build (0 stops the ramp);
+                      a build after the bridge is refused while a run is unversioned
+  nudge               signal upgradeCheck to every open run not on the build (after a manual switch or a ramp)
+  --bridge-build-id   the bridge's build id in this deployment, if WORKER_BUILD_ID overrode it there`;
 
 export interface DeployArgs {
   command: 'status' | 'promote' | 'ramp' | 'nudge';
   buildId?: string;
+  bridgeBuildId?: string;
   percent?: number;
 }
 
@@ -37,11 +48,15 @@ export interface DeployArgs {
 export function parseDeployArgs(argv: string[]): DeployArgs {
   const [command, ...rest] = argv;
   let buildId: string | undefined;
+  let bridgeBuildId: string | undefined;
   const positional: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--build-id') {
       buildId = rest[++i];
       if (!buildId) throw new Error('--build-id needs a value');
+    } else if (rest[i] === '--bridge-build-id') {
+      bridgeBuildId = rest[++i];
+      if (!bridgeBuildId) throw new Error('--bridge-build-id needs a value');
     } else positional.push(rest[i]!);
   }
   if (command === 'ramp') {
@@ -49,13 +64,13 @@ export function parseDeployArgs(argv: string[]): DeployArgs {
     if (positional.length !== 1 || !Number.isFinite(percent) || percent < 0 || percent > 100) {
       throw new Error('ramp needs a percentage from 0 to 100');
     }
-    return { command, buildId, percent };
+    return { command, buildId, bridgeBuildId, percent };
   }
   if (command !== 'status' && command !== 'promote' && command !== 'nudge') {
     throw new Error(command ? `unknown command ${command}` : 'a command is required');
   }
   if (positional.length > 0) throw new Error(`unexpected argument ${positional[0]}`);
-  return { command, buildId };
+  return { command, buildId, bridgeBuildId };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -83,6 +98,11 @@ async function main(argv: string[]): Promise<number> {
       args.buildId ?? config.temporal.deployment.buildId ?? buildIdOf(loadWorkflowBundle().manifest.inputsSha256);
     const version: DeploymentVersion = { deploymentName, buildId };
     const service = client.workflowService;
+    const bridge: BridgeScope = {
+      taskQueue: config.temporal.taskQueue,
+      deploymentName,
+      bridgeBuildId: args.bridgeBuildId,
+    };
     if (args.command === 'status') {
       const { workerDeploymentInfo: info } = await service.describeWorkerDeployment({ namespace, deploymentName });
       const routing = info?.routingConfig;
@@ -105,6 +125,18 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (args.command === 'ramp') {
+      // A ramp routes unversioned runs too; runs pinned to the bridge move off it at their safe point (the drain).
+      if (args.percent !== 0 && isPostBridge(buildId, bridge)) {
+        const runs = await countBridgeRuns(client, bridge);
+        if (runs.unversioned > 0) {
+          process.stderr.write(
+            `deploy: ${buildId} cannot ramp: ${runs.unversioned} unversioned run(s) are open. Promote the bridge ` +
+              `release first (it takes them over), or list them: temporal workflow list --query ` +
+              `"${bridgeRunQueries(bridge).unversioned}"\n`,
+          );
+          return 1;
+        }
+      }
       await recordDeploy(config, {
         actor: DEPLOY_ACTOR,
         action: 'deployment.ramp',
@@ -127,6 +159,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (args.command === 'promote') {
+      const { refusal } = await bridgeGate(client, buildId, bridge);
+      if (refusal !== undefined) {
+        process.stderr.write(`deploy: ${refusal}\n`);
+        return 1;
+      }
       await recordDeploy(config, {
         actor: DEPLOY_ACTOR,
         action: 'deployment.promote',

@@ -31,6 +31,7 @@ import { openMerchantPayloadKeys, type MerchantPayloadKeys } from '../keys/paylo
 import { NO_TRACING_SINKS } from '../telemetry/tracing';
 import { connectClient, TemporalNamespaceError, TemporalUnreachableError } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
+import { bridgeGate } from '../temporal/bridge-release';
 import {
   buildIdOf,
   DEFAULT_WORKER_DEPLOYMENT_NAME,
@@ -97,6 +98,8 @@ export interface ReplayCheckSettings {
   /** The window's end; now when absent. */
   now?: Date;
   listLimit?: number;
+  /** The bridge's build id in this deployment (--bridge-build-id), when WORKER_BUILD_ID overrode it there. */
+  bridgeBuildId?: string;
 }
 
 interface TypeTally {
@@ -159,6 +162,13 @@ export async function runReplayCheck(target: ReplayCheckTarget, settings: Replay
     selected.push(...runs);
   }
   const failures = selected.length > 0 ? await replay(target, settings, selected, tallies) : [];
+  const bridge = await bridgeGate(target.client, settings.checked.buildId, {
+    taskQueue: target.taskQueue,
+    deploymentName: settings.checked.deploymentName,
+    bridgeBuildId: settings.bridgeBuildId,
+  }).catch((err: unknown) => {
+    throw new ReplayCheckError(`Counting the runs that need the bridge release failed: ${firstLine(err)}`);
+  });
 
   const types = [...tallies.values()].map((t) => t.counts).sort((a, b) => (a.workflowType < b.workflowType ? -1 : 1));
   return {
@@ -176,7 +186,8 @@ export async function runReplayCheck(target: ReplayCheckTarget, settings: Replay
       .sort((a, b) => (a.version < b.version ? -1 : 1)),
     failures,
     listingCapped,
-    ok: failures.length === 0,
+    bridge: { ...bridge.runs, ...(bridge.refusal === undefined ? {} : { refusal: bridge.refusal }) },
+    ok: failures.length === 0 && bridge.refusal === undefined,
   };
 }
 
@@ -437,7 +448,15 @@ export async function main(
     installTemporalLogging(createLogger({ level, name: 'replay-check', destination: pino.destination(2) }));
     const report = await runReplayCheck(
       { client, address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataConverter },
-      { bundlePath, checked, sinceMs: args.sinceMs, sample: args.sample, all: args.all, concurrency: args.concurrency },
+      {
+        bundlePath,
+        checked,
+        sinceMs: args.sinceMs,
+        sample: args.sample,
+        all: args.all,
+        concurrency: args.concurrency,
+        bridgeBuildId: args.bridgeBuildId,
+      },
     );
     io.out(args.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     return exitCodeOf(report);

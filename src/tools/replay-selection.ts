@@ -28,6 +28,8 @@ export interface ReplayCheckArgs {
   bundle?: string;
   /** The checked build's id; undefined: WORKER_BUILD_ID, else the bundle manifest's (buildIdOf). */
   buildId?: string;
+  /** The bridge release's build id in this deployment; undefined: BRIDGE_RELEASE.buildId. */
+  bridgeBuildId?: string;
   /** Replay runs pinned to other builds too. */
   all: boolean;
   /** History downloads in flight. */
@@ -55,10 +57,13 @@ options:
   --sample <n>          at most n runs per workflow type (default ${REPLAY_CHECK_DEFAULTS.sample}): the oldest open ones, then the newest closed
   --bundle <path>       the workflow bundle to check (default: this build's dist/workflow-bundle.js)
   --build-id <id>       the checked build's id (default: WORKER_BUILD_ID, else from the bundle's manifest)
+  --bridge-build-id <id> the bridge release's build id in this deployment, if WORKER_BUILD_ID overrode it there
   --all                 replay runs pinned to other builds too
   --concurrency <n>     history downloads in flight (default ${REPLAY_CHECK_DEFAULTS.concurrency})
   --json                print the report as one JSON object
   --help                this text
+
+A build after the bridge release (0.9.0) is refused (exit 1) while any open run is unversioned or pinned to the bridge.
 
 exit status: 0 every replayed run passed; 1 a replay failed; 2 a usage, configuration or connection error.
 `;
@@ -92,7 +97,7 @@ export function parseReplayCheckArgs(argv: readonly string[]): ReplayCheckArgs {
       else args.help = true;
       continue;
     }
-    if (!['--since', '--sample', '--bundle', '--build-id', '--concurrency'].includes(name))
+    if (!['--since', '--sample', '--bundle', '--build-id', '--bridge-build-id', '--concurrency'].includes(name))
       throw new UsageError(`unknown argument "${arg}"`);
     let value: string | undefined;
     if (eq > 0) value = arg.slice(eq + 1);
@@ -121,6 +126,9 @@ export function parseReplayCheckArgs(argv: readonly string[]): ReplayCheckArgs {
         break;
       case '--build-id':
         args.buildId = checkBuildId(value, '--build-id');
+        break;
+      case '--bridge-build-id':
+        args.bridgeBuildId = checkBuildId(value, '--bridge-build-id');
         break;
     }
   }
@@ -280,6 +288,11 @@ export interface ReplayReport {
   failures: ReplayFailure[];
   /** A listing was cut at the listing limit: the counts are lower bounds. */
   listingCapped: boolean;
+  /**
+   * Open runs only the bridge release can run (src/temporal/bridge-release.ts), and why the checked build may not be
+   * made current while they are: a refusal fails the gate even when every replay passed.
+   */
+  bridge?: { unversioned: number; bridgePinned: number; refusal?: string };
   ok: boolean;
 }
 
@@ -294,7 +307,7 @@ export function stayingVersion(placement: Placement): string | undefined {
 
 /** 0: every replayed run passed; 1: a replay failed. (2, a usage or connection error, is the entry point's.) */
 export function exitCodeOf(report: ReplayReport): 0 | 1 {
-  return report.failures.length === 0 ? 0 : 1;
+  return report.failures.length === 0 && report.bridge?.refusal === undefined ? 0 : 1;
 }
 
 function table(rows: string[][]): string[] {
@@ -336,10 +349,11 @@ export function formatReport(report: ReplayReport): string {
       lines.push(`FAILED ${f.workflowType} ${f.workflowId} (run ${f.runId}): ${f.error.name}: ${f.error.message}`);
   }
   const replayed = report.types.reduce((sum, t) => sum + t.replayed, 0);
+  if (report.bridge?.refusal !== undefined) lines.push('', `REFUSED: ${report.bridge.refusal}`);
   lines.push(
     '',
-    report.ok
-      ? `ok: ${replayed} run(s) replayed, none failed`
+    report.failures.length === 0
+      ? `${report.ok ? 'ok' : 'FAILED'}: ${replayed} run(s) replayed, none failed`
       : `FAILED: ${report.failures.length} of ${replayed} replayed run(s) failed`,
   );
   return `${lines.join('\n')}\n`;

@@ -3,7 +3,7 @@ import { WorkflowMetric } from '../shared/metric-names';
 
 /**
  * Workflow-side business metrics. `metricMeter` is replay-safe (nothing is emitted while replaying) and issues no
- * command, so adding or moving a call here needs no patched(). The worker's Runtime exports them with the SDK's
+ * command, so adding or moving a call here needs no patch. The worker's Runtime exports them with the SDK's
  * series (the SDK adds `namespace`, `taskQueue` and `workflowType` labels, exported as `namespace`, `task_queue`
  * and `workflow_type`: src/worker/metrics.ts snakeCaseLabelNames). Metrics are created per call: the
  * meter caches them.

@@ -81,6 +81,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
   describe('createApplication', () => {
     it('merges the hashed webhookUrl into the merchant body and returns the whole bank response', async () => {
       const created = await runActivity(env, activities.createApplication, {
+        merchantId: 'test',
         merchantReference: 'ref-1',
         application: { redirectUrl: 'https://shop.example/back', amount: 250, webhookUrl: 'https://evil.example/' },
       });
@@ -94,10 +95,12 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         string,
         string
       >;
-      const expectedUrl = financeApplicationWebhookUrl(webhooks.publicBaseUrl, webhooks.hashSecret, 'ref-1');
+      const expectedUrl = financeApplicationWebhookUrl(webhooks.publicBaseUrl, webhooks.hashSecret, 'ref-1', 'test');
       expect(sent).toEqual({ redirectUrl: 'https://shop.example/back', amount: 250, webhookUrl: expectedUrl });
-      expect(expectedUrl.startsWith('https://paylater.example.com/webhooks/finance-applications/ref-1/')).toBe(true);
-      expect(isValidWebhookHash(webhooks.hashSecret, 'ref-1', expectedUrl.split('/').at(-1)!)).toBe(true);
+      expect(expectedUrl.startsWith('https://paylater.example.com/webhooks/finance-applications/test~ref-1/')).toBe(
+        true,
+      );
+      expect(isValidWebhookHash(webhooks.hashSecret, 'ref-1', expectedUrl.split('/').at(-1)!, 'test')).toBe(true);
     });
   });
 
@@ -184,6 +187,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       bank.override('createApplication', reply(201, { id: 'no financeApplicationId here' }));
       const failure = await failureOf(
         runActivity(env, activities.createApplication, {
+          merchantId: 'test',
           merchantReference: 'ref-1',
           application: { redirectUrl: 'https://x' },
         }),
@@ -227,7 +231,12 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
     it('POSTs the event as JSON (Standard Webhooks payload, current version) with the Idempotency-Key header', async () => {
       await expect(
-        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'ref-1:APPROVED', event }),
+        runActivity(env, activities.notifyMerchant, {
+          merchantId: 'test',
+          url: merchant.url,
+          idempotencyKey: 'ref-1:APPROVED',
+          event,
+        }),
       ).resolves.toEqual({
         delivered: true,
         status: 200,
@@ -243,7 +252,12 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('4xx → MerchantCallbackRejected, non-retryable', async () => {
       merchant.answerNext(410);
       const failure = await failureOf(
-        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, activities.notifyMerchant, {
+          merchantId: 'test',
+          url: merchant.url,
+          idempotencyKey: 'k',
+          event,
+        }),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([CALLBACK_REJECTED, true]);
       // The merchant's status and this attempt, for the workflow's record of the delivery.
@@ -253,11 +267,17 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('5xx and connection refused → retryable', async () => {
       merchant.answerNext(500);
       const failure = await failureOf(
-        runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, activities.notifyMerchant, {
+          merchantId: 'test',
+          url: merchant.url,
+          idempotencyKey: 'k',
+          event,
+        }),
       );
       expect(failure.nonRetryable).toBe(false);
       const refused = await failureOf(
         runActivity(env, activities.notifyMerchant, {
+          merchantId: 'test',
           url: `${await closedPortUrl()}/hook`,
           idempotencyKey: 'k',
           event,
@@ -331,9 +351,21 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     it('signs each attempt at send time (Standard Webhooks): same webhook-id, this attempt’s timestamp', async () => {
       const key = 'finance-application:ref-1:APPROVED';
       merchant.answerNext(503);
-      await failureOf(runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: key, event }));
+      await failureOf(
+        runActivity(env, activities.notifyMerchant, {
+          merchantId: 'test',
+          url: merchant.url,
+          idempotencyKey: key,
+          event,
+        }),
+      );
       const beforeSecond = Math.floor(Date.now() / 1000);
-      await runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: key, event });
+      await runActivity(env, activities.notifyMerchant, {
+        merchantId: 'test',
+        url: merchant.url,
+        idempotencyKey: key,
+        event,
+      });
       expect(merchant.received).toHaveLength(2);
       for (const { headers, body } of merchant.received) {
         expect(headers['webhook-id']).toBe(key);
@@ -355,7 +387,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         callbackDispatcher: callbacks,
       });
       const outside = await failureOf(
-        runActivity(env, strict.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, strict.notifyMerchant, { merchantId: 'test', url: merchant.url, idempotencyKey: 'k', event }),
       );
       expect([outside.type, outside.nonRetryable]).toEqual([CALLBACK_NOT_ALLOWED, true]);
       expect(outside.message).toMatch(/callback origin http:\/\/127\.0\.0\.1:\d+ is not in CALLBACK_ALLOWED_ORIGINS/);
@@ -367,13 +399,20 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         callbacks: { allowList: callbackDeps.allowList, signingSecrets: [] },
       });
       const noSecret = await failureOf(
-        runActivity(env, unsigned.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event }),
+        runActivity(env, unsigned.notifyMerchant, {
+          merchantId: 'test',
+          url: merchant.url,
+          idempotencyKey: 'k',
+          event,
+        }),
       );
       expect([noSecret.type, noSecret.nonRetryable]).toEqual([CALLBACK_NOT_ALLOWED, true]);
 
       // Without callback configuration every URL is refused.
       const none = createActivities({ bank: handle.client, webhooks });
-      expect(await runActivity(env, none.checkCallbackUrl, { url: merchant.url })).toMatchObject({ allowed: false });
+      expect(await runActivity(env, none.checkCallbackUrl, { merchantId: 'test', url: merchant.url })).toMatchObject({
+        allowed: false,
+      });
       expect(merchant.received).toHaveLength(0);
     });
 
@@ -439,18 +478,21 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
     });
 
     it('checkCallbackUrl gives the verdict without throwing, showing the origin only', async () => {
-      expect(await runActivity(env, activities.checkCallbackUrl, { url: merchant.url })).toEqual({
+      expect(await runActivity(env, activities.checkCallbackUrl, { merchantId: 'test', url: merchant.url })).toEqual({
         allowed: true,
         origin: new URL(merchant.url).origin,
       });
-      expect(await runActivity(env, activities.checkCallbackUrl, { url: 'https://evil.example/hook?token=t' })).toEqual(
-        {
-          allowed: false,
-          origin: 'https://evil.example',
-          reason: 'callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
-          variable: 'CALLBACK_ALLOWED_ORIGINS',
-        },
-      );
+      expect(
+        await runActivity(env, activities.checkCallbackUrl, {
+          merchantId: 'test',
+          url: 'https://evil.example/hook?token=t',
+        }),
+      ).toEqual({
+        allowed: false,
+        origin: 'https://evil.example',
+        reason: 'callback origin https://evil.example is not in CALLBACK_ALLOWED_ORIGINS',
+        variable: 'CALLBACK_ALLOWED_ORIGINS',
+      });
     });
   });
 
@@ -468,6 +510,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         const deps = { bank: handle.client, webhooks, callbacks: { allowList, signingSecrets: [signingSecret] } };
         const refused = await failureOf(
           runActivity(env, createActivities({ ...deps, callbackDispatcher: guarded }).notifyMerchant, {
+            merchantId: 'test',
             url,
             idempotencyKey: 'k',
             event: {},
@@ -482,11 +525,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
         const delivered = await runActivity(
           env,
           createActivities({ ...deps, callbackDispatcher: open }).notifyMerchant,
-          {
-            url,
-            idempotencyKey: 'k',
-            event: {},
-          },
+          { merchantId: 'test', url, idempotencyKey: 'k', event: {} },
         );
         expect(delivered).toEqual({ delivered: true, status: 200, attempt: 1 });
         expect(merchant.received[0]!.headers.host).toBe(new URL(url).host);
@@ -544,6 +583,7 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
 
   it('logs carry the workflow id and the bank ids, never the token, the secret or the callback URL path', async () => {
     const created = await runActivity(env, activities.createApplication, {
+      merchantId: 'test',
       merchantReference: 'ref-1',
       application: { redirectUrl: 'https://shop.example/back' },
     });
@@ -559,7 +599,12 @@ describe('activities (MockActivityEnvironment, real client, real HTTP)', () => {
       .catch(() => undefined);
     const merchant = await startMerchant();
     try {
-      await runActivity(env, activities.notifyMerchant, { url: merchant.url, idempotencyKey: 'k', event: {} });
+      await runActivity(env, activities.notifyMerchant, {
+        merchantId: 'test',
+        url: merchant.url,
+        idempotencyKey: 'k',
+        event: {},
+      });
     } finally {
       await merchant.close();
     }

@@ -58,6 +58,7 @@ describe('bank client and activities against the sandbox', () => {
   const unauthorizedCalls = (): number => sandbox.control.apiCalls().filter((c) => c.status === 401).length;
   const createOne = (ref = 'sbx-1') =>
     runActivity(env, activities.createApplication, {
+      merchantId: 'test',
       merchantReference: ref,
       application: { redirectUrl: 'https://shop.example/back' },
     });
@@ -106,6 +107,7 @@ describe('bank client and activities against the sandbox', () => {
   it('createApplication sends the hashed webhookUrl and the merchant fields to the bank', async () => {
     await start();
     const created = await runActivity(env, activities.createApplication, {
+      merchantId: 'test',
       merchantReference: 'sbx-7',
       application: { redirectUrl: 'https://shop.example/back', amount: 120, currency: 'EUR' },
     });
@@ -116,7 +118,7 @@ describe('bank client and activities against the sandbox', () => {
       redirectUrl: 'https://shop.example/back',
     });
     expect(record.createRequest.webhookUrl).toMatch(
-      /^http:\/\/127\.0\.0\.1:9\/webhooks\/finance-applications\/sbx-7\/[\w-]+$/,
+      /^http:\/\/127\.0\.0\.1:9\/webhooks\/finance-applications\/test~sbx-7\/[\w-]+$/,
     );
     expect(created).toHaveProperty('createdAt'); // unknown fields of the bank's answer are kept
   });
@@ -126,7 +128,11 @@ describe('bank client and activities against the sandbox', () => {
       await start();
       // No redirectUrl: the bank refuses the create request.
       const failure = await failureOf(
-        runActivity(env, activities.createApplication, { merchantReference: 'sbx-1', application: {} as never }),
+        runActivity(env, activities.createApplication, {
+          merchantId: 'test',
+          merchantReference: 'sbx-1',
+          application: {} as never,
+        }),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([BankFailureType.Rejected, true]);
       expect(failure.details?.[0]).toMatchObject({ status: 400 });

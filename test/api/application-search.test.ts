@@ -14,8 +14,8 @@ import {
 } from '../../src/client/finance-applications';
 import { MAX_PAGE_SIZE } from '../../src/shared/application-search';
 import { financeApplicationWorkflowType } from '../../src/shared/finance-application';
-import { financeApplicationWorkflowId, legacyFinanceApplicationWorkflowId } from '../../src/shared/ids';
-import { MerchantReference } from '../../src/shared/search-attributes';
+import { financeApplicationWorkflowId } from '../../src/shared/ids';
+import { MerchantId, MerchantReference } from '../../src/shared/search-attributes';
 import type { financeApplicationWorkflow } from '../../src/workflows/finance-application/workflow';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
@@ -226,18 +226,25 @@ describe('GET /applications: search through visibility (whole stack)', () => {
     const old = `${prefix}d-old`;
     stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: old });
     const before = new Date();
-    // As the start call did before this attribute (and before tenancy: the legacy id, no merchant): MerchantReference
-    // only. The stack's merchant is the legacy one, so its listing has it.
+    // As the start call did before this attribute: the merchant and the reference only.
     await stack.t.client.workflow.start<typeof financeApplicationWorkflow>(financeApplicationWorkflowType, {
-      workflowId: legacyFinanceApplicationWorkflowId(old),
+      workflowId: financeApplicationWorkflowId('test', old),
       taskQueue: stack.t.taskQueue,
       args: [
-        { merchantReference: old, application: { redirectUrl: 'https://shop.example/done' }, settings: WEBHOOKS_ONLY },
+        {
+          merchantId: 'test',
+          merchantReference: old,
+          application: { redirectUrl: 'https://shop.example/done' },
+          settings: WEBHOOKS_ONLY,
+        },
       ],
-      typedSearchAttributes: [{ key: MerchantReference, value: old }],
+      typedSearchAttributes: [
+        { key: MerchantId, value: 'test' },
+        { key: MerchantReference, value: old },
+      ],
     });
     const [item] = (await listingOf(`referencePrefix=${old}&createdAfter=${before.toISOString()}`, [old])).applications;
-    const { startTime } = await stack.t.client.workflow.getHandle(legacyFinanceApplicationWorkflowId(old)).describe();
+    const { startTime } = await stack.t.client.workflow.getHandle(financeApplicationWorkflowId('test', old)).describe();
     expect(item!.createdAt).toBe(startTime.toISOString());
     await listingOf(`referencePrefix=${old}&createdBefore=${before.toISOString()}`, []);
   });

@@ -4,12 +4,9 @@
  * would, with the `standardwebhooks` library.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import { join } from 'node:path';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import pino from 'pino';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
@@ -23,6 +20,7 @@ import {
 } from '../../src/client/finance-applications';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { startMerchant } from '../activities/helpers/merchant-server';
+import { recordFinanceHistory } from '../helpers/histories';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
 import { claimTestConsent, TEST_MERCHANT, testMerchants } from '../helpers/merchants';
@@ -32,11 +30,13 @@ const secret = (label: string) => `whsec_${Buffer.from(label.padEnd(32, '.')).to
 const NEW_SECRET = secret('rotation: the new callback key');
 const OLD_SECRET = secret('rotation: the old callback key');
 
-/** With RECORD_HISTORIES=1, saves a run's history for the replay test (`v3-`: recorded with the callback check). */
+/** With RECORD_HISTORIES=1, saves a run's history for the replay test (test/helpers/histories.ts). */
 async function recordHistory(client: Client, ref: string, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
-  const history = await client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).fetchHistory();
-  writeFileSync(join(__dirname, '..', 'histories', `finance-application-v3-${name}.json`), historyToJSON(history));
+  recordFinanceHistory(
+    await client.workflow.getHandle(financeApplicationWorkflowId(TEST_MERCHANT, ref)).fetchHistory(),
+    name,
+  );
 }
 
 type Received = { headers: IncomingHttpHeaders; body: string };

@@ -11,7 +11,7 @@ import { loggablePath } from '../../src/security/redaction';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { createLogger } from '../../src/telemetry/logging';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { testMerchants } from '../helpers/merchants';
 
 const HASH_SECRET = 'redaction-test-hash-secret-0123456789';
@@ -19,8 +19,9 @@ const PREVIOUS_SECRET = 'redaction-test-previous-secret-012345';
 const API_KEY = 'redaction-test-merchant-key-0123456789';
 const SECURITY_HEADER = 'Basic cmVkYWN0aW9uOnRlc3Q=';
 const REF = 'order-1001';
-const HASH = webhookHash(HASH_SECRET, REF);
-const OLD_HASH = webhookHash(PREVIOUS_SECRET, REF);
+const KEY = `test~${REF}`;
+const HASH = tenantWebhookHash(HASH_SECRET, 'test', REF);
+const OLD_HASH = tenantWebhookHash(PREVIOUS_SECRET, 'test', REF);
 
 describe('redaction: no credential reaches a log line', () => {
   const lines: string[] = [];
@@ -84,28 +85,28 @@ describe('redaction: no credential reaches a log line', () => {
     const json = { 'content-type': 'application/json' };
     const body = JSON.stringify({ financeApplicationId: 'fa-1' });
     const requests: [string, RequestInit, number][] = [
-      [`/webhooks/finance-applications/${REF}/${HASH}`, { method: 'POST', headers: json, body }, 503],
-      [`/webhooks/finance-applications/${REF}/${OLD_HASH}`, { method: 'POST', headers: json, body }, 503],
-      [`/webhooks/finance-applications/${REF}?hash=${HASH}`, { method: 'POST', headers: json, body }, 503],
+      [`/webhooks/finance-applications/${KEY}/${HASH}`, { method: 'POST', headers: json, body }, 503],
+      [`/webhooks/finance-applications/${KEY}/${OLD_HASH}`, { method: 'POST', headers: json, body }, 503],
+      [`/webhooks/finance-applications/${KEY}?hash=${HASH}`, { method: 'POST', headers: json, body }, 503],
       [
-        `/webhooks/finance-applications/${REF}/${HASH}`,
+        `/webhooks/finance-applications/${KEY}/${HASH}`,
         { method: 'POST', headers: { 'content-type': 'text/plain' }, body },
         415,
       ],
-      [`/webhooks/finance-applications/${REF}/${HASH}`, { method: 'POST', headers: json, body: '{"x":' }, 400],
+      [`/webhooks/finance-applications/${KEY}/${HASH}`, { method: 'POST', headers: json, body: '{"x":' }, 400],
       [
-        `/webhooks/finance-applications/${REF}/${HASH}`,
+        `/webhooks/finance-applications/${KEY}/${HASH}`,
         { method: 'POST', headers: json, body: 'x'.repeat(20_000) },
         413,
       ],
-      [`/webhooks/finance-applications/${REF}/${HASH}`, { method: 'POST', headers: json, body: '{}' }, 400],
-      [`/webhooks/finance-applications/${REF}/${HASH}/`, { method: 'POST', headers: json, body: '[]' }, 400],
-      [`/WEBHOOKS/Finance-Applications/${REF}/${HASH}`, { method: 'POST', headers: json, body: '[]' }, 400],
-      [`/webhooks/finance-applications/${REF}/${HASH}/extra`, { method: 'POST', headers: json, body }, 404],
-      [`/webhooks/finance-applications/${REF}/${HASH}`, { method: 'GET' }, 405],
-      [`//webhooks/finance-applications/${REF}/${HASH}`, { method: 'POST', headers: json, body }, 404],
+      [`/webhooks/finance-applications/${KEY}/${HASH}`, { method: 'POST', headers: json, body: '{}' }, 400],
+      [`/webhooks/finance-applications/${KEY}/${HASH}/`, { method: 'POST', headers: json, body: '[]' }, 400],
+      [`/WEBHOOKS/Finance-Applications/${KEY}/${HASH}`, { method: 'POST', headers: json, body: '[]' }, 400],
+      [`/webhooks/finance-applications/${KEY}/${HASH}/extra`, { method: 'POST', headers: json, body }, 404],
+      [`/webhooks/finance-applications/${KEY}/${HASH}`, { method: 'GET' }, 405],
+      [`//webhooks/finance-applications/${KEY}/${HASH}`, { method: 'POST', headers: json, body }, 404],
       [
-        `/webhooks/finance-applications/${REF}?hash=${HASH}`,
+        `/webhooks/finance-applications/${KEY}?hash=${HASH}`,
         { method: 'POST', headers: { 'content-type': 'text/plain' }, body },
         415,
       ],
@@ -123,7 +124,7 @@ describe('redaction: no credential reaches a log line', () => {
       // Error bodies do not echo the hash either.
       expect(await res.text()).not.toContain(HASH);
     }
-    expect(lines.filter((l) => l.includes(`/webhooks/finance-applications/${REF}/:hash`)).length).toBeGreaterThan(5);
+    expect(lines.filter((l) => l.includes(`/webhooks/finance-applications/${KEY}/:hash`)).length).toBeGreaterThan(5);
     expect(lines.filter((l) => l.includes('"level":40')).length).toBeGreaterThanOrEqual(3); // the 503s
     expectNoSecretLogged();
   });
@@ -131,9 +132,9 @@ describe('redaction: no credential reaches a log line', () => {
   it('logs a request line in the absolute form (`POST http://host/webhooks/…`) with its path redacted too', async () => {
     const body = JSON.stringify({ financeApplicationId: 'fa-1' });
     for (const target of [
-      `${publicUrl}/webhooks/finance-applications/${REF}/${HASH}`,
-      `${publicUrl}/webhooks/finance-applications/${REF}?hash=${HASH}`,
-      `http://elsewhere.example/webhooks/finance-applications/${REF}/${HASH}/x?hash=${HASH}`,
+      `${publicUrl}/webhooks/finance-applications/${KEY}/${HASH}`,
+      `${publicUrl}/webhooks/finance-applications/${KEY}?hash=${HASH}`,
+      `http://elsewhere.example/webhooks/finance-applications/${KEY}/${HASH}/x?hash=${HASH}`,
     ]) {
       const status = await new Promise<number>((resolve, reject) => {
         // fetch always sends the origin form; node:http sends the path it is given as the request target.
@@ -148,7 +149,7 @@ describe('redaction: no credential reaches a log line', () => {
       expect([target, status >= 400]).toEqual([target, true]);
     }
     expect(
-      lines.filter((l) => l.includes(`"path":"/webhooks/finance-applications/${REF}/:hash"`)).length,
+      lines.filter((l) => l.includes(`"path":"/webhooks/finance-applications/${KEY}/:hash"`)).length,
     ).toBeGreaterThan(0);
     expectNoSecretLogged();
   });
@@ -178,23 +179,23 @@ describe('redaction: no credential reaches a log line', () => {
         apiKey: API_KEY,
         hash: HASH,
         webhooks: { hashSecret: HASH_SECRET, previousHashSecret: PREVIOUS_SECRET, securityHeader: SECURITY_HEADER },
-        path: `/webhooks/finance-applications/${REF}/${OLD_HASH}`,
-        url: `https://bank.example/webhooks/finance-applications/${REF}?hash=${HASH}`,
+        path: `/webhooks/finance-applications/${KEY}/${OLD_HASH}`,
+        url: `https://bank.example/webhooks/finance-applications/${KEY}?hash=${HASH}`,
         callbackUrl: `https://shop.example/hooks/${API_KEY}?token=${API_KEY}`,
       },
       'a careless line',
     );
     const careless = lines.find((l) => l.includes('a careless line'))!;
     expect(careless).toContain('[redacted]');
-    expect(careless).toContain(`/webhooks/finance-applications/${REF}/:hash`);
-    expect(careless).toContain(`"url":"https://bank.example/webhooks/finance-applications/${REF}"`);
+    expect(careless).toContain(`/webhooks/finance-applications/${KEY}/:hash`);
+    expect(careless).toContain(`"url":"https://bank.example/webhooks/finance-applications/${KEY}"`);
     expect(careless).toContain('"callbackUrl":"https://shop.example/:callback-path"');
     expectNoSecretLogged();
   });
 
   it('loggablePath replaces whatever follows a finance webhook reference, however the path is spelled', () => {
-    expect(loggablePath(`/webhooks/finance-applications/${REF}/${HASH}`)).toBe(
-      `/webhooks/finance-applications/${REF}/:hash`,
+    expect(loggablePath(`/webhooks/finance-applications/${KEY}/${HASH}`)).toBe(
+      `/webhooks/finance-applications/${KEY}/:hash`,
     );
     expect(loggablePath(`/Webhooks/FINANCE-applications/${REF}/${HASH}/`)).toBe(
       `/Webhooks/FINANCE-applications/${REF}/:hash`,

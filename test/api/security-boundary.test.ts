@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { tenantWebhookHash, webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import {
   consentClaimWorkflowId,
   consentRefreshWorkflowId,
@@ -403,7 +403,7 @@ describe('security boundary (whole stack, two listeners)', () => {
         req.on('error', reject);
         req.end(body);
       });
-    const hash = webhookHash(SECRET_OLD, 'order-1');
+    const hash = tenantWebhookHash(SECRET_OLD, 'boundary-a', 'order-1');
     const key = { authorization: `Bearer ${KEY_A}` };
     const cases: [string, string, string, Record<string, string>, string | undefined, number][] = [
       [stack.publicUrl, 'POST', `/webhooks/finance-applications/%E0%A4%A/${hash}`, json, '{}', 400],

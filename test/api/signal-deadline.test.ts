@@ -18,7 +18,7 @@ import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { makeDeadlineBoundRetryInterceptor, MIN_ATTEMPT_MS } from '../../src/temporal/grpc-retry';
 import { testMerchants } from '../helpers/merchants';
@@ -221,7 +221,7 @@ describe('signal deadline and gRPC retries', () => {
       frontend.script(Array.from({ length: 20 }, () => BUSY));
       const ref = `deadline-${randomUUID()}`;
       const res = await fetch(
-        `http://127.0.0.1:${boundPort(server)}/webhooks/finance-applications/${ref}/${webhookHash(hashSecret, ref)}`,
+        `http://127.0.0.1:${boundPort(server)}/webhooks/finance-applications/test~${ref}/${tenantWebhookHash(hashSecret, 'test', ref)}`,
         {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -239,9 +239,9 @@ describe('signal deadline and gRPC retries', () => {
         level: 40,
         status: 503,
         // The hash is a credential for the reference: never in a log line.
-        path: `/webhooks/finance-applications/${ref}/:hash`,
+        path: `/webhooks/finance-applications/test~${ref}/:hash`,
       });
-      expect(JSON.stringify(logged[0])).not.toContain(webhookHash(hashSecret, ref));
+      expect(JSON.stringify(logged[0])).not.toContain(tenantWebhookHash(hashSecret, 'test', ref));
       // The busy frontend's answer; on a starved machine the last attempt can run out of its own short deadline
       // first, and then that is the cause (a CI run saw it). Never a stack.
       expect(logged[0]!.cause).toMatch(/RESOURCE_EXHAUSTED|DEADLINE_EXCEEDED/);
@@ -282,7 +282,7 @@ describe('signal deadline and gRPC retries', () => {
     try {
       const ref = `broken-${randomUUID()}`;
       const res = await fetch(
-        `http://127.0.0.1:${boundPort(server)}/webhooks/finance-applications/${ref}/${webhookHash(hashSecret, ref)}`,
+        `http://127.0.0.1:${boundPort(server)}/webhooks/finance-applications/test~${ref}/${tenantWebhookHash(hashSecret, 'test', ref)}`,
         { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"financeApplicationId":"x"}' },
       );
       expect(res.status).toBe(500);

@@ -3,25 +3,19 @@
  * two merchants with the same reference get two applications and never meet; each merchant's callbacks are signed
  * with its own secret and go only to its own origins; where merchants claim consents (CONSENT_ASSIGNMENT=merchant;
  * operators assign them by default: test/api/consent-assignment.test.ts) a consent belongs to the merchant that
- * claimed it first; an account webhook for a consent nobody claimed starts nothing; applications from before tenancy stay the legacy
- * merchant's, and their webhook URLs keep working.
+ * claimed it first; an account webhook for a consent nobody claimed starts nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
-import { financeApplicationWorkflowType, type FinanceApplicationInput } from '../../src/shared/finance-application';
 import {
   consentClaimWorkflowId,
   financeApplicationWorkflowId,
   lateAccountEventsWorkflowId,
-  legacyFinanceApplicationWorkflowId,
-  legacyLateAccountEventsWorkflowId,
-  legacyTransactionEventsWorkflowId,
   transactionEventsWorkflowId,
 } from '../../src/shared/ids';
 import { transactionEventsStateQuery } from '../../src/shared/transaction-events';
 import { MerchantId } from '../../src/shared/search-attributes';
-import { webhookHash } from '../../src/security/webhook-hash';
 import { startMerchant } from '../activities/helpers/merchant-server';
 import { startTestStack, type TestStack } from '../helpers/stack';
 import { eventually } from '../helpers/temporal';
@@ -330,50 +324,10 @@ describe('merchants as tenants (whole stack)', () => {
     for (const id of [
       transactionEventsWorkflowId('shop-a', consentId),
       transactionEventsWorkflowId('shop-b', consentId),
-      legacyTransactionEventsWorkflowId(consentId),
       lateAccountEventsWorkflowId('shop-a', consentId),
       lateAccountEventsWorkflowId('shop-b', consentId),
-      legacyLateAccountEventsWorkflowId(consentId),
       consentClaimWorkflowId(consentId),
     ])
       await notFound(id);
-  });
-
-  it('keeps applications started before tenancy: the legacy merchant reads them, their webhook URL still signals them, others get 404', async () => {
-    const ref = `legacy-${randomUUID()}`;
-    stack.sandbox.control.setApplicationScript({ steps: [] }, { merchantReference: ref });
-    // A run as the previous build started it: the reference alone in its id and no merchant in its input.
-    const input: FinanceApplicationInput = {
-      merchantReference: ref,
-      application: { redirectUrl: 'https://shop.example/done', merchantReference: ref },
-    };
-    const legacyId = legacyFinanceApplicationWorkflowId(ref);
-    await stack.t.client.workflow.start(financeApplicationWorkflowType, {
-      workflowId: legacyId,
-      taskQueue: stack.t.taskQueue,
-      args: [input],
-    });
-    const state = await eventually(async () => {
-      const res = await shopA(`/applications/${ref}`);
-      if (res.status !== 200) return undefined;
-      const body = (await res.json()) as { financeApplicationId: string | null };
-      return body.financeApplicationId ? body : undefined;
-    });
-    expect((await shopB(`/applications/${ref}`)).status).toBe(404);
-    // The legacy merchant starting the same reference reaches the legacy application, never a second one.
-    const again = await start(shopA, { merchantReference: ref });
-    expect(again.status).toBe(200);
-    expect(await again.json()).toMatchObject({
-      workflowId: legacyId,
-      financeApplicationId: state.financeApplicationId,
-    });
-    await notFound(financeApplicationWorkflowId('shop-a', ref));
-
-    // Its webhookUrl (pre-tenancy form) still reaches it.
-    const url = stack.sandbox.control.application(state.financeApplicationId!)!.createRequest.webhookUrl!;
-    expect(url).toMatch(new RegExp(`/webhooks/finance-applications/${ref}/${webhookHash(HASH_SECRET, ref)}$`));
-    const [delivery] = await stack.sandbox.control.sendApplicationWebhooks(state.financeApplicationId!, 1);
-    expect(delivery!.attempts[0]!.status).toBe(202);
-    await finish(legacyId);
   });
 });

@@ -11,7 +11,7 @@ import { createPublicApp } from '../../src/api/app';
 import { closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
 import { SIGNAL_DEADLINE_MS } from '../../src/api/resources/webhooks/receiver';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { tenantWebhookHash } from '../../src/security/webhook-hash';
 import { consentClaimWorkflowId, lateAccountEventsWorkflowId } from '../../src/shared/ids';
 import { MerchantId } from '../../src/shared/search-attributes';
 import { postRaw } from '../../tools/harness/http';
@@ -77,7 +77,7 @@ describe('receiver pipeline (both webhook routes)', () => {
 
   const routes = {
     finance: {
-      path: `/webhooks/finance-applications/${REF}/${webhookHash(HASH_SECRET, REF)}`,
+      path: `/webhooks/finance-applications/test~${REF}/${tenantWebhookHash(HASH_SECRET, 'test', REF)}`,
       auth: {},
       body: { financeApplicationId: 'fa-1' },
     },

@@ -34,7 +34,6 @@ describe('paylaterClientSettings', () => {
       TEMPORAL_API_KEY: 'secret-api-key',
       TASK_QUEUE: 'paylater-eu',
       PAYLOAD_ENCRYPTION_KEYS: TEST_PAYLOAD_ENCRYPTION_KEYS,
-      LEGACY_MERCHANT: 'shop-a',
     };
     expect(paylaterClientSettings(env)).toMatchObject({
       address: 'temporal.internal:7233',
@@ -42,7 +41,6 @@ describe('paylaterClientSettings', () => {
       apiKey: 'secret-api-key',
       taskQueue: 'paylater-eu',
       developmentKey: false,
-      legacyMerchant: 'shop-a',
       payloadKeys: [{ id: 'test-2' }, { id: 'test-1' }],
     });
     expect(paylaterClientSettings(env, { taskQueue: 'other', address: 'localhost:7000' })).toMatchObject({

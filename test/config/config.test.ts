@@ -278,7 +278,7 @@ describe('loadConfig', () => {
 
     it('takes name:key pairs, trimmed, and honours them on the embedded stack too', () => {
       const keys = ` shop-eu : ${'a'.repeat(24)} ,shop.us:${'b'.repeat(40)},`;
-      expect(loadConfig({ MERCHANT_API_KEYS: keys, LEGACY_MERCHANT: 'shop-eu' }).merchantApiKeys).toEqual({
+      expect(loadConfig({ MERCHANT_API_KEYS: keys }).merchantApiKeys).toEqual({
         generated: false,
         keys: [
           { name: 'shop-eu', key: 'a'.repeat(24) },

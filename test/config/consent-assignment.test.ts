@@ -11,16 +11,15 @@ describe('CONSENT_ASSIGNMENT', () => {
   });
 
   it('leaves consents to operators by default once two merchants are configured', () => {
-    const config = loadConfig({ MERCHANT_API_KEYS: `${key('shop-a')},${key('shop-b')}`, LEGACY_MERCHANT: 'shop-a' });
+    const config = loadConfig({ MERCHANT_API_KEYS: `${key('shop-a')},${key('shop-b')}` });
     expect(config.consentAssignment).toEqual({ setting: 'auto', rule: 'operator' });
   });
 
   it('takes operator or merchant as set, and refuses anything else naming the variable', () => {
     const two = `${key('shop-a')},${key('shop-b')}`;
-    expect(
-      loadConfig({ MERCHANT_API_KEYS: two, LEGACY_MERCHANT: 'shop-a', CONSENT_ASSIGNMENT: 'merchant' })
-        .consentAssignment.rule,
-    ).toBe('merchant');
+    expect(loadConfig({ MERCHANT_API_KEYS: two, CONSENT_ASSIGNMENT: 'merchant' }).consentAssignment.rule).toBe(
+      'merchant',
+    );
     expect(loadConfig({ CONSENT_ASSIGNMENT: 'operator' }).consentAssignment.rule).toBe('operator');
     expect(() => loadConfig({ CONSENT_ASSIGNMENT: 'first-claimer' })).toThrow(
       /CONSENT_ASSIGNMENT: must be one of auto, operator, merchant/,
@@ -31,12 +30,10 @@ describe('CONSENT_ASSIGNMENT', () => {
 describe('consentAssignmentWarning', () => {
   const two = `${key('shop-a')},${key('shop-b')}`;
   it('warns at start-up only when several merchants claim consents themselves', () => {
-    expect(
-      consentAssignmentWarning(
-        loadConfig({ MERCHANT_API_KEYS: two, LEGACY_MERCHANT: 'shop-a', CONSENT_ASSIGNMENT: 'merchant' }),
-      ),
-    ).toMatch(/^CONSENT_ASSIGNMENT=merchant with several merchants: .*0046/);
-    expect(consentAssignmentWarning(loadConfig({ MERCHANT_API_KEYS: two, LEGACY_MERCHANT: 'shop-a' }))).toBeUndefined();
+    expect(consentAssignmentWarning(loadConfig({ MERCHANT_API_KEYS: two, CONSENT_ASSIGNMENT: 'merchant' }))).toMatch(
+      /^CONSENT_ASSIGNMENT=merchant with several merchants: .*0046/,
+    );
+    expect(consentAssignmentWarning(loadConfig({ MERCHANT_API_KEYS: two }))).toBeUndefined();
     expect(consentAssignmentWarning(loadConfig({ CONSENT_ASSIGNMENT: 'merchant' }))).toBeUndefined();
   });
 });

@@ -46,7 +46,6 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
           },
         },
       },
-      legacyMerchant: 'shop-a',
       defaults,
     });
     expect(problems).toEqual([]);
@@ -82,11 +81,8 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     });
     expect(b.transactionsCallbackUrl).toBe(defaults.transactionsCallbackUrl);
     expect(b.limits).toEqual(DEFAULT_MERCHANT_LIMITS);
-    // The merchant named (LEGACY_MERCHANT) owns the pre-tenancy workflows.
-    expect(directory!.legacyMerchantId).toBe('shop-a');
     // A merchant this process does not list is served with the globals (a worker without MERCHANT_API_KEYS).
     expect(directory!.resolve('shop-z').callbacks.allowList).toBe(defaults.allowList);
-    expect(directory!.resolve(undefined).id).toBe('shop-a');
   });
 
   it('names the merchant and the field of each problem, never a secret', () => {
@@ -117,11 +113,10 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     for (const m of messages) expect(m).not.toContain('secret!');
   });
 
-  it('refuses a merchant without a key, a legacy merchant without a key, and a transactions URL outside its allow-list', () => {
+  it('refuses a merchant without a key and a transactions URL outside its allow-list', () => {
     const { problems } = buildMerchantDirectory({
       keys,
       fileJson: {
-        legacyMerchant: 'shop-x',
         merchants: {
           'shop-c': {},
           'shop-a': {
@@ -135,7 +130,6 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(problems.map((p) => p.message)).toEqual(
       expect.arrayContaining([
         expect.stringContaining('merchant "shop-c" has no key in MERCHANT_API_KEYS'),
-        expect.stringContaining('names "shop-x", which has no key in MERCHANT_API_KEYS'),
         'merchant "shop-a", transactionsCallbackUrl: callback origin https://elsewhere.example is not in ' +
           'MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-a"',
       ]),
@@ -173,22 +167,14 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       return file;
     };
     const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
-    const LEGACY_MERCHANT = 'shop-a';
     const own = (id: string) => ({ callbackSigningSecrets: [secret(`own ${id}`)] });
     const both = fileWith({ 'shop-a': own('a'), 'shop-b': own('b') });
     // Every merchant has its own: no warning, no banner line.
-    expect(
-      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, MERCHANTS_FILE: both })),
-    ).toEqual([]);
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: both }))).toEqual([]);
     // One falls back: only it is named.
     const onlyA = fileWith({ 'shop-a': own('a') });
-    expect(
-      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, MERCHANTS_FILE: onlyA })),
-    ).toEqual(['shop-b']);
-    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT }))).toEqual([
-      'shop-a',
-      'shop-b',
-    ]);
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: onlyA }))).toEqual(['shop-b']);
+    expect(merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS }))).toEqual(['shop-a', 'shop-b']);
     // Nothing configured: the development key's merchant.
     expect(merchantsOnDevelopmentSecret(loadConfig({}))).toEqual(['dev']);
     // CALLBACK_SIGNING_SECRETS (one merchant) or a master set: nobody is on the development master.
@@ -199,83 +185,36 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
       ),
     ).toEqual([]);
     expect(
-      merchantsOnDevelopmentSecret(
-        loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT, CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) }),
-      ),
+      merchantsOnDevelopmentSecret(loadConfig({ MERCHANT_API_KEYS, CALLBACK_SIGNING_MASTER_SECRETS: 'm'.repeat(32) })),
     ).toEqual([]);
   });
 
-  it('takes the legacy merchant from MERCHANTS_FILE legacyMerchant, then LEGACY_MERCHANT; the only merchant needs neither', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
-    const file = join(dir, 'merchants.json');
-    writeFileSync(file, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
-    const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
-    expect(
-      loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: file, LEGACY_MERCHANT: 'shop-a' }).merchants.legacyMerchantId,
-    ).toBe('shop-b');
-    expect(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT: 'shop-b' }).merchants.legacyMerchantId).toBe('shop-b');
-    expect(loadConfig({ MERCHANT_API_KEYS: `shop-b:${keys[1]!.key}` }).merchants.legacyMerchantId).toBe('shop-b');
-    expect(loadConfig({}).merchants.legacyMerchantId).toBe('dev'); // the embedded stack's development key
-  });
-
-  it('refuses several merchants whose legacy owner is not named, naming the variable: the order of MERCHANT_API_KEYS decides nothing', () => {
-    const issuesOf = (env: Record<string, string>, role?: 'api' | 'worker') => {
-      try {
-        loadConfig(env, { role });
-      } catch (err) {
-        if (err instanceof ConfigError) return err.issues;
-        throw err;
-      }
-      return [];
-    };
-    const expected = [
-      {
-        variable: 'LEGACY_MERCHANT',
-        message:
-          '2 merchants are configured (shop-a, shop-b): name the one that owns the workflows started before tenancy ' +
-          'with LEGACY_MERCHANT or MERCHANTS_FILE legacyMerchant',
-      },
-    ];
+  it('loads several merchants in any order with no owner named, and refuses the removed legacyMerchant', () => {
     const forward = keys.map((k) => `${k.name}:${k.key}`).join(',');
     const reversed = [...keys]
       .reverse()
       .map((k) => `${k.name}:${k.key}`)
       .join(',');
-    expect(issuesOf({ MERCHANT_API_KEYS: forward })).toEqual(expected);
-    expect(issuesOf({ MERCHANT_API_KEYS: forward }, 'api')).toEqual(expected);
-    expect(issuesOf({ MERCHANT_API_KEYS: reversed })).toEqual([
-      { ...expected[0]!, message: expect.stringContaining('(shop-b, shop-a)') },
-    ]);
-    // A worker without the keys knows its merchants from the file: the same rule.
+    for (const MERCHANT_API_KEYS of [forward, reversed])
+      expect(loadConfig({ MERCHANT_API_KEYS }).merchants.ids().sort()).toEqual(['shop-a', 'shop-b']);
+    // Removed with the pre-tenancy merchant (docs/decisions/0050-the-bridge-release.md): a file naming it is refused.
     const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
-    const file = join(dir, 'merchants.json');
-    writeFileSync(file, JSON.stringify({ merchants: { 'shop-a': {}, 'shop-b': {} } }));
-    expect(issuesOf({ MERCHANTS_FILE: file }, 'worker')).toEqual(expected);
-    // Named, in either place, whatever the order: the same owner.
-    for (const MERCHANT_API_KEYS of [forward, reversed]) {
-      expect(loadConfig({ MERCHANT_API_KEYS, LEGACY_MERCHANT: 'shop-b' }).merchants.legacyMerchantId).toBe('shop-b');
-      const named = join(dir, 'named.json');
-      writeFileSync(named, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
-      expect(loadConfig({ MERCHANT_API_KEYS, MERCHANTS_FILE: named }).merchants.legacyMerchantId).toBe('shop-b');
-    }
-    expect(
-      loadConfig({ MERCHANTS_FILE: file, LEGACY_MERCHANT: 'shop-a' }, { role: 'worker' }).merchants.legacyMerchantId,
-    ).toBe('shop-a');
+    const named = join(dir, 'named.json');
+    writeFileSync(named, JSON.stringify({ legacyMerchant: 'shop-b', merchants: {} }));
+    expect(() => loadConfig({ MERCHANT_API_KEYS: forward, MERCHANTS_FILE: named })).toThrow(/legacyMerchant/);
   });
 
-  it('loads the file through loadConfig, with LEGACY_MERCHANT', () => {
+  it('loads the file through loadConfig', () => {
     const dir = mkdtempSync(join(tmpdir(), 'merchants-'));
     const file = join(dir, 'merchants.json');
     writeFileSync(file, JSON.stringify({ merchants: { 'shop-b': { maxLongPolls: 7, maxConsents: 9 } } }));
     const config = loadConfig({
       MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
       MERCHANTS_FILE: file,
-      LEGACY_MERCHANT: 'shop-b',
       MERCHANT_REQUESTS_PER_MINUTE: '120',
       MERCHANT_MAX_CONSENTS: '30',
       MERCHANT_CREATIONS_PER_MINUTE: '12',
     });
-    expect(config.merchants.legacyMerchantId).toBe('shop-b');
     expect(config.merchants.get('shop-b')!.limits).toMatchObject({
       maxLongPolls: 7,
       requestsPerMinute: 120,
@@ -294,7 +233,6 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(config.merchants.get('shop-a')!.callbacks.payloadVersion).toBe('2026-11-25');
     const onLegacy = loadConfig({
       MERCHANT_API_KEYS: keys.map((k) => `${k.name}:${k.key}`).join(','),
-      LEGACY_MERCHANT: 'shop-a',
       MERCHANTS_FILE: file,
       CALLBACK_PAYLOAD_VERSION: 'legacy',
     });
@@ -302,9 +240,6 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
     expect(() => loadConfig({ CALLBACK_PAYLOAD_VERSION: 'v2' })).toThrow(
       /CALLBACK_PAYLOAD_VERSION: must be one of 2026-11-25, legacy/,
     );
-    expect(() =>
-      loadConfig({ MERCHANT_API_KEYS: 'shop-a:shop-a-key-0123456789abcdefghij', LEGACY_MERCHANT: 'nobody' }),
-    ).toThrow(/LEGACY_MERCHANT: names "nobody"/);
   });
 });
 
@@ -314,8 +249,6 @@ describe('the merchant directory (MERCHANTS_FILE over the globals)', () => {
  * the one allow-list and the one TRANSACTIONS_CALLBACK_URL, and nothing warned.
  */
 describe('several merchants share no secret, allow-list or transactions URL', () => {
-  // With several merchants the owner of the pre-tenancy workflows is named (LEGACY_MERCHANT).
-  const withLegacy = (env: Record<string, string>) => ({ LEGACY_MERCHANT: 'shop-a', ...env });
   const MERCHANT_API_KEYS = keys.map((k) => `${k.name}:${k.key}`).join(',');
   const ONE_KEY = `${keys[0]!.name}:${keys[0]!.key}`;
   const MASTER = 'a-master-of-the-callback-signing-secrets-0123456789';
@@ -328,7 +261,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
   };
   const issuesOf = (env: Record<string, string>) => {
     try {
-      loadConfig(withLegacy(env));
+      loadConfig(env);
     } catch (err) {
       if (err instanceof ConfigError) return err.issues;
       throw err;
@@ -337,7 +270,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
   };
 
   it('gives two merchants with MERCHANT_API_KEYS alone each its own derived secret and no shared allow-list', () => {
-    const config = loadConfig(withLegacy({ MERCHANT_API_KEYS }));
+    const config = loadConfig({ MERCHANT_API_KEYS });
     const [a, b] = [config.merchants.get('shop-a')!, config.merchants.get('shop-b')!];
     expect(a.callbacks.signingSecrets).toEqual([]);
     expect(a.callbacks.signingMasters).toEqual(b.callbacks.signingMasters);
@@ -346,14 +279,12 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
     expect(a.callbacks.allowList).toMatchObject({ origins: [], loopback: false });
     expect(b.callbacks.allowList.source?.name).toBe('MERCHANTS_FILE callbackAllowedOrigins of merchant "shop-b"');
     // One merchant keeps the embedded default.
-    expect(loadConfig(withLegacy({ MERCHANT_API_KEYS: ONE_KEY })).merchants.get('shop-a')!.callbacks.allowList).toEqual(
-      {
-        origins: [],
-        loopback: true,
-      },
-    );
+    expect(loadConfig({ MERCHANT_API_KEYS: ONE_KEY }).merchants.get('shop-a')!.callbacks.allowList).toEqual({
+      origins: [],
+      loopback: true,
+    });
     // With a master: derived from it; a merchant a worker does not list too (it cannot count the merchants).
-    const worker = loadConfig(withLegacy({ CALLBACK_SIGNING_MASTER_SECRETS: MASTER }), { role: 'worker' });
+    const worker = loadConfig({ CALLBACK_SIGNING_MASTER_SECRETS: MASTER }, { role: 'worker' });
     expect(worker.merchants.resolve('shop-z').callbacks).toMatchObject({
       signingSecrets: [],
       signingMasters: [MASTER],
@@ -380,7 +311,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
     ]);
     expect(JSON.stringify(issues)).not.toContain(Object.values(env)[0]!.slice(6, 30));
     // The same for one merchant: its own.
-    expect(() => loadConfig(withLegacy({ MERCHANT_API_KEYS: ONE_KEY, ...env }))).not.toThrow();
+    expect(() => loadConfig({ MERCHANT_API_KEYS: ONE_KEY, ...env })).not.toThrow();
     // Or when only one of two merchants falls back to it.
     const field = {
       CALLBACK_SIGNING_SECRETS: 'callbackSigningSecrets',
@@ -395,9 +326,7 @@ describe('several merchants share no secret, allow-list or transactions URL', ()
         transactionsCallbackUrl: 'https://b.example/tx',
       },
     }[field]!;
-    expect(() =>
-      loadConfig(withLegacy({ MERCHANT_API_KEYS, ...env, MERCHANTS_FILE: fileWith({ 'shop-b': own }) })),
-    ).not.toThrow();
+    expect(() => loadConfig({ MERCHANT_API_KEYS, ...env, MERCHANTS_FILE: fileWith({ 'shop-b': own }) })).not.toThrow();
   });
 
   it('refuses a secret, an origin or a transactions URL that MERCHANTS_FILE gives two merchants, naming merchant and field', () => {

@@ -71,7 +71,12 @@ function repositoryPaths(text: string): { path: string; line: string }[] {
     .flatMap((line) => [...line.matchAll(REPOSITORY_PATH)].map(([, path]) => ({ path: path!, line })));
 }
 
-const files = [join(root, 'README.md'), join(root, 'CONTRIBUTING.md'), ...markdownFiles(join(root, 'docs'))];
+const files = [
+  join(root, 'README.md'),
+  join(root, 'CONTRIBUTING.md'),
+  join(root, 'CHANGELOG.md'),
+  ...markdownFiles(join(root, 'docs')),
+];
 
 describe('documentation links', () => {
   it.each(files.map((file) => [relative(root, file), file]))(

@@ -6,18 +6,17 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 
 /**
- * The series new finance-application histories are recorded under (test/histories): none before the poll policy,
- * `v2-` under it (POLL_POLICY_PATCH), `v3-` since a webhook's change keeps the running poll (KEEP_POLL_PATCH), `v4-` since tenancy (the merchant
- * in the input and in the activities' inputs).
- * Each series stays committed: runs in flight at a deploy replay the one they were recorded under.
+ * The series new histories are recorded under (test/histories): `v5-` since 1.0.0, the first build without patch
+ * markers. The series before it (none, `v2-` to `v4-`) were recorded with patches and are replayed against the bridge
+ * release's bundle only (test/histories/releases/0.9.0, test/replay/bridge-release-replay.test.ts).
  */
-export const FINANCE_HISTORY_SERIES = 'v4';
+export const HISTORY_SERIES = 'v5';
 
 /** With RECORD_HISTORIES=1, saves a finance application's history for the replay test. */
 export function recordFinanceHistory(history: History, name: string): void {
   if (process.env.RECORD_HISTORIES !== '1') return;
   writeFileSync(
-    join(__dirname, '..', 'histories', `finance-application-${FINANCE_HISTORY_SERIES}-${name}.json`),
+    join(__dirname, '..', 'histories', `finance-application-${HISTORY_SERIES}-${name}.json`),
     historyToJSON(history),
   );
 }
@@ -34,9 +33,7 @@ export function consentHistoryFile(history: temporal.api.history.v1.IHistory): s
 
 /**
  * With RECORD_HISTORIES set, writes a consent-side workflow's history to test/histories/<name>.json (replayed by
- * test/replay/consent-replay.test.ts). Refresh histories recorded under LEARNED_BANKS_PATCH are named
- * `consent-refresh-v2-…`; the unprefixed ones were recorded before it and stay committed: runs in flight at a
- * deploy replay the code path they were recorded under.
+ * test/replay/consent-replay.test.ts); a name with a series carries HISTORY_SERIES.
  */
 export async function recordConsentHistory(name: string, handle: WorkflowHandle): Promise<void> {
   if (!process.env.RECORD_HISTORIES) return;

@@ -40,7 +40,7 @@ const activity = (workflowId: string): SerializationContext => ({
 describe('merchantOfWorkflowId', () => {
   it.each([
     ['finance-application:shop-a:order-1', { merchantId: 'shop-a' }],
-    ['finance-application:order-1', { legacy: true }],
+    ['finance-application:order-1', undefined],
     ['consent-transactions:shop-a:c-42', { merchantId: 'shop-a' }],
     ['consent-late-reports:shop-b:c-42', { merchantId: 'shop-b' }],
     ['merchant-secrets:shop-a', { merchantId: 'shop-a' }],
@@ -51,7 +51,7 @@ describe('merchantOfWorkflowId', () => {
       { merchantId: 'shop-b' },
     ],
     ['callback-redelivery:finance-application:shop-a:order-1:APPROVED', { merchantId: 'shop-a' }],
-    ['callback-redelivery:finance-application:order-1:APPROVED', { legacy: true }],
+    ['callback-redelivery:finance-application:order-1:APPROVED', undefined],
     ['consent-refresh:c-42', undefined],
     ['consent-claim:c-42', undefined],
     ['consent-transactions:c-42', undefined],
@@ -77,7 +77,7 @@ describe('MerchantPayloadCodec', () => {
     dir = mkdtempSync(join(tmpdir(), 'merchant-codec-'));
     store = new FileMerchantKeyStore(join(dir, 'merchant-keys.json'));
     ring = new MerchantKeyRing({ store, masterKeys: masters });
-    codec = new MerchantPayloadCodec({ masterKeys: masters, ring, legacyMerchant: 'shop-a' });
+    codec = new MerchantPayloadCodec({ masterKeys: masters, ring });
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -86,11 +86,9 @@ describe('MerchantPayloadCodec', () => {
   it("encrypts a merchant's payloads under its own data key, made on first use and stored wrapped", async () => {
     const [a] = await codec.encode([toPayload(secret)], workflow('finance-application:shop-a:order-1'));
     const [b] = await codec.encode([toPayload(secret)], activity('consent-transactions:shop-b:c-1'));
-    const [legacy] = await codec.encode([toPayload(secret)], workflow('finance-application:order-0'));
     expect(keyIdOf(a!)).toBe('merchant:shop-a:1');
     expect(keyIdOf(b!)).toBe('merchant:shop-b:1');
-    expect(keyIdOf(legacy!)).toBe('merchant:shop-a:1');
-    expect((await codec.decode([a!, b!, legacy!])).map(fromPayload)).toEqual([secret, secret, secret]);
+    expect((await codec.decode([a!, b!])).map(fromPayload)).toEqual([secret, secret]);
     const stored = (await store.read('shop-a'))!.keys;
     expect(stored).toEqual([
       { generation: 1, wrappedBy: 'master-2', wrapped: expect.any(String), createdAt: expect.any(String) },

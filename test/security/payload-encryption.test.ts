@@ -242,6 +242,7 @@ describe('customer data encrypted in Temporal (whole stack, Temporal CLI, codec 
     const marker = `Old-Key-Marker-${randomUUID()}`;
     const merchantReference = `enc-old-${randomUUID()}`;
     const input: FinanceApplicationInput = {
+      merchantId: 'shop',
       merchantReference,
       application: { redirectUrl: 'https://shop.example/return', merchantReference, customer: { name: marker } },
     };

@@ -13,13 +13,6 @@ describe('applicationSearchQuery', () => {
     expect(applicationSearchQuery({}, SHOP)).toBe(BASE);
   });
 
-  it('the legacy merchant also lists the applications started before tenancy (no MerchantId)', () => {
-    expect(applicationSearchQuery({}, { merchantId: 'shop-a', ownsLegacy: true })).toBe(
-      `WorkflowType = 'financeApplicationWorkflow' AND (MerchantId = 'shop-a' OR MerchantId IS NULL)` +
-        ` AND ExecutionStatus != 'ContinuedAsNew' AND ExecutionStatus != 'Failed'`,
-    );
-  });
-
   it.each([["shop' OR MerchantId != 'x"], ['a~b'], ['a:b'], [''], ['x'.repeat(65)]])(
     'refuses the merchant id %j',
     (merchantId) => {

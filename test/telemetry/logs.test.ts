@@ -14,7 +14,7 @@ import { requestIdFrom, requestLineLevel } from '../../src/api/request-log';
 import { activityIds } from '../../src/activities/log-attributes';
 import { loadConfig } from '../../src/config';
 import { createLogger, PinoTemporalLogger, resolveLogFormat } from '../../src/telemetry/logging';
-import { financeApplicationWebhookUrl, webhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationWebhookUrl, tenantWebhookHash } from '../../src/security/webhook-hash';
 import { financeApplicationWorkflowId } from '../../src/shared/ids';
 import { withRequestId, requestLogIds } from '../../src/telemetry/request-context';
 import { createWorkerBankClient } from '../../src/worker/factory';
@@ -144,15 +144,15 @@ describe('request log on both listeners', () => {
 
   it('logs a successful webhook at debug, a refused one at info (its cause is the error middleware’s line), and never the hash (path or query) nor headers', async () => {
     const ref = 'order-2002';
-    const hash = webhookHash(HASH_SECRET, ref);
+    const hash = tenantWebhookHash(HASH_SECRET, TEST_MERCHANT, ref);
     const body = JSON.stringify({ financeApplicationId: 'fa-1' });
-    const ok = await fetch(`${publicUrl}/webhooks/finance-applications/${ref}/${hash}`, {
+    const ok = await fetch(`${publicUrl}/webhooks/finance-applications/${TEST_MERCHANT}~${ref}/${hash}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'hook-ok' },
       body,
     });
     expect(ok.status).toBe(202);
-    const bad = await fetch(`${publicUrl}/webhooks/finance-applications/${ref}?hash=${hash}x`, {
+    const bad = await fetch(`${publicUrl}/webhooks/finance-applications/${TEST_MERCHANT}~${ref}?hash=${hash}x`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'hook-bad' },
       body,
@@ -161,14 +161,14 @@ describe('request log on both listeners', () => {
     expect(requestLines('hook-ok')).toEqual([
       expect.objectContaining({
         level: 20,
-        req: { id: 'hook-ok', method: 'POST', path: `/webhooks/finance-applications/${ref}/:hash` },
+        req: { id: 'hook-ok', method: 'POST', path: `/webhooks/finance-applications/${TEST_MERCHANT}~${ref}/:hash` },
         res: { statusCode: 202 },
       }),
     ]);
     expect(requestLines('hook-bad')).toEqual([
       expect.objectContaining({
         level: 30,
-        req: { id: 'hook-bad', method: 'POST', path: `/webhooks/finance-applications/${ref}` },
+        req: { id: 'hook-bad', method: 'POST', path: `/webhooks/finance-applications/${TEST_MERCHANT}~${ref}` },
       }),
     ]);
     expect(JSON.stringify(lines)).not.toContain(hash);

@@ -63,7 +63,7 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
         { name: 'merchant-a', key: KEY_A },
         { name: 'merchant-b', key: KEY_B },
       ],
-      payloadCodec: new MerchantPayloadCodec({ masterKeys: masters, ring, legacyMerchant: 'merchant-a' }),
+      payloadCodec: new MerchantPayloadCodec({ masterKeys: masters, ring }),
       audit,
     });
   });

@@ -123,7 +123,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const refreshAnswered = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
     expect(firstSignal).toBeGreaterThan(-1);
     expect(firstSignal).toBeLessThan(refreshAnswered);
-    await recordConsentHistory('consent-refresh-v2-five-banks', handle);
+    await recordConsentHistory('consent-refresh-v5-five-banks', handle);
   });
 
   it("an earlier task's event does not complete the refresh: it is handed off as a late bank report", async () => {
@@ -160,7 +160,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     // An earlier task's report does not amend this result.
     expect(result.lateReports).toBe(0);
     expect(result.banks.find((b) => b.bankCode === 'BBBB')?.accounts).toEqual(late.accounts);
-    await recordConsentHistory('consent-refresh-v2-stale-event', consentRefreshHandle(stack.t.client, consentId));
+    await recordConsentHistory('consent-refresh-v5-stale-event', consentRefreshHandle(stack.t.client, consentId));
     await lateBankReportsHandle(stack.t.client, TEST_MERCHANT, consentId).terminate('test done');
   });
 
@@ -185,7 +185,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     ).toEqual(['AAAA', 'BBBB']);
     const { body } = await get(consentId);
     expect(body).toMatchObject({ done: true, missing: ['CCCC'] });
-    await recordConsentHistory('consent-refresh-v2-timeout', consentRefreshHandle(stack.t.client, consentId));
+    await recordConsentHistory('consent-refresh-v5-timeout', consentRefreshHandle(stack.t.client, consentId));
   });
 
   it('two banks answer after the refresh closed: the merchant gets them as late bank reports, the result shows them late, nothing is ignored', async () => {
@@ -270,7 +270,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
       at: expect.any(String),
     });
     await recordConsentHistory(
-      'consent-refresh-v2-before-late-reports',
+      'consent-refresh-v5-before-late-reports',
       consentRefreshHandle(stack.t.client, consentId),
     );
     await recordConsentHistory(
@@ -315,7 +315,7 @@ describe('consent refresh end to end (dev server, sandbox, receiver, facade over
     const [, task] = tasksOf(consentId);
     expect(task!.banks.find((b) => b.bankCode === 'CCCC')?.delayMs).toBeGreaterThan(1_000);
     expect((await getLateBankReports(stack.t.client, TEST_MERCHANT, consentId)).reports).toEqual([]);
-    await recordConsentHistory('consent-refresh-v2-learned-banks', consentRefreshHandle(stack.t.client, consentId));
+    await recordConsentHistory('consent-refresh-v5-learned-banks', consentRefreshHandle(stack.t.client, consentId));
   });
 
   it('the merchant overrides the learned banks with expectedBankCodes', async () => {

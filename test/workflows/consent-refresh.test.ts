@@ -111,7 +111,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
       ['an-earlier-task', 'BBB', 'other-task'],
     ]);
     // Recorded under LATE_REPORTS_PER_MERCHANT_PATCH (its v2- recording, from before it, stays committed).
-    await recordConsentHistory('consent-refresh-v4-early-event-of-another-task', handle);
+    await recordConsentHistory('consent-refresh-v5-early-event-of-another-task', handle);
     await terminateLate(consentId);
     expect(result.banks.map((b) => [b.bankCode, b.taskStatus, b.succeeded])).toEqual([
       ['AAA', 'FINISHED', true],
@@ -201,7 +201,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
     const result = await handle.result();
     expect(result).toMatchObject({ endedBy: 'timeout', missing: ['BBB'], knownBankCodes: ['AAA', 'BBB'] });
     expect(result.banks.map((b) => b.bankCode)).toEqual(['AAA']);
-    await recordConsentHistory('consent-refresh-v2-learned-bank-missing', handle);
+    await recordConsentHistory('consent-refresh-v5-learned-bank-missing', handle);
   });
 
   it('with every learned bank in, ends by the quiet period after the last one', async () => {
@@ -254,7 +254,7 @@ describe('consentRefreshWorkflow (workflow logic, dev server, jest.fn activities
       done: true,
       endedBy: 'quiet-period',
     });
-    await recordConsentHistory('consent-refresh-v3-quiet-period-after-outage', handle);
+    await recordConsentHistory('consent-refresh-v5-quiet-period-after-outage', handle);
   });
 
   it('fails the refresh (and every attached caller) with RefreshNotStarted when the bank refuses PUT /refresh', async () => {

@@ -109,7 +109,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
           env.client.workflow.start(financeApplicationWorkflow, {
             taskQueue,
             workflowId: financeApplicationWorkflowId(TEST_MERCHANT, input.merchantReference),
-            args: [{ merchantId: TEST_MERCHANT, ...input, application: { redirectUrl: 'https://shop.example/back' } }],
+            args: [{ ...input, merchantId: TEST_MERCHANT, application: { redirectUrl: 'https://shop.example/back' } }],
           }),
         ),
       );
@@ -125,7 +125,9 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
   it('a quiet application costs the policy’s reads per day: 12 an hour after the first hour, none wasted', async () => {
     const bank = fakeBank();
     const ref = `quiet-${randomUUID()}`;
-    const [result] = await run(bank.activities, [{ merchantReference: ref, settings: { deadlineMs: DAY } }]);
+    const [result] = await run(bank.activities, [
+      { merchantId: 'test', merchantReference: ref, settings: { deadlineMs: DAY } },
+    ]);
     expect(result).toMatchObject({ done: true, outcome: 'deadline', status: 'CREATED', webhooksLive: false });
     const reads = bank.readsOf(ref);
     const expected = pollSchedule(DEFAULT_POLL_POLICY, DAY, false);
@@ -144,7 +146,11 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     const ref = `late-${randomUUID()}`;
     const [result] = await run(bank.activities, [
       // A cap of an hour keeps the test's read count small; the bound it proves is the cap, whatever it is.
-      { merchantReference: ref, settings: { noWebhookPollIntervalMs: HOUR, slowPollIntervalMs: HOUR } },
+      {
+        merchantId: 'test',
+        merchantReference: ref,
+        settings: { noWebhookPollIntervalMs: HOUR, slowPollIntervalMs: HOUR },
+      },
     ]);
     expect(result!.history.map((h) => [h.status, h.source])).toEqual([
       ['CREATED', 'create'],
@@ -162,14 +168,16 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     // waits, which would expire a workflow task of a second one in flight.
     const [first] = await run(
       bank.activities,
-      [{ merchantReference: withWebhook, settings: { deadlineMs: 10 * MINUTE } }],
+      [{ merchantId: 'test', merchantReference: withWebhook, settings: { deadlineMs: 10 * MINUTE } }],
       async () => {
         await env.client.workflow
           .getHandle(financeApplicationWorkflowId(TEST_MERCHANT, withWebhook))
           .signal(financeApplicationStatusChangedSignal, { financeApplicationId: `fa-${withWebhook}` });
       },
     );
-    const [second] = await run(bank.activities, [{ merchantReference: without, settings: { deadlineMs: 6 * HOUR } }]);
+    const [second] = await run(bank.activities, [
+      { merchantId: 'test', merchantReference: without, settings: { deadlineMs: 6 * HOUR } },
+    ]);
     const results = [first!, second!];
     expect(results.map((r) => r.webhooksLive)).toEqual([true, false]);
     const reads = bank.readsOf(without);
@@ -195,7 +203,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     };
     const [result] = await run(
       bank.activities,
-      [{ merchantReference: ref, settings: { deadlineMs: 4 * HOUR } }],
+      [{ merchantId: 'test', merchantReference: ref, settings: { deadlineMs: 4 * HOUR } }],
       async () => {
         await webhookAt(HOUR);
         await webhookAt(2 * HOUR);
@@ -222,6 +230,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     const ref = `deadline-${randomUUID()}`;
     const [result] = await run(bank.activities, [
       {
+        merchantId: 'test',
         merchantReference: ref,
         settings: { fastPollIntervalMs: DAY, slowPollIntervalMs: DAY, noWebhookPollIntervalMs: DAY },
       },
@@ -238,7 +247,7 @@ describe('financeApplicationWorkflow over days (time-skipping test server)', () 
     const forgetAfter = 2 * HOUR;
     const bank = fakeBank([{ status: 'IN_PROGRESS', afterMs: HOUR }], { forgetAfterMs: forgetAfter });
     const ref = `forgotten-${randomUUID()}`;
-    const [result] = await run(bank.activities, [{ merchantReference: ref }]);
+    const [result] = await run(bank.activities, [{ merchantId: 'test', merchantReference: ref }]);
     expect(result).toMatchObject({
       done: true,
       outcome: 'unknown_at_bank',

@@ -80,7 +80,12 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
   it('delivers each (taskId, bankCode) once under a stable key, continues as new carrying the reports', async () => {
     const consentId = `late-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
-    const input = { consentId, callbackUrl: 'https://merchant.example/late', maxDeliveriesPerRun: 2 };
+    const input = {
+      merchantId: 'test',
+      consentId,
+      callbackUrl: 'https://merchant.example/late',
+      maxDeliveriesPerRun: 2,
+    };
     const handle = await signalWithStart(input, { event: event(consentId, 'AAA'), reason: 'refresh-closed' });
     const firstRunId = handle.signaledRunId;
     await signalWithStart(input, { event: event(consentId, 'AAA'), reason: 'refresh-closed' }); // duplicate
@@ -101,6 +106,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
 
     const [first] = delivered(consentId);
     expect(first).toEqual({
+      merchantId: TEST_MERCHANT,
       url: 'https://merchant.example/late',
       idempotencyKey: `${lateAccountEventsWorkflowId(TEST_MERCHANT, consentId)}:task-1:AAA`,
       event: {
@@ -132,7 +138,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
     notifyMerchant
       .mockRejectedValueOnce(ApplicationFailure.nonRetryable('merchant said 400', 'MerchantCallbackRejected'))
       .mockResolvedValue({ delivered: true, status: 200 });
-    const input = { consentId, callbackUrl: 'https://merchant.example/late' };
+    const input = { merchantId: 'test', consentId, callbackUrl: 'https://merchant.example/late' };
     const handle = await signalWithStart(input, { event: event(consentId, 'AAA'), reason: 'no-refresh' });
     await signalWithStart(input, { event: event(consentId, 'BBB'), reason: 'no-refresh' });
     const state = await eventually(async () => {
@@ -149,7 +155,7 @@ describe('lateAccountEventsWorkflow (workflow logic, dev server, jest.fn activit
   it('without a callback URL, keeps the reports (queryable) and calls nobody; closes when idle', async () => {
     const consentId = `late-${randomUUID()}`;
     const handle = await signalWithStart(
-      { consentId, idleTimeout: '1s' },
+      { merchantId: 'test', consentId, idleTimeout: '1s' },
       { event: event(consentId, 'AAA'), reason: 'other-task' },
     );
     const result = await handle.result();

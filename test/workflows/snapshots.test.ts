@@ -1,6 +1,6 @@
 /**
- * The data that crosses builds: every continue-as-new snapshot recorded in test/histories (all written before Worker
- * Versioning: schema version 1) is read by today's readers, today's snapshots are too, and a newer build's snapshot
+ * The data that crosses builds: every continue-as-new snapshot recorded in test/histories, those of the bridge
+ * release's runs (releases/0.9.0: they move onto a later build by continue-as-new) included, is read by today's readers, today's snapshots are too, and a newer build's snapshot
  * (a rollback) is read for the fields this build knows. Only a snapshot lacking what every version has is refused.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -34,7 +34,8 @@ interface JsonEvent {
 /** Every workflow input in the committed histories (first events and continue-as-new commands), decoded. */
 async function recordedInputs(): Promise<{ file: string; type: string; input: Record<string, unknown> }[]> {
   const out: { file: string; type: string; input: Record<string, unknown> }[] = [];
-  for (const file of readdirSync(HISTORIES).filter((f) => f.endsWith('.json'))) {
+  const files = readdirSync(HISTORIES, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.json'));
+  for (const file of files) {
     // The JSON as committed (base64 payloads): two recorders wrote timestamps differently, payloads alike.
     const { events } = JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')) as { events: JsonEvent[] };
     for (const event of events) {
@@ -66,7 +67,7 @@ const readers: Record<string, (raw: unknown) => unknown> = {
 };
 
 describe('snapshots that cross builds', () => {
-  it('reads every snapshot recorded in test/histories (version 1, before Worker Versioning)', async () => {
+  it('reads every snapshot recorded in test/histories and its releases/ folders', async () => {
     const carried = (await recordedInputs()).filter((i) => i.input.carried !== undefined);
     const types = new Set(carried.map((c) => c.type));
     // Continue-as-new histories of the finance application and the transaction events are committed.

@@ -78,6 +78,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 204 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '1s',
@@ -106,6 +107,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '200ms',
@@ -135,6 +137,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     const consentId = `c-${randomUUID()}`;
     notifyMerchant.mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '300ms',
@@ -178,7 +181,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
     expect(carried.length).toBeGreaterThanOrEqual(1);
     expect(Math.max(...carried)).toBeLessThanOrEqual(MAX_ACCOUNTS_PER_BATCH);
     // The first run (BOUNDED_BATCHES_PATCH: batches back to back, then continue-as-new) for the replay test.
-    await recordConsentHistory('transaction-events-v2-bounded-batches', t.client.workflow.getHandle(workflowId, first));
+    await recordConsentHistory('transaction-events-v5-bounded-batches', t.client.workflow.getHandle(workflowId, first));
     await t.client.workflow
       .getHandle(workflowId)
       .terminate('test done')
@@ -191,6 +194,7 @@ describe('transactionEventsWorkflow (workflow logic, dev server, jest.fn activit
       .mockRejectedValueOnce(ApplicationFailure.nonRetryable('merchant answered HTTP 400', 'MerchantCallbackRejected'))
       .mockResolvedValue({ delivered: true, status: 200 });
     const input = {
+      merchantId: 'test',
       consentId,
       callbackUrl: 'http://merchant.test/tx',
       coalesceWindow: '200ms',

@@ -219,7 +219,6 @@ export async function benchDeployUnderLoad(): Promise<void> {
       MERCHANT_API_KEYS: `${idle.id}:${idle.key},${changer.id}:${changer.key}`,
       // Thousands of creations in a few minutes by design: the creations budget is not what is measured here.
       MERCHANT_CREATIONS_PER_MINUTE: '1000000',
-      LEGACY_MERCHANT: idle.id,
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       WORKER_DEPLOYMENT_NAME: deploymentName,
       ...o.extraEnv,

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createPublicApp } from '../../src/api/app';
 import { boundPort, closeServer, listen } from '../../src/api/http-server';
 import { createMetrics } from '../../src/api/metrics';
-import { webhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationWebhookUrl } from '../../src/security/webhook-hash';
 import { postRaw } from '../harness/http';
 import { testMerchants } from '../harness/merchant-fixtures';
 
@@ -53,10 +53,10 @@ export async function benchReceiverHttp(): Promise<void> {
         });
     });
   };
-  const hash = webhookHash(SECRET, REF);
+  const path = new URL(financeApplicationWebhookUrl('http://bench', SECRET, REF, 'bench')).pathname;
   const paths = {
-    express: { listener: app, path: `/webhooks/finance-applications/${REF}/${hash}` },
-    bare: { listener: bare, path: `/webhooks/finance-applications/${REF}/${hash}` },
+    express: { listener: app, path },
+    bare: { listener: bare, path },
   };
   const cpu: Record<keyof typeof paths, number[]> = { express: [], bare: [] };
   for (let round = 0; round < ROUNDS; round++) {

@@ -95,7 +95,6 @@ export async function benchScaleOut(): Promise<void> {
     writeFileSync(
       merchantsFile,
       JSON.stringify({
-        legacyMerchant: MERCHANTS[0],
         merchants: Object.fromEntries(
           MERCHANTS.map((m) => [
             m,

@@ -161,8 +161,6 @@ async function runRound(build: Build, round: number): Promise<RoundFigures> {
       INTERNAL_PORT: String(internalPort),
       WORKER_METRICS_PORT: String(workerMetricsPort),
       MERCHANT_API_KEYS: merchants.map((m) => `${m.name}:${m.key}`).join(','),
-      // Several merchants: the owner of the pre-tenancy workflows is named (required since it is no longer the first).
-      LEGACY_MERCHANT: merchants[0]!.name,
       // Operator keys (since tenancy); a build without them ignores the variable.
       OPERATOR_API_KEYS: `bench-operator:${randomBytes(24).toString('base64url')}`,
       ...extraEnv(),

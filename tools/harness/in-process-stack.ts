@@ -52,8 +52,6 @@ export interface TestStackOptions {
   merchantApiKeys?: MerchantApiKey[];
   /** MERCHANTS_FILE's content: per-merchant settings over the stack's globals (callbacks, limits). */
   merchantsFile?: MerchantsFile;
-  /** LEGACY_MERCHANT; default the first key's merchant. */
-  legacyMerchant?: string;
   /** The operators' keys (/codec); one `test-operator` key when absent (TEST_OPERATOR_KEY). */
   operatorApiKeys?: OperatorApiKey[];
   /** CONSENT_ASSIGNMENT's rule; absent: `auto` (merchants claim with one merchant, operators assign otherwise). */
@@ -221,8 +219,6 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const built = buildMerchantDirectory({
     keys: merchantApiKeys,
     fileJson: options.merchantsFile,
-    // A deployment of several merchants must name it (src/config/merchants.ts); a test stack defaults to the first.
-    legacyMerchant: options.legacyMerchant ?? merchantApiKeys[0]?.name,
     defaults: {
       allowList: callbackAllowList,
       builtInAllowList: options.callbacks?.allowedOrigins === undefined,

@@ -30,8 +30,6 @@ export interface TestMerchantsOptions {
   transactionsCallbackUrl?: string;
   /** MERCHANTS_FILE's content. */
   merchantsFile?: MerchantsFile;
-  /** LEGACY_MERCHANT; default the first key's merchant, or TEST_MERCHANT when there is no key. */
-  legacyMerchant?: string;
 }
 
 /**
@@ -45,10 +43,8 @@ export function testMerchants(
   const signingSecrets = options.signingSecrets ?? (keys.length > 1 ? [] : [TEST_CALLBACK_SIGNING_SECRET]);
   const built = buildMerchantDirectory({
     keys: keys.map(({ name }) => ({ name, key: '' })),
-    // Keys of an app built for a test are not a deployment's: an app without any still gets a legacy merchant.
     keysConfigured: keys.length > 0,
     fileJson: options.merchantsFile,
-    legacyMerchant: options.legacyMerchant ?? keys[0]?.name ?? TEST_MERCHANT,
     defaults: {
       allowList: options.allowList ?? { origins: [], loopback: true },
       builtInAllowList: options.allowList === undefined,

@@ -1,7 +1,7 @@
 import type { RefreshEndReason } from '../../shared/consent-refresh';
 
 /**
- * The consent refresh's fan-in decisions (under LEARNED_BANKS_PATCH), as plain functions of what the workflow has
+ * The consent refresh's fan-in decisions, as plain functions of what the workflow has
  * recorded: when it ends, what it waits for, and what a quiet-period timer that fired means. No clock and no I/O:
  * the workflow passes workflow time in.
  */

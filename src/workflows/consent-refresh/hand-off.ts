@@ -5,11 +5,10 @@ import {
   lateAccountEventsWorkflowType,
   type LateAccountEventSignalInput,
 } from '../../shared/consent-refresh';
-import { lateAccountEventsWorkflowId, legacyLateAccountEventsWorkflowId } from '../../shared/ids';
+import { lateAccountEventsWorkflowId } from '../../shared/ids';
 import { ConsentId, MerchantId } from '../../shared/search-attributes';
 import type { lateAccountEventsWorkflow } from '../late-account-events/workflow';
 import type { ConsentRefresh } from './refresh';
-import type { RefreshVersion } from './patches';
 
 /** Hand-off attempts (signal, else start) before an event is given up; each failure means the target just changed. */
 export const HAND_OFF_ATTEMPTS = 5;
@@ -17,35 +16,30 @@ export const HAND_OFF_ATTEMPTS = 5;
 /** Where late reports go: the lateAccountEventsWorkflow `workflowId`, started with the rest if none runs. */
 export interface LateReportsTarget {
   workflowId: string;
-  /** The merchant's own late workflow (LATE_REPORTS_PER_MERCHANT_PATCH): started with its MerchantId too. */
-  perMerchant: boolean;
-  merchantId?: string;
+  merchantId: string;
   consentId: string;
   callbackUrl?: string;
 }
 
 /**
- * The refresh's late workflow: its merchant's own under LATE_REPORTS_PER_MERCHANT_PATCH (a consent that changed hands
- * never sends the new owner's reports to the previous owner's late workflow), else the one keyed by the consent.
+ * The refresh's late workflow: its merchant's own, so a consent that changed hands never sends the new owner's
+ * reports to the previous owner's late workflow.
  */
-export function lateReportsTarget(
-  input: { merchantId?: string; consentId: string; lateReportsCallbackUrl?: string },
-  version: Pick<RefreshVersion, 'lateReportsPerMerchant'>,
-): LateReportsTarget {
+export function lateReportsTarget(input: {
+  merchantId: string;
+  consentId: string;
+  lateReportsCallbackUrl?: string;
+}): LateReportsTarget {
   const { merchantId, consentId } = input;
-  const perMerchant = version.lateReportsPerMerchant && merchantId !== undefined;
   return {
-    workflowId: perMerchant
-      ? lateAccountEventsWorkflowId(merchantId, consentId)
-      : legacyLateAccountEventsWorkflowId(consentId),
-    perMerchant,
+    workflowId: lateAccountEventsWorkflowId(merchantId, consentId),
     merchantId,
     consentId,
     callbackUrl: input.lateReportsCallbackUrl,
   };
 }
 
-/** Hands the recorded events the refresh cannot take to the late workflow, in order (LEARNED_BANKS_PATCH). */
+/** Hands the recorded events the refresh cannot take to the late workflow, in order. */
 export async function handOffPending(refresh: ConsentRefresh, target: LateReportsTarget): Promise<void> {
   while (refresh.handOff.length > 0) {
     const next = refresh.handOff[0]!;
@@ -69,9 +63,6 @@ export async function handOffPending(refresh: ConsentRefresh, target: LateReport
  */
 async function handOffLateReport(report: LateAccountEventSignalInput, target: LateReportsTarget): Promise<boolean> {
   const { workflowId, merchantId, consentId, callbackUrl } = target;
-  // Its owner, as the receiver's late workflows carry it (the facade shows the reports to that merchant only); only
-  // under the patch, so runs from before start their child as they recorded it.
-  const owner = target.perMerchant && merchantId !== undefined ? [{ key: MerchantId, value: merchantId }] : [];
   for (let attempt = 1; attempt <= HAND_OFF_ATTEMPTS; attempt++) {
     try {
       await getExternalWorkflowHandle(workflowId).signal(lateAccountEventSignal, report);
@@ -84,7 +75,11 @@ async function handOffLateReport(report: LateAccountEventSignalInput, target: La
         workflowId,
         args: [{ merchantId, consentId, callbackUrl, handedOff: [report] }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        typedSearchAttributes: [...owner, { key: ConsentId, value: consentId }],
+        // Its owner, as the receiver's late workflows carry it: the facade shows the reports to that merchant only.
+        typedSearchAttributes: [
+          { key: MerchantId, value: merchantId },
+          { key: ConsentId, value: consentId },
+        ],
         staticSummary: `Late bank reports of consent ${consentId}`,
       });
       return true;

@@ -26,7 +26,7 @@ import type { FanInView } from './fan-in';
 export interface RefreshSettings {
   /** The merchant's expected banks (deduplicated): the refresh ends once all reported. */
   expected?: string[];
-  /** Learned banks as given (deduplicated, sorted; only under LEARNED_BANKS_PATCH): carried in the result. */
+  /** Learned banks as given (deduplicated, sorted): carried in the result. */
   knownGiven?: string[];
   /** Learned banks that hold the quiet period open: only where the merchant named no banks. */
   known?: string[];
@@ -36,11 +36,10 @@ export interface RefreshSettings {
   timeout: Duration;
 }
 
-export function resolveRefreshSettings(input: ConsentRefreshInput, learnedBanks: boolean): RefreshSettings {
+export function resolveRefreshSettings(input: ConsentRefreshInput): RefreshSettings {
   const expected =
     input.expectedBankCodes && input.expectedBankCodes.length > 0 ? [...new Set(input.expectedBankCodes)] : undefined;
-  const knownGiven =
-    learnedBanks && input.knownBankCodes?.length ? [...new Set(input.knownBankCodes)].sort() : undefined;
+  const knownGiven = input.knownBankCodes?.length ? [...new Set(input.knownBankCodes)].sort() : undefined;
   return {
     expected,
     knownGiven,
@@ -57,9 +56,9 @@ export type AccountEventOutcome =
   /** This task's first report of its bank. */
   | 'new-bank'
   | 'duplicate'
-  /** Another task's: counted, and under LEARNED_BANKS_PATCH queued for the late workflow. */
+  /** Another task's: counted, and queued for the late workflow. */
   | 'stale'
-  /** After the result was final (LEARNED_BANKS_PATCH): queued for the late workflow. */
+  /** After the result was final: queued for the late workflow. */
   | 'after-close';
 
 /** PUT /refresh's failure as the run reports it (the bank's reason, not the activity failure's generic message). */
@@ -79,13 +78,13 @@ export class ConsentRefresh {
   readonly settings: RefreshSettings;
   taskId: string | undefined;
   startFailure: string | undefined;
-  /** The result is final: under LEARNED_BANKS_PATCH, an event still arriving is a late report. */
+  /** The result is final: an event still arriving is a late report. */
   done = false;
   endedBy: RefreshEndReason | undefined;
   timedOut = false;
   staleEvents = 0;
   duplicateEvents = 0;
-  /** Events this run cannot take, for the body to hand to the late workflow (LEARNED_BANKS_PATCH), oldest first. */
+  /** Events this run cannot take, for the body to hand to the late workflow, oldest first. */
   readonly handOff: LateAccountEventSignalInput[] = [];
   handedOffEvents = 0;
   /** Workflow time (ms) of the last NEW bank; the quiet period runs from it. */
@@ -94,13 +93,9 @@ export class ConsentRefresh {
   private readonly early: AccountEventSignalInput[] = [];
   private readonly banks = new Map<string, BankRefreshResult>();
 
-  constructor(
-    input: ConsentRefreshInput,
-    /** LEARNED_BANKS_PATCH (patches.ts). */
-    readonly learnedBanks: boolean,
-  ) {
+  constructor(input: ConsentRefreshInput) {
     this.consentId = input.consentId;
-    this.settings = resolveRefreshSettings(input, learnedBanks);
+    this.settings = resolveRefreshSettings(input);
   }
 
   /** The accountEvent handler: kept until the task id is known, then recorded. */
@@ -118,22 +113,21 @@ export class ConsentRefresh {
     return this.early.splice(0).map((event) => ({ event, outcome: this.record(event, nowMs) }));
   }
 
-  /** PUT /refresh failed: no task of ours exists, so what came meanwhile was another task's (LEARNED_BANKS_PATCH). */
+  /** PUT /refresh failed: no task of ours exists, so what came meanwhile was another task's. */
   notStarted(message: string): void {
     this.startFailure = message;
     this.done = true;
-    if (this.learnedBanks)
-      this.handOff.push(...this.early.splice(0).map((event) => ({ event, reason: 'other-task' as const })));
+    this.handOff.push(...this.early.splice(0).map((event) => ({ event, reason: 'other-task' as const })));
   }
 
   record(event: AccountEventSignalInput, nowMs: number): AccountEventOutcome {
-    if (this.learnedBanks && this.done) {
+    if (this.done) {
       this.handOff.push({ event, reason: 'refresh-closed' });
       return 'after-close';
     }
     if (event.taskId !== this.taskId) {
       this.staleEvents++;
-      if (this.learnedBanks) this.handOff.push({ event, reason: 'other-task' });
+      this.handOff.push({ event, reason: 'other-task' });
       return 'stale';
     }
     if (this.banks.has(event.bankCode)) {
@@ -200,7 +194,7 @@ export class ConsentRefresh {
       ...(this.endedBy ? { endedBy: this.endedBy } : {}),
       ...(this.startFailure ? { error: this.startFailure } : {}),
       ...(knownGiven ? { knownBankCodes: knownGiven } : {}),
-      ...(this.learnedBanks ? { handedOffEvents: this.handedOffEvents } : {}),
+      handedOffEvents: this.handedOffEvents,
     };
   }
 

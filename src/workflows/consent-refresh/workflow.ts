@@ -30,8 +30,6 @@ import { workflowMetrics } from '../metrics';
 import { refreshDetails } from './details';
 import { nextFanInStep, onQuietPeriodTimer } from './fan-in';
 import { handOffPending, lateReportsTarget, type LateReportsTarget } from './hand-off';
-import { legacyFanIn } from './legacy';
-import { refreshVersion, type RefreshVersion } from './patches';
 import { ConsentRefresh, isNotStarted, notStartedMessage, type AccountEventOutcome } from './refresh';
 
 const { startRefresh } = proxyActivities<Activities>(BANK_ACTIVITY_OPTIONS);
@@ -46,15 +44,12 @@ const now = (): number => new Date().getTime();
  * Ends when every expected bank reported, or after the quiet period following the last report, and never
  * later than the timeout. A bank's failure taskStatus is recorded as that bank's result, not thrown.
  * Events of another task, or after the close, go on to the consent's lateAccountEventsWorkflow.
- * The decisions are in refresh.ts (what an event means) and fan-in.ts (when the fan-in ends); the patches in
- * patches.ts, and the fan-in of runs from before them in legacy.ts.
+ * The decisions are in refresh.ts (what an event means) and fan-in.ts (when the fan-in ends).
  */
 export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promise<ConsentRefreshResult> {
-  // First, before anything else: decides the fan-in for the whole run.
-  const version = refreshVersion(input.merchantId);
-  const refresh = new ConsentRefresh(input, version.learnedBanks);
+  const refresh = new ConsentRefresh(input);
   const { consentId, settings } = refresh;
-  const lateReports = lateReportsTarget(input, version);
+  const lateReports = lateReportsTarget(input);
 
   // --- Handlers first, so an update-with-start or an early signal finds them in the first workflow task.
   setHandler(accountEventSignal, (event) => logOutcome(refresh, event, refresh.receive(event, now())));
@@ -85,7 +80,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     refresh.notStarted(notStartedMessage(err));
     setCurrentDetails(`**Refresh not started**: ${refresh.startFailure}`);
     log.warn('Refresh not started', { consentId, error: refresh.startFailure });
-    if (version.learnedBanks) await handOffPending(refresh, lateReports);
+    await handOffPending(refresh, lateReports);
     workflowMetrics.refreshFinished('not-started', 0);
     await condition(allHandlersFinished); // attach updates answer with the failure before the run closes
     if (isNotStarted(err)) throw err;
@@ -101,17 +96,14 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
   for (const { event, outcome } of refresh.started(taskId, now())) logOutcome(refresh, event, outcome);
 
   // --- 2. Collect one accountEvent per bank for this task, until all reported, the quiet period, or the timeout.
-  if (version.learnedBanks) await collectBankReports(refresh, version, lateReports);
-  else await legacyFanIn(refresh);
+  await collectBankReports(refresh, lateReports);
   refresh.done = true;
 
   // --- 3. Late reports: events that came in the last moments (or while handing off) reach the late workflow.
-  if (version.learnedBanks) {
-    do {
-      await handOffPending(refresh, lateReports);
-      await condition(allHandlersFinished);
-    } while (refresh.handOff.length > 0);
-  }
+  do {
+    await handOffPending(refresh, lateReports);
+    await condition(allHandlersFinished);
+  } while (refresh.handOff.length > 0);
 
   // --- 4. The result.
   const result = refresh.result();
@@ -125,7 +117,7 @@ export async function consentRefreshWorkflow(input: ConsentRefreshInput): Promis
     missing: result.missing,
     staleEvents: result.staleEvents,
     duplicateEvents: result.duplicateEvents,
-    ...(version.learnedBanks ? { handedOffEvents: result.handedOffEvents } : {}),
+    handedOffEvents: result.handedOffEvents,
   });
   await condition(allHandlersFinished);
   return result;
@@ -153,11 +145,7 @@ async function putRefresh(consentId: string, timeout: Duration, timedOut: () => 
  * The fan-in (fan-in.ts decides): wake on each new bank, an event to hand off, the timeout, or the end of the
  * quiet period; a quiet-period timer that fired late (an outage) restarts the quiet period instead of closing.
  */
-async function collectBankReports(
-  refresh: ConsentRefresh,
-  version: RefreshVersion,
-  lateReports: LateReportsTarget,
-): Promise<void> {
+async function collectBankReports(refresh: ConsentRefresh, lateReports: LateReportsTarget): Promise<void> {
   let quietRestartedAt: number | undefined;
   for (;;) {
     await handOffPending(refresh, lateReports);
@@ -176,8 +164,9 @@ async function collectBankReports(
     const remaining = step.dueAt - now();
     if (remaining > 0 && (await wakeOrTimer(woken, remaining, 'quiet period'))) continue;
     if (woken()) continue; // the timer and something new in one activation: the new thing wins
-    // The worker's clock against the due time in workflow (server) time: hosts in sync within the threshold.
-    const firedAt = version.recordedClock ? (await readClock({})).nowMs : now();
+    // The worker's clock, recorded (workflow time at this task did not survive a replay after an outage), against
+    // the due time in workflow (server) time: hosts in sync within the threshold.
+    const firedAt = (await readClock({})).nowMs;
     const fired = onQuietPeriodTimer({ dueAt: step.dueAt, now: firedAt });
     if (fired.close) {
       refresh.endedBy = 'quiet-period';
@@ -206,7 +195,7 @@ function wakeOrTimer(woken: () => boolean, ms: number, summary: string): Promise
 
 function logOutcome(refresh: ConsentRefresh, event: AccountEventSignalInput, outcome: AccountEventOutcome): void {
   if (outcome !== 'stale') return;
-  log.info(refresh.learnedBanks ? 'Stale accountEvent handed off as a late report' : 'Stale accountEvent ignored', {
+  log.info('Stale accountEvent handed off as a late report', {
     consentId: refresh.consentId,
     taskId: refresh.taskId,
     eventTaskId: event.taskId,

@@ -24,8 +24,6 @@ export interface DetailsInput {
     /** Callbacks waiting behind it. */
     queued: number;
   };
-  /** The timer loop of runs from before the poll policy knows its next poll exactly. */
-  nextPollAt?: number;
 }
 
 /** How a status was learned (StatusChange.source), in words. */
@@ -109,9 +107,8 @@ function learnedLine(s: FinanceApplicationState): string[] {
   return [`Learned from ${LEARNED_FROM[last.source] ?? last.source} at ${utc(Date.parse(last.at))}`];
 }
 
-function pollLine({ state: s, policy, now, nextPollAt }: DetailsInput): string[] {
+function pollLine({ state: s, policy, now }: DetailsInput): string[] {
   if (s.done || !s.financeApplicationId) return [];
-  if (nextPollAt !== undefined) return [`Next poll at ${utc(nextPollAt)} (in ${humanDuration(nextPollAt - now)})`];
   const next = nextPoll(s, policy, now);
   return [
     `Next poll about ${utc(next.at)} (every ${humanDuration(next.every)} now; the polling activity's next attempt ` +
@@ -154,11 +151,6 @@ export const timerSummaries = {
   /** The wait after a polling activity failed outright (workflow.ts). */
   pollAgainAfterFailure: (ms: number): string =>
     `Polling failed: start it again in ${humanDuration(ms)} (or at a webhook)`,
-  /** The timer loop of runs from before the poll policy (legacy.ts): the next poll, or the deadline when sooner. */
-  legacyPoll: (ms: number, deadlineFirst: boolean): string =>
-    deadlineFirst
-      ? `Wait for a webhook until the deadline (in ${humanDuration(ms)})`
-      : `Next poll in ${humanDuration(ms)} (or at a webhook)`,
   /** A status wait's timeout (status-waits.ts: the facade's long-poll). */
   statusWait: (fromStatus: string, ms: number): string =>
     `Status wait: answer in ${humanDuration(ms)} unless ${fromStatus} changes first`,

@@ -30,7 +30,7 @@ export class Duplicates {
   constructor(
     private readonly app: FinanceApplication,
     private readonly report: Reporter,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
     /** Whether this workflow task continues as new (then nothing is counted in it: countUnconfirmed). */
     private readonly continuesAsNew: () => boolean,
   ) {}
@@ -102,7 +102,7 @@ export class Duplicates {
   }
 
   /** Another application at the bank for this reference: visible to operators, counted, told to the merchant. */
-  found(ids: string[]): void {
+  private found(ids: string[]): void {
     if (ids.length === 0) return;
     upsertSearchAttributes([
       { key: DuplicateFinanceApplicationId, value: this.app.state.duplicateApplicationIds![0]! },

@@ -2,7 +2,6 @@ import { ActivityFailure, ApplicationFailure, isCancellation } from '@temporalio
 import type { Activities } from '../../activities/types';
 import { BankFailureType } from '../../shared/failure-types';
 import { FinanceApplicationFailureType } from '../../shared/finance-application';
-import { reportsUnknownAtBank } from './patches';
 
 /**
  * What an activity's failure means to the finance application, and the failures the run ends with. Workflows branch
@@ -26,10 +25,9 @@ export function rootMessage(err: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** A failed read that is the bank's 404 on our application (runs from before the patch: a failed read as any). */
+/** A failed read that is the bank's 404 on our application. */
 export function isUnknownAtBank(err: unknown): boolean {
-  // The patch is asked only for a 404, as the recorded histories have it.
-  return failureType(err) === BankFailureType.ApplicationUnknown && reportsUnknownAtBank();
+  return failureType(err) === BankFailureType.ApplicationUnknown;
 }
 
 /** The bank did not create the application: rejected (its 4xx on our request) or failed (anything else). */

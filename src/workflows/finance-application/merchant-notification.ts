@@ -29,7 +29,7 @@ export class MerchantNotifier {
   constructor(
     private readonly app: FinanceApplication,
     private readonly report: Reporter,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
     url: string | undefined,
   ) {
     this.done = url ? this.run(url) : Promise.resolve();

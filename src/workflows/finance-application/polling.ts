@@ -26,15 +26,15 @@ export interface Poll {
 export type PollOutcome = 'read' | 'cancelled' | 'unknown_at_bank' | 'failed';
 
 /**
- * What a running poll was started from: a change of it makes the poll start again. Under KEEP_POLL_PATCH only
- * webhooks proving live count (a change found by polling settles the poll, which then starts afresh); runs from
- * before also restart at every recorded change.
+ * What a running poll was started from: a change of it makes the poll start again. Only webhooks proving live
+ * count: a change a webhook announced keeps the running poll, which finds the new status at its next read, and a
+ * change found by polling settles the poll, which then starts afresh.
  */
-export function pollKey(state: FinanceApplicationState, keepAcrossWebhookChanges: boolean): string {
-  return keepAcrossWebhookChanges ? `${state.webhooksLive}` : `${state.quietSince ?? ''}|${state.webhooksLive}`;
+export function pollKey(state: FinanceApplicationState): string {
+  return `${state.webhooksLive}`;
 }
 
-/** A settled poll's outcome (`unknown_at_bank` only under UNKNOWN_AT_BANK_PATCH: isUnknownAtBank asks it). */
+/** A settled poll's outcome. */
 export function pollOutcome(poll: Pick<Poll, 'read' | 'error'>): PollOutcome {
   if (poll.read) return 'read';
   if (poll.error === undefined || isCancellation(poll.error) || isCancelledActivity(poll.error)) return 'cancelled';
@@ -47,8 +47,7 @@ export class Polling {
   constructor(
     private readonly app: FinanceApplication,
     private readonly report: Reporter,
-    private readonly merchantId: string | undefined,
-    private readonly keepAcrossWebhookChanges: boolean,
+    private readonly merchantId: string,
   ) {}
 
   /**
@@ -90,7 +89,7 @@ export class Polling {
 
   /** The poll to wait on: the running one, or a new one when what it was started from has changed. */
   running(): Poll {
-    const key = () => pollKey(this.app.state, this.keepAcrossWebhookChanges);
+    const key = () => pollKey(this.app.state);
     if (this.poll && this.poll.since !== key()) {
       this.retire(this.poll);
       this.poll = undefined;

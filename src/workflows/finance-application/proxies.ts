@@ -28,7 +28,7 @@ export const merchant = (summary: string) =>
 export const { checkCallbackUrl } = proxyLocalActivities<Activities>(CALLBACK_CHECK_OPTIONS);
 
 /** A read of our application after a webhook. */
-export const reads = (summary: string, merchantId: string | undefined) =>
+export const reads = (summary: string, merchantId: string) =>
   proxyActivities<Activities>({
     ...BANK_ACTIVITY_OPTIONS,
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
@@ -37,7 +37,7 @@ export const reads = (summary: string, merchantId: string | undefined) =>
   });
 
 /** A read of another application's id, to confirm it exists (shorter retries than our own reads). */
-export const confirmations = (merchantId: string | undefined) =>
+export const confirmations = (merchantId: string) =>
   proxyActivities<Activities>({
     ...CONFIRMATION_READ_OPTIONS,
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),
@@ -46,7 +46,7 @@ export const confirmations = (merchantId: string | undefined) =>
   });
 
 /** The polling activity: its retries, which Temporal schedules by the poll policy, are the polls. */
-export const poller = (merchantId: string | undefined) =>
+export const poller = (merchantId: string) =>
   proxyActivities<Activities>({
     ...POLL_ACTIVITY_OPTIONS,
     taskQueue: bankReadsTaskQueue(workflowInfo().taskQueue),

@@ -20,7 +20,7 @@ import type { FinanceApplication, ResolvedSettings } from './state';
 export class Reporter {
   constructor(
     private readonly app: FinanceApplication,
-    private readonly merchantId: string | undefined,
+    private readonly merchantId: string,
   ) {}
 
   /** Every log line carries the merchant and the bank's id. */
@@ -75,7 +75,7 @@ export class Reporter {
   }
 
   /** The application is no longer followed: why, in the state and (for the abnormal ends) a log line. */
-  finish(outcome: 'terminal' | 'deadline' | 'unknown_at_bank'): void {
+  stopFollowing(outcome: 'terminal' | 'deadline' | 'unknown_at_bank'): void {
     this.app.finish(outcome);
     if (outcome === 'deadline') log.warn('Finance application deadline reached before a terminal status', this.ids());
     if (outcome === 'unknown_at_bank') {
@@ -87,13 +87,13 @@ export class Reporter {
   }
 
   /** The run's last word on the application: the Web UI's details and the search attribute. */
-  finalStatus(): void {
+  showFinalStatus(): void {
     this.describe();
     upsertSearchAttributes([{ key: FinanceApplicationStatus, value: this.app.searchStatus() }]);
   }
 
   /** The applications-finished metric, by outcome and final status. */
-  finished(state: FinanceApplicationState, settings: ResolvedSettings): void {
+  countFinished(state: FinanceApplicationState, settings: ResolvedSettings): void {
     workflowMetrics.applicationFinished(state.outcome ?? 'none', statusLabel(settings, state.status));
   }
 }

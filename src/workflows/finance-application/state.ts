@@ -104,8 +104,6 @@ export class FinanceApplication {
   private readonly notifies: boolean;
   /** What the callback being sent now is about (merchant-notification.ts); for the details, never carried. */
   sendingCallback: string | undefined;
-  /** The next poll of the timer loop of runs from before the poll policy (legacy.ts); for the details only. */
-  nextPollAt: number | undefined;
 
   // --- Webhooks (signal handler side, then the loop): src/workflows/finance-application/webhook-ids.ts bounds what they leave behind.
 
@@ -157,22 +155,6 @@ export class FinanceApplication {
   /** Webhooks naming an unconfirmed id since the last call (the metric), and whether the run has not logged them yet. */
   takeUnconfirmed(): Unconfirmed | undefined {
     return this.webhooks.takeUnconfirmed();
-  }
-
-  /**
-   * Runs from before confirmation (DUPLICATES_PATCH without CONFIRM_DUPLICATES_PATCH) believe other ids unread. Returns
-   * the ids not known before; each is recorded once, and queued for the merchant when callbacks are on. Bounded too:
-   * the ids come from otherIdsToConfirm().
-   */
-  duplicatesSeen(ids: string[]): string[] {
-    this.webhooks.release(ids);
-    if (!this.state.financeApplicationId) return []; // before our own id is known nothing can be told apart
-    const known = new Set(this.state.duplicateApplicationIds ?? []);
-    const fresh = [...new Set(ids)].filter((id) => id !== this.state.financeApplicationId && !known.has(id));
-    if (fresh.length === 0) return [];
-    this.state.duplicateApplicationIds = [...known, ...fresh];
-    if (this.notifies) this.unsentDuplicates.push(...fresh);
-    return fresh;
   }
 
   // --- Bank answers.
@@ -298,11 +280,6 @@ export class FinanceApplication {
     };
   }
 
-  /** Runs from before the poll policy: 30 s until the application's own first webhook, then the slow interval. */
-  legacyPollIntervalMs(): number {
-    return this.state.webhooksLive ? this.settings.slowPollIntervalMs : this.settings.fastPollIntervalMs;
-  }
-
   // --- Merchant callbacks.
 
   nextNotification(): StatusChange | undefined {
@@ -361,7 +338,6 @@ export class FinanceApplication {
             },
           }
         : {}),
-      ...(this.nextPollAt !== undefined ? { nextPollAt: this.nextPollAt } : {}),
     });
   }
 }

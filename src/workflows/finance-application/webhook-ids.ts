@@ -135,11 +135,6 @@ export class WebhookIds {
     this.count('unchecked', this.resolve(id));
   }
 
-  /** Runs from before confirmation (they report other ids unread): the ids leave the read, no read counted. */
-  release(ids: string[]): void {
-    for (const id of ids) this.checking.delete(id);
-  }
-
   /** Confirmation reads this application may still make. */
   readsLeft(): number {
     return OTHER_ID_LIMITS.maxConfirmationReads - (this.state.otherIds?.reads ?? 0);

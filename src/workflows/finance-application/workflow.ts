@@ -27,9 +27,7 @@ import { now } from './proxies';
 import { Creation, validateStartRequest } from './creation';
 import { timerSummaries } from './details';
 import { Duplicates } from './duplicates';
-import { timerLoop, unconfirmedWebhookBatch } from './legacy';
 import { MerchantNotifier } from './merchant-notification';
-import { checksCallbackUrl, loopPatches, pollsThroughActivity } from './patches';
 import { Polling } from './polling';
 import { Reporter } from './reporting';
 import { FinanceApplication, resolveSettings } from './state';
@@ -81,7 +79,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
 
   // A callback URL outside the allow-list fails the run (and the start update: a 400 at the facade) before anything
   // reaches the bank. Continued runs skip it: their application exists (notifyMerchant checks again).
-  if (callbackUrl !== undefined && !state.bank && checksCallbackUrl()) {
+  if (callbackUrl !== undefined && !state.bank) {
     const refusal = await creation.callbackRefusal(callbackUrl);
     if (refusal) {
       workflowMetrics.applicationFinished('callback_refused', 'none');
@@ -103,16 +101,14 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
     }
   }
 
-  const continued = pollsThroughActivity()
-    ? await followWebhooksAndPoll()
-    : await timerLoop({ app, report, continuesAsNew, newVersion, continueAsNew });
+  const continued = await followWebhooksAndPoll();
   if (continued) return continued;
 
   duplicates.countUnconfirmed(true);
-  report.finalStatus();
+  report.showFinalStatus();
   await notifier.drain();
   await waits.finishHandlers();
-  report.finished(state, settings);
+  report.countFinished(state, settings);
   log.info('Finance application finished', { ...report.ids(), outcome: state.outcome, status: state.status });
   return state;
 
@@ -128,13 +124,12 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       // A summary is the timer's metadata, not part of its command: recorded histories replay (test/replay).
       void sleep(ms, { summary: timerSummaries.deadline(state.deadlineAt, ms) }).then(() => (deadlinePassed = true));
     }
-    const patches = loopPatches();
-    const polling = new Polling(app, report, merchantId, patches.keepPollAcrossWebhookChanges);
+    const polling = new Polling(app, report, merchantId);
     report.describe();
     for (;;) {
       const end = app.endsNow(now(), deadlinePassed);
       if (end) {
-        report.finish(end);
+        report.stopFollowing(end);
         break;
       }
       if (polling.settled()) {
@@ -151,10 +146,6 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       }
       if (app.hasWebhooks()) {
         const taken = app.takeWebhooks();
-        if (!patches.confirmDuplicates) {
-          await unconfirmedWebhookBatch(taken, patches.reportDuplicates, { app, report, duplicates, polling });
-          continue;
-        }
         // Our own status first; then the few other ids there is room to read (none most of the time).
         if (taken.ours > 0) await polling.readStatus('webhook', taken.since);
         await duplicates.confirmWaiting();

@@ -84,12 +84,11 @@ export class TransactionBatches {
   }
 
   /**
-   * Cuts the next batch: every pending account, or (`bounded`) the first MAX_ACCOUNTS_PER_BATCH in sorted order.
-   * The events counted so far all go with it.
+   * Cuts the next batch: the first MAX_ACCOUNTS_PER_BATCH pending accounts in sorted order (every one, most of the
+   * time). The events counted so far all go with it.
    */
-  takeBatch(bounded: boolean): TransactionBatch {
-    let accountIds = [...this.pending].sort();
-    if (bounded) accountIds = accountIds.slice(0, MAX_ACCOUNTS_PER_BATCH);
+  takeBatch(): TransactionBatch {
+    const accountIds = [...this.pending].sort().slice(0, MAX_ACCOUNTS_PER_BATCH);
     const events = this.pendingEvents;
     for (const accountId of accountIds) this.pending.delete(accountId);
     this.pendingEvents = 0;
@@ -107,7 +106,7 @@ export class TransactionBatches {
     };
   }
 
-  /** What continue-as-new carries (at most one batch of accounts, when cut under BOUNDED_BATCHES_PATCH). */
+  /** What continue-as-new carries (at most one batch of accounts: the workflow delivers down to one first). */
   snapshot(): Carried {
     return {
       schemaVersion: SNAPSHOT_SCHEMA_VERSIONS.transactionEvents,

@@ -30,7 +30,6 @@ import {
   transactionsChangedEvent,
   type TransactionBatch,
 } from './batches';
-import { backlogInBatches } from './patches';
 
 const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVITY_OPTIONS);
 
@@ -40,7 +39,7 @@ const { notifyMerchant } = proxyActivities<Activities>(MERCHANT_CALLBACK_ACTIVIT
  * carries the union of the changed accounts (at most MAX_ACCOUNTS_PER_BATCH: a bigger backlog goes out as
  * consecutive batches); events that arrive meanwhile make the next batch. The run continues as new when its history
  * grows, carrying undelivered accounts (at most one batch), and closes after `idleTimeout` without events.
- * The batching decisions are in batches.ts; the patch in patches.ts.
+ * The batching decisions are in batches.ts.
  */
 export async function transactionEventsWorkflow(input: TransactionEventsInput): Promise<TransactionEventsState> {
   const { consentId, callbackUrl } = input;
@@ -88,10 +87,10 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
       }
     }
     // --- 2. Coalesce the burst; a backlog of more than one batch was coalesced already, and goes out back to back.
-    if (!backlogInBatches(batches)) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
+    if (!batches.hasBacklog()) await sleep(coalesceWindow, { summary: 'coalesce a burst of transactionEvents' });
 
     // --- 3. One callback for the batch.
-    const batch = batches.takeBatch(backlogInBatches(batches));
+    const batch = batches.takeBatch();
     setCurrentDetails(
       `Delivering batch ${batch.batch}: ${batch.accountIds.length} account(s) from ${batch.events} event(s)`,
     );
@@ -101,7 +100,7 @@ export async function transactionEventsWorkflow(input: TransactionEventsInput): 
     const reason = continueAsNewReason(workflowInfo());
     if (batches.batchesThisRun >= maxBatchesPerRun || reason !== undefined) {
       // Deliver down to one batch first: the snapshot carries at most MAX_ACCOUNTS_PER_BATCH accounts.
-      if (backlogInBatches(batches)) continue;
+      if (batches.hasBacklog()) continue;
       await condition(allHandlersFinished);
       log.info('Continuing as new', {
         consentId,

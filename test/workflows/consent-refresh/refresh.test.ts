@@ -27,7 +27,7 @@ describe('ConsentRefresh', () => {
 
   describe('resolveRefreshSettings', () => {
     it('deduplicates the expected banks, with no quiet period unless asked for', () => {
-      const s = resolveRefreshSettings({ consentId, expectedBankCodes: ['B', 'A', 'B'] }, true);
+      const s = resolveRefreshSettings({ merchantId: 'test', consentId, expectedBankCodes: ['B', 'A', 'B'] });
       expect(s).toEqual({
         expected: ['B', 'A'],
         knownGiven: undefined,
@@ -38,28 +38,27 @@ describe('ConsentRefresh', () => {
     });
 
     it('without expected banks: the default quiet period, and the learned banks (sorted) hold it open', () => {
-      const s = resolveRefreshSettings({ consentId, knownBankCodes: ['C', 'A', 'C'] }, true);
+      const s = resolveRefreshSettings({ merchantId: 'test', consentId, knownBankCodes: ['C', 'A', 'C'] });
       expect(s.quietPeriod).toBe(DEFAULT_REFRESH_QUIET_PERIOD);
       expect(s.knownGiven).toEqual(['A', 'C']);
       expect(s.known).toEqual(['A', 'C']);
     });
 
     it('carries learned banks but does not wait for them when the merchant named the banks', () => {
-      const s = resolveRefreshSettings({ consentId, expectedBankCodes: ['A'], knownBankCodes: ['B'] }, true);
+      const s = resolveRefreshSettings({
+        merchantId: 'test',
+        consentId,
+        expectedBankCodes: ['A'],
+        knownBankCodes: ['B'],
+      });
       expect(s.knownGiven).toEqual(['B']);
-      expect(s.known).toBeUndefined();
-    });
-
-    it('ignores learned banks in runs from before LEARNED_BANKS_PATCH', () => {
-      const s = resolveRefreshSettings({ consentId, knownBankCodes: ['B'] }, false);
-      expect(s.knownGiven).toBeUndefined();
       expect(s.known).toBeUndefined();
     });
   });
 
   describe('accountEvents', () => {
     it('keeps events until PUT /refresh answered, then records them as of that time', () => {
-      const refresh = new ConsentRefresh({ consentId, expectedBankCodes: ['A', 'B'] }, true);
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId, expectedBankCodes: ['A', 'B'] });
       expect(refresh.receive(event('t1', 'A'), 1_000)).toBe('early');
       expect(refresh.reportedCount).toBe(0);
       expect(refresh.started('t1', 5_000)).toEqual([{ event: event('t1', 'A'), outcome: 'new-bank' }]);
@@ -79,7 +78,7 @@ describe('ConsentRefresh', () => {
     });
 
     it("records a bank's failure status as its result, counts duplicates, and ends with all expected banks", () => {
-      const refresh = new ConsentRefresh({ consentId, expectedBankCodes: ['A', 'B'] }, true);
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId, expectedBankCodes: ['A', 'B'] });
       refresh.started('t1', 0);
       expect(refresh.receive(event('t1', 'A', 'FAILED'), 10)).toBe('new-bank');
       expect(refresh.receive(event('t1', 'A'), 20)).toBe('duplicate');
@@ -94,8 +93,8 @@ describe('ConsentRefresh', () => {
       expect(p.duplicateEvents).toBe(1);
     });
 
-    it("hands another task's event, and any event after the close, to the late workflow (LEARNED_BANKS_PATCH)", () => {
-      const refresh = new ConsentRefresh({ consentId }, true);
+    it("hands another task's event, and any event after the close, to the late workflow", () => {
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId });
       refresh.started('t1', 0);
       expect(refresh.receive(event('t0', 'A'), 10)).toBe('stale');
       refresh.done = true;
@@ -107,21 +106,11 @@ describe('ConsentRefresh', () => {
       expect(refresh.staleEvents).toBe(1);
       expect(refresh.reportedCount).toBe(0);
     });
-
-    it('only counts stale events, and records after the close, in runs from before the patch', () => {
-      const refresh = new ConsentRefresh({ consentId }, false);
-      refresh.started('t1', 0);
-      expect(refresh.receive(event('t0', 'A'), 10)).toBe('stale');
-      refresh.done = true;
-      expect(refresh.receive(event('t1', 'B'), 20)).toBe('new-bank');
-      expect(refresh.handOff).toEqual([]);
-      expect(refresh.progress()).not.toHaveProperty('handedOffEvents');
-    });
   });
 
   describe('PUT /refresh failed', () => {
     it("hands the events that came meanwhile on as another task's (no task of ours exists)", () => {
-      const refresh = new ConsentRefresh({ consentId }, true);
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId });
       refresh.receive(event('t0', 'A'), 0);
       refresh.notStarted('PUT /refresh failed: 503');
       expect(refresh.done).toBe(true);
@@ -150,7 +139,7 @@ describe('ConsentRefresh', () => {
 
   describe('progress, result and the fan-in view', () => {
     it('lists learned banks that never reported as missing, and carries them in the result', () => {
-      const refresh = new ConsentRefresh({ consentId, knownBankCodes: ['A', 'B'] }, true);
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId, knownBankCodes: ['A', 'B'] });
       refresh.started('t1', 0);
       refresh.receive(event('t1', 'A'), 100);
       refresh.endedBy = 'timeout';
@@ -179,7 +168,7 @@ describe('ConsentRefresh', () => {
     });
 
     it('shows reported, missing, handed-off and ignored events in the Web UI details', () => {
-      const refresh = new ConsentRefresh({ consentId, knownBankCodes: ['B'] }, true);
+      const refresh = new ConsentRefresh({ merchantId: 'test', consentId, knownBankCodes: ['B'] });
       refresh.started('t1', 0);
       refresh.receive(event('t1', 'A'), 0);
       refresh.receive(event('t1', 'A'), 0);

@@ -31,12 +31,10 @@ describe('finance application details', () => {
     expect(text).toContain('| IN_PROGRESS | 2026-01-01T00:00:40.000Z | webhook |');
   });
 
-  it('follows the poll policy’s backoff, and the timer loop’s exact next poll when it has one', () => {
+  it('follows the poll policy’s backoff', () => {
     const app = created(false);
     // An hour quiet, no webhook: capped at the no-webhook maximum (5 min).
     expect(nextPoll(app.state, DEFAULT_POLL_POLICY, T0 + 3_600_000)).toEqual({ at: T0 + 3_900_000, every: 300_000 });
-    app.nextPollAt = T0 + 90_000;
-    expect(app.details(T0 + 60_000)).toContain('Next poll at 2026-01-01 00:01:30 UTC (in 30 s)');
   });
 
   it('says which callback is being sent, then delivered or given up', () => {
@@ -85,8 +83,6 @@ describe('finance application details', () => {
     expect(timerSummaries.pollAgainAfterFailure(900_000)).toBe(
       'Polling failed: start it again in 15 min (or at a webhook)',
     );
-    expect(timerSummaries.legacyPoll(30_000, false)).toBe('Next poll in 30 s (or at a webhook)');
-    expect(timerSummaries.legacyPoll(30_000, true)).toBe('Wait for a webhook until the deadline (in 30 s)');
     expect(timerSummaries.statusWait('CREATED', 25_000)).toBe(
       'Status wait: answer in 25 s unless CREATED changes first',
     );

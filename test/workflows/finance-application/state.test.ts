@@ -43,24 +43,6 @@ describe('FinanceApplication (plain state object)', () => {
     expect(app.pollInput(T0).webhooksLive).toBe(true);
   });
 
-  it('records each duplicate application once, queues it for the merchant, and shows it in the details', () => {
-    const app = created(true);
-    expect(app.duplicatesSeen(['fa-dup', 'fa-1', 'fa-dup'])).toEqual(['fa-dup']);
-    expect(app.duplicatesSeen(['fa-dup'])).toEqual([]); // known: reported once
-    expect(app.duplicatesSeen(['fa-dup-2'])).toEqual(['fa-dup-2']);
-    expect(app.state.duplicateApplicationIds).toEqual(['fa-dup', 'fa-dup-2']);
-    expect(app.nextDuplicateReport()).toBe('fa-dup');
-    app.duplicateReportDone(true);
-    expect(app.nextDuplicateReport()).toBe('fa-dup-2');
-    expect(app.snapshot().unsentDuplicateReports).toEqual(['fa-dup-2']);
-    expect(app.details(Date.parse('2026-01-01T00:00:00Z'))).toContain(
-      '**Duplicate at the bank**: `fa-dup`, `fa-dup-2`',
-    );
-    // Before its own id is known, a workflow cannot tell another application from its own.
-    const creating = new FinanceApplication('ref-0', resolveSettings().settings, { now: T0, notifies: true });
-    expect(creating.duplicatesSeen(['fa-x'])).toEqual([]);
-  });
-
   it('reports only another id the bank confirmed, once, to operators and the merchant', () => {
     const app = created(true);
     for (const id of ['fa-dup', 'fa-invented', 'fa-dup']) app.receiveWebhook(id);
@@ -148,14 +130,6 @@ describe('FinanceApplication (plain state object)', () => {
     expect(next.unsent).toEqual([]);
     expect(next.state.notificationsSent).toBe(1);
     expect(next.state.deadlineAt).toBe(app.state.deadlineAt);
-  });
-
-  it('keeps the old loop’s interval for runs from before the poll policy', () => {
-    const app = created();
-    expect(app.legacyPollIntervalMs()).toBe(30_000);
-    app.receiveWebhook('fa-1');
-    app.takeWebhooks();
-    expect(app.legacyPollIntervalMs()).toBe(900_000);
   });
 
   it('refuses invalid settings, naming the field', () => {

@@ -27,11 +27,13 @@ describe('LateReportInbox', () => {
   });
 
   it('fills in the defaults, with at least one delivery per run', () => {
-    expect(resolveLateReportsSettings({ consentId })).toEqual({
+    expect(resolveLateReportsSettings({ merchantId: 'test', consentId })).toEqual({
       idleTimeout: DEFAULT_LATE_REPORTS_IDLE_TIMEOUT,
       maxDeliveriesPerRun: DEFAULT_LATE_REPORTS_DELIVERIES_PER_RUN,
     });
-    expect(resolveLateReportsSettings({ consentId, maxDeliveriesPerRun: -3 }).maxDeliveriesPerRun).toBe(1);
+    expect(
+      resolveLateReportsSettings({ merchantId: 'test', consentId, maxDeliveriesPerRun: -3 }).maxDeliveriesPerRun,
+    ).toBe(1);
   });
 
   it('keeps each (taskId, bankCode) once, pending delivery, and counts the duplicates', () => {

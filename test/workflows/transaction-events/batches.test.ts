@@ -18,12 +18,14 @@ describe('TransactionBatches', () => {
   const accounts = (...ids: string[]) => ids.map((accountId) => ({ accountId }));
 
   it('fills in the defaults, with at least one batch per run', () => {
-    expect(resolveTransactionEventsSettings({ consentId })).toEqual({
+    expect(resolveTransactionEventsSettings({ merchantId: 'test', consentId })).toEqual({
       coalesceWindow: DEFAULT_TRANSACTION_COALESCE_WINDOW,
       idleTimeout: DEFAULT_TRANSACTION_IDLE_TIMEOUT,
       maxBatchesPerRun: DEFAULT_TRANSACTION_BATCHES_PER_RUN,
     });
-    expect(resolveTransactionEventsSettings({ consentId, maxBatchesPerRun: 0 }).maxBatchesPerRun).toBe(1);
+    expect(
+      resolveTransactionEventsSettings({ merchantId: 'test', consentId, maxBatchesPerRun: 0 }).maxBatchesPerRun,
+    ).toBe(1);
   });
 
   it('coalesces a burst into one batch: the union of the accounts, sorted, and the last eventType', () => {
@@ -31,7 +33,7 @@ describe('TransactionBatches', () => {
     b.receive({ consentId, accounts: accounts('b', 'a') });
     b.receive({ consentId, eventType: 'UPDATED', accounts: accounts('a', 'c') });
     expect(b.pendingCount).toBe(3);
-    const batch = b.takeBatch(false);
+    const batch = b.takeBatch();
     expect(batch).toEqual({ consentId, eventType: 'UPDATED', accountIds: ['a', 'b', 'c'], events: 2, batch: 1 });
     expect(b.pendingCount).toBe(0);
     expect(b.state()).toEqual({ consentId, pendingAccountIds: [], events: 2, batches: 1 });
@@ -46,24 +48,20 @@ describe('TransactionBatches', () => {
     expect(batchIdempotencyKey('wf', 'run-1', batch.batch)).toBe('wf:run-1:1');
   });
 
-  it('cuts a backlog into batches of at most MAX_ACCOUNTS_PER_BATCH when bounded, all at once when not', () => {
+  it('cuts a backlog into batches of at most MAX_ACCOUNTS_PER_BATCH', () => {
     const ids = Array.from({ length: MAX_ACCOUNTS_PER_BATCH + 5 }, (_, i) => `acc-${String(i).padStart(5, '0')}`);
     const bounded = new TransactionBatches(consentId);
     bounded.receive({ consentId, accounts: accounts(...ids) });
     expect(bounded.hasBacklog()).toBe(true);
-    const first = bounded.takeBatch(true);
+    const first = bounded.takeBatch();
     expect(first.accountIds).toEqual(ids.slice(0, MAX_ACCOUNTS_PER_BATCH));
     expect(bounded.hasBacklog()).toBe(false);
-    expect(bounded.takeBatch(true)).toMatchObject({
+    expect(bounded.takeBatch()).toMatchObject({
       accountIds: ids.slice(MAX_ACCOUNTS_PER_BATCH),
       events: 0,
       batch: 2,
     });
     expect(bounded.batchesThisRun).toBe(2);
-
-    const legacy = new TransactionBatches(consentId);
-    legacy.receive({ consentId, accounts: accounts(...ids) });
-    expect(legacy.takeBatch(false).accountIds).toHaveLength(ids.length);
   });
 
   it('carries undelivered accounts and the counters over continue-as-new, and starts from them', () => {
@@ -78,6 +76,6 @@ describe('TransactionBatches', () => {
     });
     const next = new TransactionBatches(consentId, snapshot);
     expect(next.batchesThisRun).toBe(0);
-    expect(next.takeBatch(false)).toMatchObject({ accountIds: ['x', 'y'], batch: 4, events: 0 });
+    expect(next.takeBatch()).toMatchObject({ accountIds: ['x', 'y'], batch: 4, events: 0 });
   });
 });

@@ -36,7 +36,7 @@ export interface ConsentRefreshRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
   /** The merchants: each one's transactionEvents callback (where late bank reports go). */
-  merchants: Pick<MerchantDirectory, 'resolve' | 'legacyMerchantId' | 'ids'>;
+  merchants: Pick<MerchantDirectory, 'resolve' | 'ids'>;
   /** CONSENT_ASSIGNMENT's rule: whether a refresh of a free consent claims it (`merchant`) or is a 404. */
   consentAssignment?: ConsentAssignment;
   metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
@@ -63,7 +63,7 @@ export function startRefresh(
     const timeout = body.timeout ?? defaults.timeoutMs;
     // With expected banks the refresh ends when they all reported: a quiet period applies only when asked for.
     const quietPeriod = body.quietPeriod ?? (body.expectedBankCodes?.length ? undefined : defaults.quietPeriodMs);
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     // A refresh claims an unclaimed consent: the merchant's claimed consents bound it as PUT /consents/:id.
     const admission = await budgets.totals.admit(
       res,
@@ -110,7 +110,7 @@ export function startRefresh(
 export function readRefresh(deps: ConsentRefreshRouteDeps): RequestHandler {
   return async (req, res) => {
     const consentId = consentIdOf(req);
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     let progress: ConsentRefreshProgress & { lateReports: number };
     try {
       progress = await getConsentRefreshProgress(deps.client, scope, consentId);

@@ -23,7 +23,7 @@ import { MerchantTotals, type BudgetDeps } from '../../budgets';
 export interface ConsentRouteDeps extends StartDeadlineDeps, BudgetDeps {
   client: Client;
   taskQueue: string;
-  merchants: Pick<MerchantDirectory, 'legacyMerchantId' | 'ids' | 'resolve'>;
+  merchants: Pick<MerchantDirectory, 'ids' | 'resolve'>;
   /** CONSENT_ASSIGNMENT's rule in force; absent: `auto` over the merchants (consentAssignmentOf). */
   consentAssignment?: ConsentAssignment;
   metrics: BudgetDeps['metrics'] & Pick<Metrics, 'consentClaimConflicts'>;
@@ -43,7 +43,7 @@ export function putConsent(
     const hasContent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
     if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
     parseInput(ClaimBody, req.body ?? {}, 'body');
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     // The merchant's claimed consents, counted in Temporal: at its most, only one it already holds passes.
     const admission = await budgets.totals.admit(
       res,
@@ -77,7 +77,7 @@ export function putConsent(
 export function getConsent(deps: ConsentRouteDeps): RequestHandler {
   return async (req, res) => {
     const consentId = consentIdOf(req);
-    const { merchantId } = scopeOf(res, deps.merchants);
+    const { merchantId } = scopeOf(res);
     if ((await consentOwner(deps.client, consentId)) !== merchantId) throw notYours(consentId);
     sendAs(res, 200, ConsentSchema, { consentId, merchantId, claimed: true });
   };
@@ -87,7 +87,7 @@ export function getConsent(deps: ConsentRouteDeps): RequestHandler {
 export function deleteConsent(deps: ConsentRouteDeps): RequestHandler {
   return async (req, res) => {
     const consentId = consentIdOf(req);
-    const { merchantId } = scopeOf(res, deps.merchants);
+    const { merchantId } = scopeOf(res);
     try {
       await releaseConsent(deps.client, merchantId, consentId);
     } catch (err) {

@@ -91,10 +91,7 @@ export function current(res: Response): ConsoleSession {
   return session;
 }
 
-export const scope = (session: ConsoleSession, merchants: { legacyMerchantId: string }): MerchantScope => ({
-  merchantId: session.merchantId,
-  ownsLegacy: session.merchantId === merchants.legacyMerchantId,
-});
+export const scope = (session: ConsoleSession): MerchantScope => ({ merchantId: session.merchantId });
 
 export function page(res: Response, status: number, title: string, body: Html, session?: ConsoleSession): void {
   res

@@ -58,7 +58,7 @@ export function listApplications(ctx: ConsoleContext): RequestHandler {
     try {
       list = await listFinanceApplications(
         deps.client,
-        scope(session, deps.merchants),
+        scope(session),
         { ...(reference ? { referencePrefix: reference } : {}), ...(status ? { status } : {}) },
         { pageSize: 25, ...(pageToken ? { pageToken } : {}) },
         { terminalStatuses: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications.terminalStatuses },
@@ -77,7 +77,7 @@ export function showApplication(ctx: ConsoleContext): RequestHandler {
   return async (req, res) => {
     const session = current(res);
     const ref = referenceOf(req);
-    const timeline = await notFoundAs(readFinanceApplicationTimeline(deps.client, scope(session, deps.merchants), ref));
+    const timeline = await notFoundAs(readFinanceApplicationTimeline(deps.client, scope(session), ref));
     page(res, 200, `Application ${ref}`, applicationPage(ref, timeline, session.csrfToken), session);
   };
 }
@@ -89,7 +89,7 @@ export function applicationTimeline(ctx: ConsoleContext): RequestHandler {
   return async (req, res) => {
     const session = current(res);
     const ref = referenceOf(req);
-    const merchant = scope(session, deps.merchants);
+    const merchant = scope(session);
     const waitFrom = req.query.waitFrom;
     if (
       waitFrom !== undefined &&
@@ -156,7 +156,7 @@ export function resendApplicationCallback(ctx: ConsoleContext): RequestHandler {
       throw err instanceof HttpError ? new ConsoleError(err.status, err.message) : err;
     });
     try {
-      await redeliverCallback(deps.client, scope(session, deps.merchants), ref, key, { taskQueue: deps.taskQueue });
+      await redeliverCallback(deps.client, scope(session), ref, key, { taskQueue: deps.taskQueue });
     } catch (err) {
       if (err instanceof NoSuchFailedDeliveryError) throw new ConsoleError(404, 'No failed callback with this key');
       throw notFound(err);
@@ -174,7 +174,7 @@ export function showConsents(ctx: ConsoleContext): RequestHandler {
     const consentId = queryText(req, 'consentId', CONSENT_ID_PATTERN, 'a consent id');
     let section: Html | undefined;
     if (consentId) {
-      const progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+      const progress = await refreshOf(deps.client, scope(session), consentId);
       section = refreshSection(consentId, progress, fingerprint(progress));
     }
     page(res, 200, 'Consent refreshes', consentsPage(consentId, section), session);
@@ -199,12 +199,12 @@ export function refreshProgress(ctx: ConsoleContext): RequestHandler {
     const until = Date.now() + CONSOLE_LIVE_WAIT_MS;
     let progress;
     try {
-      progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+      progress = await refreshOf(deps.client, scope(session), consentId);
       // The refresh workflow has no wait of its own: its query is read again every LIVE_REREAD_MS while unchanged.
       while (since !== undefined && fingerprint(progress) === since && !progress.done && Date.now() < until) {
         await pause(LIVE_REREAD_MS, gone.signal);
         if (gone.signal.aborted || deps.drain?.closing.aborted) break;
-        progress = await refreshOf(deps.client, scope(session, deps.merchants), consentId);
+        progress = await refreshOf(deps.client, scope(session), consentId);
       }
     } finally {
       releasePage();

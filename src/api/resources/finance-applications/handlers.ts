@@ -88,7 +88,7 @@ export function listApplications(deps: FinanceApplicationRouteDeps): RequestHand
     try {
       page = await listFinanceApplications(
         deps.client,
-        scopeOf(res, deps.merchants),
+        scopeOf(res),
         filter,
         { pageSize, pageToken },
         { terminalStatuses: (deps.settings ?? DEFAULT_SERVICE_SETTINGS).applications.terminalStatuses },
@@ -116,7 +116,7 @@ export function startApplication(
       settings: asked,
       ...application
     } = parseInput(StartApplicationSchema, req.body, 'body');
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     const merchant = deps.merchants.resolve(scope.merchantId);
     const settings = settingsOf(deps, asked, merchant.limits.minPollIntervalMs);
     // Only the settings the request names are compared with an existing application's (the rest are defaults).
@@ -174,7 +174,7 @@ export function readApplication(
   return async (req, res) => {
     const { ref } = parseInput(RefParams, req.params, 'path');
     const { waitForChangeFrom, timeout } = parseInput(GetApplicationQuerySchema, req.query, 'query');
-    const scope = scopeOf(res, deps.merchants);
+    const scope = scopeOf(res);
     try {
       if (waitForChangeFrom === undefined) {
         const { state, phase } = await withReadDeadline(deps, 'Reading the finance application', () =>

@@ -2,12 +2,7 @@ import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { isValidWebhookHash } from '../../../security/webhook-hash';
 import { financeApplicationStatusChangedSignal } from '../../../shared/finance-application';
-import {
-  financeApplicationWorkflowId,
-  legacyFinanceApplicationWorkflowId,
-  parseWebhookKey,
-  REFERENCE_PATTERN,
-} from '../../../shared/ids';
+import { financeApplicationWorkflowId, parseWebhookKey } from '../../../shared/ids';
 import type { WebhookSecrets } from '../../../config';
 import {
   parsedWith,
@@ -26,30 +21,21 @@ const KIND = 'financeApplication';
 /** The application a valid webhook URL names. */
 interface WebhookApplication {
   workflowId: string;
-  merchantId?: string;
+  merchantId: string;
   merchantReference: string;
 }
 
 const keyOf = (req: WebhookRequest): string => req.params.ref ?? '';
 
-/**
- * The application a webhook URL names, when its hash is valid: since tenancy the key is `{merchantId}~{ref}` with
- * a tenant hash; before, the reference alone with the reference's hash. The legacy reading is checked too when the
- * tenant one fails (a legacy reference may contain `~`); the hashes are domain-separated, so at most one matches.
- */
+/** The application a webhook URL names (its key is `{merchantId}~{ref}`), when its tenant hash is valid. */
 function applicationOf(req: WebhookRequest, secrets: readonly (string | undefined)[]): WebhookApplication | undefined {
   const key = keyOf(req);
   const hash = req.params.hash ?? (typeof req.query.hash === 'string' ? req.query.hash : '');
   const tenant = parseWebhookKey(key);
   const tenantValid =
     tenant !== undefined && isValidWebhookHash(secrets, tenant.merchantReference, hash, tenant.merchantId);
-  if (tenantValid)
-    return { ...tenant, workflowId: financeApplicationWorkflowId(tenant.merchantId, tenant.merchantReference) };
-  // Read only when the tenant reading failed: the time this saves tells no more than the 202 it leads to. Each
-  // reading's own check stays constant-time over every secret.
-  const legacyValid = REFERENCE_PATTERN.test(key) && isValidWebhookHash(secrets, key, hash);
-  if (legacyValid) return { merchantReference: key, workflowId: legacyFinanceApplicationWorkflowId(key) };
-  return undefined;
+  if (!tenantValid) return undefined;
+  return { ...tenant, workflowId: financeApplicationWorkflowId(tenant.merchantId, tenant.merchantReference) };
 }
 
 export interface FinanceApplicationWebhookDeps extends WebhookReceiverDeps {
