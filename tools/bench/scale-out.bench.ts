@@ -103,6 +103,7 @@ export async function benchScaleOut(): Promise<void> {
               transactionsCallbackUrl: endpointOf[m]!.transactionsUrl,
               // The harness reads every application back at the end: no budget of a merchant stops it.
               requestsPerMinute: 600_000,
+              creationsPerMinute: 600_000,
               maxOpenApplications: 100_000,
             },
           ]),
@@ -253,11 +254,11 @@ export async function benchScaleOut(): Promise<void> {
             answered.set(refOf(i), (res.body as { financeApplicationId: string }).financeApplicationId);
             return;
           }
-          if (res.status !== null && res.status !== 503) {
+          if (res.status !== null && res.status !== 503 && res.status !== 429) {
             if (!firstRefusal) firstRefusal = `${res.status} ${JSON.stringify(res.body).slice(0, 500)}`;
             return; // a finding: compared below
           }
-          if (res.status === 503 && res.retryAfter === undefined) noRetryAfter += 1;
+          if ((res.status === 503 || res.status === 429) && res.retryAfter === undefined) noRetryAfter += 1;
           await sleep(Math.min(5_000, (res.retryAfter ?? 1) * 1_000));
         }
       });
