@@ -34,6 +34,11 @@ export default tseslint.config(
     },
   },
   {
+    // A function of the service reads in one screenful or becomes named pieces (CONTRIBUTING.md).
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 120 }] },
+  },
+  {
     // The determinism boundary (CONTRIBUTING.md, "Workflow code is deterministic"): workflow code may import only
     // @temporalio/workflow, type-only activities, and src/shared.
     files: ['src/workflows/**/*.ts'],

@@ -62,18 +62,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   const duplicates = new Duplicates(app, report, merchantId, continuesAsNew);
 
   // Handlers first, before any await, so an update or signal delivered with the start finds them.
-  setHandler(financeApplicationStatusChangedSignal, ({ financeApplicationId }) =>
-    app.receiveWebhook(financeApplicationId, now()),
-  );
-  setHandler(financeApplicationStateQuery, () => state);
-  // The deploy procedure's nudge: its workflow task is what shows a sleeping run the new version (versioning.ts).
-  setHandler(upgradeCheckSignal, () => undefined);
-  setHandler(startFinanceApplicationUpdate, ({ requestId }) => creation.started(requestId), {
-    validator: validateStartRequest,
-  });
-  setHandler(waitForStatusChangeUpdate, (request) => waits.wait(request), {
-    validator: (arg: Partial<StatusWaitRequest> | undefined) => waits.validate(arg),
-  });
+  setHandlers(app, creation, waits);
 
   upsertSearchAttributes([{ key: MerchantReference, value: merchantReference }]);
 
@@ -104,13 +93,7 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
   const continued = await followWebhooksAndPoll();
   if (continued) return continued;
 
-  duplicates.countUnconfirmed(true);
-  report.showFinalStatus();
-  await notifier.drain();
-  await waits.finishHandlers();
-  report.countFinished(state, settings);
-  log.info('Finance application finished', { ...report.ids(), outcome: state.outcome, status: state.status });
-  return state;
+  return await finishRun({ app, report, duplicates, notifier, waits, settings });
 
   /**
    * Each batch of webhooks triggers one read; beside it one polling activity runs, started again when what it
@@ -173,4 +156,39 @@ export async function financeApplicationWorkflow(input: FinanceApplicationInput)
       carried: app.snapshot(),
     });
   }
+}
+
+/** The run's signal, query and update handlers; they only record (the loop decides). */
+function setHandlers(app: FinanceApplication, creation: Creation, waits: StatusWaits): void {
+  setHandler(financeApplicationStatusChangedSignal, ({ financeApplicationId }) =>
+    app.receiveWebhook(financeApplicationId, now()),
+  );
+  setHandler(financeApplicationStateQuery, () => app.state);
+  // The deploy procedure's nudge: its workflow task is what shows a sleeping run the new version (versioning.ts).
+  setHandler(upgradeCheckSignal, () => undefined);
+  setHandler(startFinanceApplicationUpdate, ({ requestId }) => creation.started(requestId), {
+    validator: validateStartRequest,
+  });
+  setHandler(waitForStatusChangeUpdate, (request) => waits.wait(request), {
+    validator: (arg: Partial<StatusWaitRequest> | undefined) => waits.validate(arg),
+  });
+}
+
+/** The run's end: unconfirmed duplicates counted, the final status shown, then callbacks and handlers drained. */
+async function finishRun(run: {
+  app: FinanceApplication;
+  report: Reporter;
+  duplicates: Duplicates;
+  notifier: MerchantNotifier;
+  waits: StatusWaits;
+  settings: ReturnType<typeof resolveSettings>['settings'];
+}): Promise<FinanceApplicationState> {
+  const { state } = run.app;
+  run.duplicates.countUnconfirmed(true);
+  run.report.showFinalStatus();
+  await run.notifier.drain();
+  await run.waits.finishHandlers();
+  run.report.countFinished(state, run.settings);
+  log.info('Finance application finished', { ...run.report.ids(), outcome: state.outcome, status: state.status });
+  return state;
 }
