@@ -1,3 +1,5 @@
+import type { Client } from '@temporalio/client';
+
 /**
  * The bridge release (CHANGELOG.md, docs/deploying.md#the-bridge-release-090): 0.9.0 is the last build that can
  * finish runs started before Worker Versioning or before tenancy. From 1.0.0 on the workflow code has no patch
@@ -36,17 +38,39 @@ export interface BridgeRuns {
   bridgePinned: number;
 }
 
-/** How many open runs still need the bridge's code. */
-export async function countBridgeRuns(
-  client: { workflow: { count(query: string): Promise<{ count: number }> } },
-  scope: BridgeScope,
-): Promise<BridgeRuns> {
+/** What the gate reads of Temporal: counts, a listing, and a run's history. */
+type GateClient = Pick<Client, 'workflow'>;
+
+/**
+ * How many open runs still need the bridge's code. An unversioned run that never completed a workflow task ran no
+ * code at all, so any build may take it: one started in the moment before a fresh deployment's first build became
+ * current (npm start's facade is up before it makes its build current). Up to UNVERSIONED_CHECKED unversioned runs
+ * are looked at one by one; past that every one counts.
+ */
+export async function countBridgeRuns(client: GateClient, scope: BridgeScope): Promise<BridgeRuns> {
   const queries = bridgeRunQueries(scope);
   const [unversioned, bridgePinned] = await Promise.all([
     client.workflow.count(queries.unversioned),
     client.workflow.count(queries.bridgePinned),
   ]);
-  return { unversioned: unversioned.count, bridgePinned: bridgePinned.count };
+  return {
+    unversioned:
+      unversioned.count === 0 || unversioned.count > UNVERSIONED_CHECKED
+        ? unversioned.count
+        : await countRunsThatRanCode(client, queries.unversioned),
+    bridgePinned: bridgePinned.count,
+  };
+}
+
+const UNVERSIONED_CHECKED = 100;
+
+async function countRunsThatRanCode(client: GateClient, query: string): Promise<number> {
+  let ran = 0;
+  for await (const run of client.workflow.list({ query })) {
+    const history = await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+    if ((history.events ?? []).some((e) => e.workflowTaskCompletedEventAttributes)) ran += 1;
+  }
+  return ran;
 }
 
 /** Whether `buildId` is a build after the bridge (the bridge itself may always be made current again). */
@@ -81,7 +105,7 @@ export function bridgeRefusal(buildId: string, runs: BridgeRuns, scope: BridgeSc
 
 /** The gate for callers that are about to make `buildId` current: counts the runs, then bridgeRefusal. */
 export async function bridgeGate(
-  client: { workflow: { count(query: string): Promise<{ count: number }> } },
+  client: GateClient,
   buildId: string,
   scope: BridgeScope,
 ): Promise<{ runs: BridgeRuns; refusal?: string }> {

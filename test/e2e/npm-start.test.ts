@@ -295,7 +295,14 @@ describe('npm start (embedded default)', () => {
         method: 'POST',
         body: JSON.stringify({ merchantReference, redirectUrl: 'https://shop.example/return' }),
       });
-      expect(created.status).toBe(201);
+      // The answer's body with its status: a 503's problem names its cause.
+      expect({
+        status: created.status,
+        body: created.status === 201 ? undefined : `${await created.text()}\n${app.output().slice(-3000)}`,
+      }).toEqual({
+        status: 201,
+        body: undefined,
+      });
       // Halfway: the embedded bank (a step every 10 s) has moved it on, not to its end.
       const halfway = await eventually(
         async () => {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Worker } from '@temporalio/worker';
 import { consentClaimWorkflowId } from '../../src/shared/ids';
+import { upgradeCheckSignal } from '../../src/shared/versioning';
 import { BRIDGE_RELEASE, bridgeGate, countBridgeRuns, type BridgeScope } from '../../src/temporal/bridge-release';
 import {
   makeCurrentVersion,
@@ -76,14 +77,32 @@ describe(`the bridge's gate: no build after ${BRIDGE_RELEASE.version} while a ru
       readFileSync(join(__dirname, '..', 'fixtures', `bridge-${BRIDGE_RELEASE.version}`, 'workflow-bundle.js.gz')),
     ).toString('utf8');
 
-    // A run from before Worker Versioning: started while no versioned worker serves the queue.
+    // A run from before Worker Versioning: started and run by an unversioned worker (the bridge's code), which then
+    // stops. Until its first workflow task completed it ran no code, and the gate lets any build take it.
     const consentId = `bridge-${randomUUID()}`;
     const workflowId = consentClaimWorkflowId(consentId);
-    await t.client.workflow.start('consentClaimWorkflow', {
+    const handle = await t.client.workflow.start('consentClaimWorkflow', {
       taskQueue: t.taskQueue,
       workflowId,
       args: [{ consentId, merchantId: 'shop-a' }],
     });
+    await eventually(async () => ((await countBridgeRuns(t.client, scope)).unversioned === 0 ? true : undefined));
+    expect((await gate(nextBundle)).bridge).toMatchObject({ unversioned: 0, bridgePinned: 0 });
+    const unversionedWorker = await Worker.create({
+      connection: t.nativeConnection,
+      taskQueue: t.taskQueue,
+      dataConverter: t.dataConverter,
+      workflowBundle: { code: bridgeCode },
+      sinks: NO_TRACING_SINKS,
+    });
+    const ranFirstTask = unversionedWorker.runUntil(
+      eventually(async () =>
+        ((await handle.fetchHistory()).events ?? []).some((e) => e.workflowTaskCompletedEventAttributes)
+          ? true
+          : undefined,
+      ),
+    );
+    await ranFirstTask;
     await eventually(async () => ((await countBridgeRuns(t.client, scope)).unversioned === 1 ? true : undefined));
     const unversioned = await gate(nextBundle);
     expect(unversioned.bridge).toMatchObject({ unversioned: 1, bridgePinned: 0 });
@@ -94,6 +113,8 @@ describe(`the bridge's gate: no build after ${BRIDGE_RELEASE.version} while a ru
     // The bridge made current: its worker takes the run over and the server pins it there.
     await startWorker(BRIDGE, bridgeCode);
     await makeCurrentVersion(t.client.workflowService, t.namespace, BRIDGE, { timeoutMs: 60_000 });
+    // The nudge the deploy procedure sends: the run's next workflow task goes to the current version.
+    await handle.signal(upgradeCheckSignal);
     await eventually(async () => {
       const runs = await countBridgeRuns(t.client, scope);
       return runs.unversioned === 0 && runs.bridgePinned === 1 ? true : undefined;
