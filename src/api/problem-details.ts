@@ -313,12 +313,16 @@ export function isTemporalUnavailable(err: unknown): boolean {
     if (isGrpcServiceError(e) && UNAVAILABLE_CODES.has(e.code)) return true;
     // The client's own wrapper of that answer (seen on an overloaded dev server, under an Update-with-Start).
     if (e instanceof NamespaceNotFoundError) return true;
-    if (isGrpcServiceError(e) && Number(e.code) === 9 && WORKFLOW_TASK_FAILING.test(e.details ?? e.message))
+    if (isGrpcServiceError(e) && Number(e.code) === 9 && WORKFLOW_TASK_FAILING.test(`${e.details ?? ''} ${e.message}`))
       return true;
     if (e instanceof Error && !isGrpcServiceError(e) && WORKFLOW_TASK_FAILING.test(e.message)) return true;
     // NOT_FOUND "Namespace … is not found": a server that has just restarted answers this for a few seconds before
     // its namespace registry is loaded (a wrong namespace stops start-up instead, see wait-for-temporal.ts).
-    if (isGrpcServiceError(e) && Number(e.code) === 5 && /namespace .* not found/i.test(e.details ?? e.message))
+    if (
+      isGrpcServiceError(e) &&
+      Number(e.code) === 5 &&
+      /namespace .* not found/i.test(`${e.details ?? ''} ${e.message}`)
+    )
       return true;
   }
   return false;

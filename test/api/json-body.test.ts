@@ -156,7 +156,17 @@ describe('isTemporalUnavailable', () => {
       cause: grpc(9, 'Unable to query workflow due to Workflow Task in failed state.'),
     });
     expect(isTemporalUnavailable(query)).toBe(true);
-    // The client's error of an update (no gRPC error under it).
+    // The client's error of an update: a gRPC error whose details are empty, the reason in its message.
+    expect(
+      isTemporalUnavailable(
+        Object.assign(new Error('Unable to perform workflow execution update due to Workflow Task in failed state.'), {
+          code: 9,
+          details: '',
+          metadata: {},
+        }),
+      ),
+    ).toBe(true);
+    // The same without a gRPC error's shape.
     expect(
       isTemporalUnavailable(
         new Error('Unable to perform workflow execution update due to Workflow Task in failed state.'),
