@@ -10,7 +10,9 @@ import { MERCHANT_ID_PATTERN } from '../shared/ids';
  *    (action `erasure`) before anything changes: no record, no erasure;
  * 2. they are terminated (not cancelled: a cancellation runs workflow code, which would need the keys about to go);
  * 3. its keys are destroyed in the key store, leaving only when and by whom (MerchantKeyRing.erase);
- * 4. runs started meanwhile are terminated too (their payloads were under the destroyed keys already).
+ * 4. visibility is listed again until it has shown no new run for `settleMs`: it lags behind starts (seconds on a
+ *    loaded server), so a run started just before, or meanwhile, is terminated too (its payloads were under the
+ *    destroyed keys already, and left open it would fail every workflow task).
  * Afterwards no payload under its keys decodes anywhere (other processes within MERCHANT_KEY_CACHE_TTL), and no new
  * payload of it can be written. Idempotent: a second erasure keeps the first one's time.
  */
@@ -18,6 +20,10 @@ export interface MerchantErasureDeps {
   client: Client;
   ring: MerchantKeyRing;
   audit: AuditLog;
+  /** How long visibility must show no new run of the merchant before the erasure ends (default 5 s). */
+  settleMs?: number;
+  /** The pause between two listings while settling (default 500 ms). */
+  sweepIntervalMs?: number;
 }
 
 export interface MerchantErasure {
@@ -31,8 +37,8 @@ export interface MerchantErasure {
   audit: AuditRecord;
 }
 
-/** How often visibility is listed again after the keys are gone (it lags behind starts by a moment). */
-const SWEEPS_AFTER = 2;
+const DEFAULT_SETTLE_MS = 5_000;
+const DEFAULT_SWEEP_INTERVAL_MS = 500;
 
 export async function eraseMerchant(
   deps: MerchantErasureDeps,
@@ -57,11 +63,11 @@ export async function eraseMerchant(
     },
   });
   const terminated = new Set<string>();
+  const runsSeen = new Set<string>(open.map(({ runId }) => runId));
   const reason = `merchant ${merchantId} erased (docs/operations.md#erasing-a-merchant)`;
   await terminateAll(deps.client, open, reason, terminated);
   const record = await deps.ring.erase(merchantId, actor.name);
-  for (let i = 0; i < SWEEPS_AFTER; i++)
-    await terminateAll(deps.client, await openWorkflowsOf(deps.client, merchantId), reason, terminated);
+  await sweepUntilSettled(deps, merchantId, reason, { terminated, runsSeen });
   return {
     merchantId,
     erasedAt: record.erasure!.at,
@@ -93,6 +99,27 @@ async function openWorkflowsOf(client: Client, merchantId: string): Promise<{ wo
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken);
   return found;
+}
+
+/** Lists and terminates until visibility has shown no run not terminated yet for a whole settle window. */
+async function sweepUntilSettled(
+  deps: MerchantErasureDeps,
+  merchantId: string,
+  reason: string,
+  sets: { terminated: Set<string>; runsSeen: Set<string> },
+): Promise<void> {
+  const settleMs = deps.settleMs ?? DEFAULT_SETTLE_MS;
+  const intervalMs = deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+  let quietSince = Date.now();
+  for (;;) {
+    // A run terminated a moment ago may still be listed as running: only runs not seen before count.
+    const fresh = (await openWorkflowsOf(deps.client, merchantId)).filter(({ runId }) => !sets.runsSeen.has(runId));
+    if (fresh.length > 0) quietSince = Date.now();
+    for (const { runId } of fresh) sets.runsSeen.add(runId);
+    await terminateAll(deps.client, fresh, reason, sets.terminated);
+    if (Date.now() - quietSince >= settleMs) return;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
 }
 
 async function terminateAll(

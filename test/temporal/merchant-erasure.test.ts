@@ -10,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { MemoryAuditLog } from '../../src/audit/audit-log';
@@ -23,6 +24,7 @@ import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 
 const KEY_A = `merchant-a-${randomBytes(16).toString('hex')}`;
 const KEY_B = `merchant-b-${randomBytes(16).toString('hex')}`;
+const KEY_C = `merchant-c-${randomBytes(16).toString('hex')}`;
 const masters = parsePayloadEncryptionKeys(TEST_PAYLOAD_ENCRYPTION_KEYS);
 const text = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? []).toString('utf8');
 const b64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? []).toString('base64');
@@ -62,9 +64,13 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
       merchantApiKeys: [
         { name: 'merchant-a', key: KEY_A },
         { name: 'merchant-b', key: KEY_B },
+        { name: 'merchant-c', key: KEY_C },
       ],
       payloadCodec: new MerchantPayloadCodec({ masterKeys: masters, ring }),
       audit,
+      // Applications stay open (CREATED) for the whole test: the default 300 ms lifecycle would complete a run before
+      // its erasure on a slow machine, and an erasure only terminates what is still running.
+      sandbox: { lifecycle: { stepMs: 600_000 } },
     });
   });
   afterAll(async () => {
@@ -85,6 +91,23 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
     });
     expect(res.status).toBe(201);
     return ((await res.json()) as { workflowId: string }).workflowId;
+  };
+  /** The merchant's running workflow ids as visibility lists them now. */
+  const listed = async (client: Client, merchantId: string) => {
+    const page = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query: `MerchantId = "${merchantId}" AND ExecutionStatus = "Running"`,
+    });
+    return (page.executions ?? []).map((e) => e.execution?.workflowId);
+  };
+  /** Visibility lags behind starts (seconds on a loaded server): wait until it lists every id. */
+  const untilListed = async (merchantId: string, ids: string[]) => {
+    for (let tries = 0; tries < 300; tries++) {
+      const now = await listed(stack.t.client, merchantId);
+      if (ids.every((id) => now.includes(id))) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`visibility never listed ${ids.join(', ')}`);
   };
   const history = (workflowId: string) => stack.t.client.workflow.getHandle(workflowId).fetchHistory();
   const decodeOverHttp = async (payloads: Payload[]) => {
@@ -121,8 +144,9 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
       expect([...keyIds]).toEqual([`merchant:${merchant}:1`]);
     }
 
+    await untilListed('merchant-a', a);
     const erased = await eraseMerchant(
-      { client: stack.t.client, ring, audit },
+      { client: stack.t.client, ring, audit, settleMs: 1_000 },
       { merchantId: 'merchant-a', actor: { kind: 'operator', name: 'test-operator' }, via: 'tool' },
     );
     expect(erased.terminated).toEqual(expect.arrayContaining(a));
@@ -174,5 +198,32 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
     ]);
     expect((await audit.verify()).ok).toBe(true);
     await stack.t.client.workflow.getHandle(b).terminate('test done');
+  });
+
+  it('terminates a run that visibility lists only after the erasure began (it settles, not sweeps once)', async () => {
+    const late = await create(KEY_C);
+    await untilListed('merchant-c', [late]);
+    // Visibility as a loaded server shows it: the run is missing from the first three listings.
+    let listings = 0;
+    const { workflowService } = stack.t.client;
+    const lagging = new Proxy(workflowService, {
+      get(target, property, receiver) {
+        if (property !== 'listWorkflowExecutions') return Reflect.get(target, property, receiver) as unknown;
+        return async (request: temporal.api.workflowservice.v1.IListWorkflowExecutionsRequest) => {
+          const page = await target.listWorkflowExecutions(request);
+          if (++listings > 3) return page;
+          return { ...page, executions: (page.executions ?? []).filter((e) => e.execution?.workflowId !== late) };
+        };
+      },
+    });
+    const client = Object.create(stack.t.client, { workflowService: { value: lagging } }) as Client;
+
+    const erased = await eraseMerchant(
+      { client, ring, audit, settleMs: 1_500, sweepIntervalMs: 200 },
+      { merchantId: 'merchant-c', actor: { kind: 'operator', name: 'test-operator' }, via: 'tool' },
+    );
+    expect(listings).toBeGreaterThan(4);
+    expect(erased.terminated).toEqual([late]);
+    expect((await stack.t.client.workflow.getHandle(late).describe()).status.name).toBe('TERMINATED');
   });
 });
