@@ -27,10 +27,10 @@ export function boundedAnswer<T>(
   aborted?: () => Error,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let onAbort: (() => void) | undefined;
+    let forget: (() => void) | undefined;
     const settle = (): void => {
       clearTimeout(timer);
-      if (onAbort) signal!.removeEventListener('abort', onAbort);
+      forget?.();
     };
     const timer = setTimeout(() => {
       settle();
@@ -43,11 +43,10 @@ export function boundedAnswer<T>(
         reject(aborted());
         return;
       }
-      onAbort = () => {
+      forget = whenAborted(signal, () => {
         settle();
         reject(aborted());
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
+      });
     }
     call.then(
       (value) => {
@@ -64,6 +63,34 @@ export function boundedAnswer<T>(
   });
 }
 
+/** The callbacks waiting on each signal: one listener per signal, however many requests wait on it. */
+const waiting = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Runs `fn` once `signal` aborts; the returned function forgets it. A Set entry rather than a listener of its own per
+ * call: adding and removing an AbortSignal listener costs more than the rest of this function on the receiver's
+ * hot path (docs/benchmarks.md, "The receiver").
+ */
+export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
+  let callbacks = waiting.get(signal);
+  if (!callbacks) {
+    const set = new Set<() => void>();
+    callbacks = set;
+    waiting.set(signal, set);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const callback of [...set]) callback();
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  callbacks.add(fn);
+  const mine = callbacks;
+  return () => void mine.delete(fn);
+}
+
 /**
  * The call's result, or `error()` once `signal` is aborted (the process is shutting down: answer now rather than be
  * cut). The call itself is left to finish.
@@ -71,13 +98,12 @@ export function boundedAnswer<T>(
 export function answerBefore<T>(call: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
   if (!signal) return call;
   call.catch(() => undefined); // a late failure after the answer is not an unhandled rejection
-  let onAbort: (() => void) | undefined;
+  let forget: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(error());
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) reject(error());
+    else forget = whenAborted(signal, () => reject(error()));
   });
-  return Promise.race([call, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
+  return Promise.race([call, aborted]).finally(() => forget?.());
 }
 
 export const DEFAULT_START_DEADLINE_MS = 30_000;

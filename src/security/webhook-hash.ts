@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
  * Decision (docs/bank-interface.md 6.1 leaves the algorithm open; docs/decisions/0005-webhook-url-hash.md): the hash in
@@ -8,9 +8,27 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * references of two merchants never share a URL or a hash.
  */
 export function tenantWebhookHash(secret: string, merchantId: string, merchantReference: string): string {
-  return createHmac('sha256', secret)
+  return createHmac('sha256', keyOf(secret))
     .update(`paylater-webhook-v2\n${merchantId}\n${merchantReference}`, 'utf8')
     .digest('base64url');
+}
+
+/**
+ * The secret as a key object, made once: an HMAC under a string imports the key anew on every call, and the receiver
+ * computes one per webhook. A process knows a handful of secrets (the current and previous WEBHOOK_HASH_SECRET);
+ * past that, the oldest is forgotten.
+ */
+const keys = new Map<string, KeyObject>();
+const MAX_KEYS = 8;
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!);
+    key = createSecretKey(Buffer.from(secret, 'utf8'));
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 /** The webhookUrl sent to the bank: the hash as the last path segment (the form 6.1 lists second). */

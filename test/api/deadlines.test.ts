@@ -1,5 +1,5 @@
 import { ServiceError } from '@temporalio/client';
-import { deadlineRanOut, withReadDeadline } from '../../src/api/deadlines';
+import { boundedAnswer, deadlineRanOut, whenAborted, withReadDeadline } from '../../src/api/deadlines';
 import { HttpError } from '../../src/api/problem-details';
 
 /** A gRPC error as @grpc/grpc-js raises it (code, details, metadata), wrapped the way the Temporal client does. */
@@ -50,5 +50,37 @@ describe('withReadDeadline', () => {
     await expect(
       withReadDeadline({ client: failing(err, 1), readDeadlineMs: 5_000 }, 'The read', () => Promise.resolve(1)),
     ).rejects.toBe(err);
+  });
+});
+
+describe('boundedAnswer and whenAborted (the receiver\'s bound on each signal)', () => {
+  const never = () => new Promise<never>(() => undefined);
+
+  it('answers with the call, or its 503 at the bound, or the abort\'s error once the signal aborts', async () => {
+    await expect(boundedAnswer(Promise.resolve('ok'), 1_000, 'Temporal')).resolves.toBe('ok');
+    await expect(boundedAnswer(never(), 20, 'Temporal')).rejects.toMatchObject({ status: 503 });
+    const controller = new AbortController();
+    const shuttingDown = new HttpError(503, 'shutting down');
+    const waiting = [1, 2, 3].map(() => boundedAnswer(never(), 60_000, 'Temporal', controller.signal, () => shuttingDown));
+    const answered = boundedAnswer(Promise.resolve('done'), 60_000, 'Temporal', controller.signal, () => shuttingDown);
+    await expect(answered).resolves.toBe('done');
+    controller.abort();
+    for (const w of waiting) await expect(w).rejects.toBe(shuttingDown);
+    // Already aborted: at once.
+    await expect(boundedAnswer(never(), 60_000, 'Temporal', controller.signal, () => shuttingDown)).rejects.toBe(
+      shuttingDown,
+    );
+  });
+
+  it('runs each callback once when the signal aborts, and none it was told to forget', () => {
+    const controller = new AbortController();
+    const ran: string[] = [];
+    whenAborted(controller.signal, () => ran.push('a'));
+    const forgetB = whenAborted(controller.signal, () => ran.push('b'));
+    whenAborted(controller.signal, () => ran.push('c'));
+    forgetB();
+    controller.abort();
+    controller.abort();
+    expect(ran).toEqual(['a', 'c']);
   });
 });

@@ -11,6 +11,7 @@ import { startTestStack } from '../harness/in-process-stack';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../harness/temporal-fixtures';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
 import { cpuSeconds, freePort } from '../harness/processes';
+import type { Price } from './receiver-prices';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -18,6 +19,10 @@ const COMMAND = 'npm run bench -- receiver';
 /** The figure before this bench (lifecycle bench: in-process app, 16 senders, 10 workflows; docs/benchmarks.md). */
 const BEFORE_C16 = '≈280/s, p50 56 ms, p99 119 ms';
 const TARGET_RATIO = 0.9;
+/** The API's CPU per accepted webhook against the relay's, over the same count (issue: at most 1.15×). */
+const CPU_TARGET_RATIO = 1.15;
+/** The last published CPU figures before the price list (docs/benchmarks.md): 2.13 ms against 1.64 ms. */
+const CPU_BEFORE = '1.30 (2.13 / 1.64 ms)';
 /**
  * The receiver (an Express app: src/api/app.ts createPublicApp) against the bare `node:http` relay that sends the same
  * signal with the same codec: its throughput at least this share of the relay's, at concurrency 1 and 16.
@@ -106,7 +111,16 @@ export async function benchReceiver(): Promise<void> {
         `${bank.pid}; bare HTTP relay pid ${relay.pid} (tools/bench/relay-receiver.ts); ` +
         `${WORKFLOWS} parked workflows; ${ROUNDS} alternating rounds per concurrency\n`,
     );
+    // Each process's CPU a second with nothing to do, after the start-up (its share of every measured window).
+    await settle();
+    const idleBefore = { api: api.cpuSeconds(), relay: relay.cpuSeconds() };
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const idle = {
+      api: ((api.cpuSeconds() - idleBefore.api) * 1000) / (IDLE_MS / 1000),
+      relay: ((relay.cpuSeconds() - idleBefore.relay) * 1000) / (IDLE_MS / 1000),
+    };
     const rows: Row[] = [];
+    const gaps: { concurrency: number; perSecond: number; apiCpu: number; relayCpu: number }[] = [];
     for (const [concurrency, count] of [
       [1, 400],
       [16, 1_200],
@@ -159,6 +173,8 @@ export async function benchReceiver(): Promise<void> {
       const bareCpu = (sample.bare.cpu * 1000) / (ROUNDS * count);
       const apiCpu = (sample.receiver.cpu * 1000) / accepted;
       const vsRelay = perSec(sample.receiver) / perSec(sample.relay);
+      const cpuRatio = apiCpu / relayCpu;
+      gaps.push({ concurrency, perSecond: perSec(sample.receiver), apiCpu, relayCpu });
       rows.push(
         [
           `bare signal loop (own process), c=${concurrency}`,
@@ -202,8 +218,16 @@ export async function benchReceiver(): Promise<void> {
           'no target: lower is better',
           '—',
         ],
+        [
+          `API CPU per accepted webhook / relay's, c=${concurrency}`,
+          `${cpuRatio.toFixed(2)} (${apiCpu.toFixed(2)} / ${relayCpu.toFixed(2)} ms) ` +
+            `${cpuRatio <= CPU_TARGET_RATIO ? '(meets target)' : '(ABOVE target)'}`,
+          `≤ ${CPU_TARGET_RATIO}`,
+          CPU_BEFORE,
+        ],
       );
     }
+    rows.push(...priceRows(await receiverPrices(), idle, gaps));
     const total = [...answers.values()].reduce((sum, v) => sum + v, 0);
     const other = [...answers.entries()].filter(([status]) => status !== 202);
     rows.push([
@@ -233,6 +257,59 @@ export async function benchReceiver(): Promise<void> {
   }
 }
 
+/** tools/bench/receiver-prices.ts in a process of its own (nothing else running in it). */
+async function receiverPrices(): Promise<Price[]> {
+  const child = fork(join(__dirname, 'receiver-prices.js'), [], {
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`receiver prices exited with ${code}`)));
+    child.once('message', (message) => resolve(message as Price[]));
+  });
+}
+
+/**
+ * The price list: each step the receiver does that the relay does not, in µs per webhook, then their sum against the
+ * measured gap (API − relay CPU per webhook) at each concurrency; what is left is Express (routing, its request and
+ * response methods) and the allocation and collection of a bigger request.
+ */
+function priceRows(
+  prices: Price[],
+  idle: { api: number; relay: number },
+  gaps: { concurrency: number; perSecond: number; apiCpu: number; relayCpu: number }[],
+): Row[] {
+  const us = (v: number) => `${v.toFixed(1)} µs`;
+  const counted = prices.filter((p) => !p.optional);
+  const fixed = counted.reduce((sum, p) => sum + p.us, 0);
+  // What each process spends a second with nothing to do (timers, the event-loop lag sampling, gRPC keep-alive),
+  // which a measured window carries whatever it measures.
+  const background = (g: (typeof gaps)[number]) => (Math.max(0, idle.api - idle.relay) * 1000) / g.perSecond;
+  return [
+    ...prices.map(
+      (p): Row => [`price: ${p.step}`, `${us(p.us)} (${p.how})`, 'the receiver / relay gap, item by item', '—'],
+    ),
+    [
+      'price: background, idle API − idle relay (timers, event-loop lag sampling, the Temporal runtime)',
+      `${idle.api.toFixed(2)} − ${idle.relay.toFixed(2)} ms CPU a second: ` +
+        gaps.map((g) => `${us(background(g))} a webhook at c=${g.concurrency}`).join(', '),
+      'the receiver / relay gap, item by item',
+      '—',
+    ],
+    ...gaps.map((g): Row => {
+      const gap = (g.apiCpu - g.relayCpu) * 1000;
+      const priced = fixed + background(g);
+      return [
+        `priced steps / measured gap (API − relay CPU), c=${g.concurrency}`,
+        `${us(priced)} of ${us(gap)}; the rest, ${us(gap - priced)}: Express (routing, request and response ` +
+          `methods) and allocating and collecting a bigger request`,
+        'no target',
+        '—',
+      ];
+    }),
+  ];
+}
+
 /** A path's run with the CPU its process spent on it. */
 async function measured(
   child: { cpuSeconds(): number },
@@ -254,6 +331,8 @@ function roundsOf(ratios: number[]): string {
 /** The pause before each path's run (RECEIVER_BENCH_SETTLE_MS; 0 turns it off). */
 const SETTLE_MS = Number(process.env.RECEIVER_BENCH_SETTLE_MS ?? 2_000);
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+/** How long each process's idle CPU is read before the rounds. */
+const IDLE_MS = 20_000;
 
 type Row = [figure: string, value: string, target: string, before: string];
 

@@ -7,7 +7,7 @@ import { seededRng, type Rng } from '../chaos/prng';
 import { compareApplications, type Finding, type OurApplication } from '../chaos/truth';
 import { startTemporalCluster, type ClusterProcesses } from '../cluster/temporal-cluster';
 import { clusterToolchain } from '../cluster/temporal-server';
-import { cpuSeconds, freePort, ManagedProcess, rssMiB, sandboxCall, sleep, waitForHttp } from '../harness/processes';
+import { cpuSeconds, freePort, machineCpu, ManagedProcess, rssMiB, sandboxCall, sleep, waitForHttp } from '../harness/processes';
 import { apiProcess, sandboxProcess, serviceEnv, workerProcess } from '../harness/service-processes';
 import type { ApiCallRecord, ApplicationRecord, ApplicationScript } from '../../src/sandbox/types';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
@@ -204,6 +204,7 @@ export async function benchScaleOut(): Promise<void> {
 
     // ---- load, with the kills ------------------------------------------------------------------------------
     const tLoad = Date.now();
+    const machineBefore = machineCpu();
     const history2 = cluster.servers.find((p) => p.name === 'temporal-history-2')!;
     const kills: string[] = [];
     const killAt = (share: number, what: () => Promise<void>) =>
@@ -287,6 +288,7 @@ export async function benchScaleOut(): Promise<void> {
       if (open.size > 0) await sleep(15_000);
     }
     const settledMs = Date.now() - tLoad;
+    const machineAfter = machineCpu();
     clearInterval(sampler);
     usage.sample();
     await transitions.sample();
@@ -377,6 +379,7 @@ export async function benchScaleOut(): Promise<void> {
       ['webhooks dropped by the bank (polling found those)', `${dropped} of ${changes} status changes`, '≈ 10 %'],
       ['kills', kills.join('; '), 'history and worker'],
       ['load / load + settle', `${secs(loadMs)} / ${secs(settledMs)}`, `load ≈ ${secs((apps * 1000) / rate)}`],
+      machineRow(machineBefore, machineAfter, settledMs, apps),
       ...usage.rows(),
       [
         'bank status reads',
@@ -408,6 +411,27 @@ export async function benchScaleOut(): Promise<void> {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
     await stopAll();
   }
+}
+
+/**
+ * The whole machine's CPU over load and settle, per application: what one application's life costs the whole stack
+ * (Temporal, PostgreSQL, workers, APIs, sandbox, this bench), and so how long this machine needs for the default 50,000.
+ */
+function machineRow(
+  before: ReturnType<typeof machineCpu>,
+  after: ReturnType<typeof machineCpu>,
+  overMs: number,
+  apps: number,
+): [string, string, string] {
+  const busy = after.busySeconds - before.busySeconds;
+  const perApp = busy / apps;
+  const hoursFor50k = (perApp * 50_000) / after.cpus / 3_600;
+  return [
+    'machine CPU (every process) per application',
+    `${(perApp * 1000).toFixed(0)} ms (${busy.toFixed(0)} s busy of ${((after.cpus * overMs) / 1000).toFixed(0)} s on ` +
+      `${after.cpus} CPUs); 50,000 applications need ≥ ${hoursFor50k.toFixed(1)} h of this machine at full use`,
+    'no target',
+  ];
 }
 
 /** Variant `v`: an approval or a decline, steps 10–25 s apart, each webhook delayed, copied, 10 % dropped. */

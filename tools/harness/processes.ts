@@ -169,6 +169,18 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
+/**
+ * The whole machine's busy CPU time so far, in seconds (every process: user, nice, system, irq, softirq, steal; from
+ * /proc/stat's first line), and its number of CPUs. On a machine that runs only a bench, the difference over a run
+ * is what the whole stack cost, Temporal and its database included.
+ */
+export function machineCpu(): { busySeconds: number; cpus: number } {
+  const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+  const [user, nice, system, , , irq, softirq, steal] = lines[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const cpus = lines.filter((l) => /^cpu\d/.test(l)).length;
+  return { busySeconds: (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) / TICKS_PER_SECOND, cpus };
+}
+
 export interface Child {
   pid: number;
   /** The last lines it wrote to stderr. */
