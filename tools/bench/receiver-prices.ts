@@ -8,6 +8,9 @@ import { withinSignalDeadline } from '../../src/api/resources/webhooks/receiver'
 import { FinanceApplicationWebhookSchema } from '../../src/api/resources/webhooks/schemas';
 import { jsonContentTypeProblem } from '../../src/api/json-body';
 import { isValidWebhookHash, tenantWebhookHash } from '../../src/security/webhook-hash';
+import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
+import { connectClient } from '../../src/temporal/connection';
+import { testDataConverter } from '../harness/temporal-fixtures';
 
 /** One step the receiver does that the bare relay does not, and its CPU per webhook in µs. */
 export interface Price {
@@ -39,6 +42,7 @@ async function priced(fn: () => unknown): Promise<number> {
  * A child of receiver.bench.ts (sends its Price[] over IPC).
  */
 async function main(): Promise<void> {
+  const temporal = JSON.parse(process.env.RECEIVER_PRICES ?? '{}') as Partial<SignalTargets>;
   const secret = 'bench-webhook-hash-secret-0123456789abcdef';
   const merchant = 'test-merchant';
   const reference = 'bench-rcv-1-0a1b2c3d';
@@ -114,7 +118,60 @@ async function main(): Promise<void> {
       optional: true,
     },
   ];
+  if (temporal.address) prices.push(await grpcDeadlinePrice(temporal as SignalTargets));
   process.send!(prices);
+}
+
+/** Where the signals of the gRPC price go: the bench's dev server and its parked workflows. */
+export interface SignalTargets {
+  address: string;
+  namespace: string;
+  workflowIds: string[];
+}
+
+const SIGNALS = 1_000;
+
+/**
+ * The one price that needs Temporal: the same signal, one at a time, from a client as the relay makes it (the SDK's
+ * defaults, no deadline) and from one as the API makes it (src/temporal/connection.ts: the deadline-bound retry
+ * interceptor) under the receiver's signal deadline; CPU per signal of each, the difference is the price.
+ */
+async function grpcDeadlinePrice(targets: SignalTargets): Promise<Price> {
+  const relayLike = new Client({
+    connection: await Connection.connect({ address: targets.address }),
+    namespace: targets.namespace,
+    dataConverter: testDataConverter,
+  });
+  const { client: apiLike, connection } = await connectClient(
+    { address: targets.address, namespace: targets.namespace, env: {} },
+    { dataConverter: testDataConverter },
+  );
+  const signal = (client: Client, i: number) =>
+    client.workflow
+      .getHandle(targets.workflowIds[i % targets.workflowIds.length]!)
+      .signal(financeApplicationStatusChangedSignal, { financeApplicationId: 'price' });
+  const perSignal = async (one: (i: number) => Promise<unknown>) => {
+    for (let i = 0; i < 200; i++) await one(i);
+    const before = process.cpuUsage();
+    for (let i = 0; i < SIGNALS; i++) await one(i);
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / SIGNALS;
+  };
+  const bare: number[] = [];
+  const bounded: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    bare.push(await perSignal((i) => signal(relayLike, i)));
+    // The client's deadline only: the receiver's own bookkeeping around it is priced above.
+    bounded.push(await perSignal((i) => apiLike.withDeadline(Date.now() + 4_000, () => signal(apiLike, i))));
+  }
+  await relayLike.connection.close();
+  await connection.close();
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
+  return {
+    step: 'the signal call as the API makes it: gRPC deadline, deadline-bound retries',
+    us: median(bounded) - median(bare),
+    how: `CPU per signal ${median(bounded).toFixed(0)} against ${median(bare).toFixed(0)} µs with the SDK's defaults`,
+  };
 }
 
 if (require.main === module)

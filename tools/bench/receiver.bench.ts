@@ -11,7 +11,7 @@ import { startTestStack } from '../harness/in-process-stack';
 import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../harness/temporal-fixtures';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
 import { cpuSeconds, freePort } from '../harness/processes';
-import type { Price } from './receiver-prices';
+import type { Price, SignalTargets } from './receiver-prices';
 import { summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
@@ -227,7 +227,12 @@ export async function benchReceiver(): Promise<void> {
         ],
       );
     }
-    rows.push(...priceRows(await receiverPrices(), idle, gaps));
+    const prices = await receiverPrices({
+      address: env.address,
+      namespace: 'default',
+      workflowIds: targets.map((t) => t.workflowId),
+    });
+    rows.push(...priceRows(prices, idle, gaps));
     const total = [...answers.values()].reduce((sum, v) => sum + v, 0);
     const other = [...answers.entries()].filter(([status]) => status !== 202);
     rows.push([
@@ -258,9 +263,9 @@ export async function benchReceiver(): Promise<void> {
 }
 
 /** tools/bench/receiver-prices.ts in a process of its own (nothing else running in it). */
-async function receiverPrices(): Promise<Price[]> {
+async function receiverPrices(targets: SignalTargets): Promise<Price[]> {
   const child = fork(join(__dirname, 'receiver-prices.js'), [], {
-    env: { PATH: process.env.PATH },
+    env: { PATH: process.env.PATH, RECEIVER_PRICES: JSON.stringify(targets) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
