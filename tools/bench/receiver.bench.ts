@@ -175,10 +175,10 @@ export async function benchReceiver(): Promise<void> {
       const vsRelay = perSec(sample.receiver) / perSec(sample.relay);
       const cpuRatio = apiCpu / relayCpu;
       const paired = await sideBySide(concurrency, count, {
-        api: api!,
-        bank: bank!,
-        relay: relay!,
-        relayBank: relayBank!,
+        api: api,
+        bank: bank,
+        relay: relay,
+        relayBank: relayBank,
       });
       countAnswers(paired.answers);
       gaps.push({ concurrency, perSecond: perSec(sample.receiver), apiCpu: paired.apiCpu, relayCpu: paired.relayCpu });
