@@ -64,6 +64,7 @@ if (require.main === module) {
       const notice = generatedKeyNotice(config, internalUrl);
       if (notice) process.stdout.write(`${notice}\n`);
     },
-    { load: loadApiConfig },
+    // The API's client is the SDK's pure-JavaScript one: no native Temporal Runtime in this process.
+    { load: loadApiConfig, temporalRuntime: false },
   );
 }

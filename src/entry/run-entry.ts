@@ -51,6 +51,12 @@ export function runEntry<C extends EntryConfig>(
      * Runtime is installed once, before any connection, with its exporter on a free loopback port.
      */
     runtimeMetrics?: (bindAddress: string) => MetricsExporterConfig;
+    /**
+     * False for a process with no worker and no native connection (the API: its client is the SDK's pure-JavaScript
+     * one): no Temporal Runtime is installed, whose threads and log forwarding cost an idle API about 2.5 ms of CPU a
+     * second (docs/benchmarks.md, "The receiver's CPU per webhook, priced"). Default true.
+     */
+    temporalRuntime?: boolean;
   },
 ): void {
   let config: C;
@@ -128,7 +134,9 @@ export function runEntry<C extends EntryConfig>(
         installTemporalLogging(logger, { metrics: runtimeMetrics(`127.0.0.1:${port}`) });
         return `http://127.0.0.1:${port}/metrics`;
       })
-    : Promise.resolve(installTemporalLogging(logger)).then(() => undefined);
+    : Promise.resolve(options.temporalRuntime === false ? undefined : installTemporalLogging(logger)).then(
+        () => undefined,
+      );
   runtimeReady
     .then((runtimeMetricsUrl) =>
       start({

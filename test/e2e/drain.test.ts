@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { temporal } from '@temporalio/proto';
 import { getFinanceApplication, startFinanceApplication, financeApplicationHandle } from '../../src/client';
@@ -112,6 +113,11 @@ describe('an API process (npm run api) on SIGTERM', () => {
     const listeners = { public: `http://127.0.0.1:${port}`, internal };
     try {
       await eventually(async () => ((await fetch(`${internal}/readyz`)).status === 200 ? true : undefined), 60_000);
+      // No native Temporal Runtime in the API (its client is pure JavaScript): none of the Runtime's tokio threads.
+      const threads = readdirSync(`/proc/${api.child.pid}/task`).map((t) =>
+        readFileSync(`/proc/${api.child.pid}/task/${t}/comm`, 'utf8').trim(),
+      );
+      expect(threads.filter((name) => name.startsWith('tokio'))).toEqual([]);
 
       // A long-poll from the status it has: nothing changes it, so only the drain can answer it before 60 s.
       const longPoll = fetch(`${internal}/applications/${merchantReference}?waitForChangeFrom=CREATED&timeout=60s`, {
