@@ -53,15 +53,17 @@ describe('withReadDeadline', () => {
   });
 });
 
-describe('boundedAnswer and whenAborted (the receiver\'s bound on each signal)', () => {
+describe("boundedAnswer and whenAborted (the receiver's bound on each signal)", () => {
   const never = () => new Promise<never>(() => undefined);
 
-  it('answers with the call, or its 503 at the bound, or the abort\'s error once the signal aborts', async () => {
+  it("answers with the call, or its 503 at the bound, or the abort's error once the signal aborts", async () => {
     await expect(boundedAnswer(Promise.resolve('ok'), 1_000, 'Temporal')).resolves.toBe('ok');
     await expect(boundedAnswer(never(), 20, 'Temporal')).rejects.toMatchObject({ status: 503 });
     const controller = new AbortController();
     const shuttingDown = new HttpError(503, 'shutting down');
-    const waiting = [1, 2, 3].map(() => boundedAnswer(never(), 60_000, 'Temporal', controller.signal, () => shuttingDown));
+    const waiting = [1, 2, 3].map(() =>
+      boundedAnswer(never(), 60_000, 'Temporal', controller.signal, () => shuttingDown),
+    );
     const answered = boundedAnswer(Promise.resolve('done'), 60_000, 'Temporal', controller.signal, () => shuttingDown);
     await expect(answered).resolves.toBe('done');
     controller.abort();

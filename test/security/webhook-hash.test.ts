@@ -14,7 +14,9 @@ describe('the webhook URL hash', () => {
     const secrets = Array.from({ length: 12 }, (_, i) => `secret-${i}-0123456789abcdef0123456789abcdef`);
     for (const round of [1, 2])
       for (const secret of secrets)
-        expect(tenantWebhookHash(secret, 'shop-a', `order-${round}`)).toBe(reference(secret, 'shop-a', `order-${round}`));
+        expect(tenantWebhookHash(secret, 'shop-a', `order-${round}`)).toBe(
+          reference(secret, 'shop-a', `order-${round}`),
+        );
     // Non-ASCII secrets are keyed as their UTF-8 bytes, as the string form keys them.
     expect(tenantWebhookHash('sécret-ü-🔑', 'shop-a', 'o')).toBe(reference('sécret-ü-🔑', 'shop-a', 'o'));
   });

@@ -7,7 +7,16 @@ import { seededRng, type Rng } from '../chaos/prng';
 import { compareApplications, type Finding, type OurApplication } from '../chaos/truth';
 import { startTemporalCluster, type ClusterProcesses } from '../cluster/temporal-cluster';
 import { clusterToolchain } from '../cluster/temporal-server';
-import { cpuSeconds, freePort, machineCpu, ManagedProcess, rssMiB, sandboxCall, sleep, waitForHttp } from '../harness/processes';
+import {
+  cpuSeconds,
+  freePort,
+  machineCpu,
+  ManagedProcess,
+  rssMiB,
+  sandboxCall,
+  sleep,
+  waitForHttp,
+} from '../harness/processes';
 import { apiProcess, sandboxProcess, serviceEnv, workerProcess } from '../harness/service-processes';
 import type { ApiCallRecord, ApplicationRecord, ApplicationScript } from '../../src/sandbox/types';
 import { createPayloadCodec, parsePayloadEncryptionKeys } from '../../src/security/payload-codec';
