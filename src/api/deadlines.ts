@@ -72,23 +72,24 @@ const waiting = new WeakMap<AbortSignal, Set<() => void>>();
  * hot path (docs/benchmarks.md, "The receiver").
  */
 export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
-  let callbacks = waiting.get(signal);
-  if (!callbacks) {
-    const set = new Set<() => void>();
-    callbacks = set;
-    waiting.set(signal, set);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const callback of [...set]) callback();
-        set.clear();
-      },
-      { once: true },
-    );
-  }
+  const callbacks = waiting.get(signal) ?? listenOnce(signal);
   callbacks.add(fn);
-  const mine = callbacks;
-  return () => void mine.delete(fn);
+  return () => void callbacks.delete(fn);
+}
+
+/** The one abort listener of `signal`, which runs every callback waiting on it. */
+function listenOnce(signal: AbortSignal): Set<() => void> {
+  const callbacks = new Set<() => void>();
+  waiting.set(signal, callbacks);
+  signal.addEventListener(
+    'abort',
+    () => {
+      for (const callback of [...callbacks]) callback();
+      callbacks.clear();
+    },
+    { once: true },
+  );
+  return callbacks;
 }
 
 /**

@@ -128,15 +128,14 @@ export function runEntry<C extends EntryConfig>(
 
   // The worker's own listener serves the Runtime's exporter on WORKER_METRICS_PORT.
   const { runtimeMetrics } = options;
+  if (!runtimeMetrics && options.temporalRuntime !== false) installTemporalLogging(logger);
   const runtimeReady: Promise<string | undefined> = runtimeMetrics
     ? // Not a port the process is about to listen on itself (one configured in the 20000-32767 range it picks from).
       freeLoopbackPort(configuredPorts(process.env)).then((port) => {
         installTemporalLogging(logger, { metrics: runtimeMetrics(`127.0.0.1:${port}`) });
         return `http://127.0.0.1:${port}/metrics`;
       })
-    : Promise.resolve(options.temporalRuntime === false ? undefined : installTemporalLogging(logger)).then(
-        () => undefined,
-      );
+    : Promise.resolve(undefined);
   runtimeReady
     .then((runtimeMetricsUrl) =>
       start({

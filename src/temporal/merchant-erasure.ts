@@ -62,17 +62,17 @@ export async function eraseMerchant(
       ...request.details,
     },
   });
-  const terminated = new Set<string>();
-  const runsSeen = new Set<string>(open.map(({ runId }) => runId));
+  // Every run terminated (or closed meanwhile), by run id: a later listing that still shows one is not news.
+  const terminated = new Map<string, string>();
   const reason = `merchant ${merchantId} erased (docs/operations.md#erasing-a-merchant)`;
   await terminateAll(deps.client, open, reason, terminated);
   const record = await deps.ring.erase(merchantId, actor.name);
-  await sweepUntilSettled(deps, merchantId, reason, { terminated, runsSeen });
+  await sweepUntilSettled(deps, merchantId, reason, terminated);
   return {
     merchantId,
     erasedAt: record.erasure!.at,
     alreadyErased: before?.erasure !== undefined,
-    terminated: [...terminated].sort(),
+    terminated: [...new Set(terminated.values())].sort(),
     audit,
   };
 }
@@ -106,17 +106,16 @@ async function sweepUntilSettled(
   deps: MerchantErasureDeps,
   merchantId: string,
   reason: string,
-  sets: { terminated: Set<string>; runsSeen: Set<string> },
+  terminated: Map<string, string>,
 ): Promise<void> {
   const settleMs = deps.settleMs ?? DEFAULT_SETTLE_MS;
   const intervalMs = deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
   let quietSince = Date.now();
   for (;;) {
     // A run terminated a moment ago may still be listed as running: only runs not seen before count.
-    const fresh = (await openWorkflowsOf(deps.client, merchantId)).filter(({ runId }) => !sets.runsSeen.has(runId));
+    const fresh = (await openWorkflowsOf(deps.client, merchantId)).filter(({ runId }) => !terminated.has(runId));
     if (fresh.length > 0) quietSince = Date.now();
-    for (const { runId } of fresh) sets.runsSeen.add(runId);
-    await terminateAll(deps.client, fresh, reason, sets.terminated);
+    await terminateAll(deps.client, fresh, reason, terminated);
     if (Date.now() - quietSince >= settleMs) return;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
@@ -126,7 +125,7 @@ async function terminateAll(
   client: Client,
   runs: { workflowId: string; runId: string }[],
   reason: string,
-  terminated: Set<string>,
+  terminated: Map<string, string>,
 ): Promise<void> {
   for (const { workflowId, runId } of runs) {
     try {
@@ -135,6 +134,6 @@ async function terminateAll(
       // Closed between the list and now: what termination wanted.
       if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
     }
-    terminated.add(workflowId);
+    terminated.set(runId, workflowId);
   }
 }

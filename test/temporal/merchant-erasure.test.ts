@@ -20,7 +20,7 @@ import { ENCRYPTED_ENCODING, KEY_ID_METADATA_KEY, parsePayloadEncryptionKeys } f
 import { eraseMerchant } from '../../src/temporal/merchant-erasure';
 import { historyPayloads } from '../helpers/history-payloads';
 import { startTestStack, TEST_OPERATOR_KEY, type TestStack } from '../helpers/stack';
-import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
+import { eventually, TEST_PAYLOAD_ENCRYPTION_KEYS } from '../helpers/temporal';
 
 const KEY_A = `merchant-a-${randomBytes(16).toString('hex')}`;
 const KEY_B = `merchant-b-${randomBytes(16).toString('hex')}`;
@@ -101,14 +101,11 @@ describe('erasing a merchant (whole stack, crypto-shredding)', () => {
     return (page.executions ?? []).map((e) => e.execution?.workflowId);
   };
   /** Visibility lags behind starts (seconds on a loaded server): wait until it lists every id. */
-  const untilListed = async (merchantId: string, ids: string[]) => {
-    for (let tries = 0; tries < 300; tries++) {
+  const untilListed = (merchantId: string, ids: string[]) =>
+    eventually(async () => {
       const now = await listed(stack.t.client, merchantId);
-      if (ids.every((id) => now.includes(id))) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`visibility never listed ${ids.join(', ')}`);
-  };
+      return ids.every((id) => now.includes(id)) ? true : undefined;
+    });
   const history = (workflowId: string) => stack.t.client.workflow.getHandle(workflowId).fetchHistory();
   const decodeOverHttp = async (payloads: Payload[]) => {
     const res = await fetch(`${stack.internalUrl}/codec/decode`, {

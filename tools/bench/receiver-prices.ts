@@ -11,6 +11,7 @@ import { isValidWebhookHash, tenantWebhookHash } from '../../src/security/webhoo
 import { financeApplicationStatusChangedSignal } from '../../src/shared/finance-application';
 import { connectClient } from '../../src/temporal/connection';
 import { testDataConverter } from '../harness/temporal-fixtures';
+import { median } from './stats';
 
 /** One step the receiver does that the bare relay does not, and its CPU per webhook in µs. */
 export interface Price {
@@ -25,14 +26,17 @@ export interface Price {
 
 const ITERATIONS = 20_000;
 
-/** CPU µs per call of `fn` (user + system of this process), after a warm-up of the same length. */
-async function priced(fn: () => unknown): Promise<number> {
-  for (let i = 0; i < ITERATIONS; i++) await fn();
+/** CPU µs per call of `fn` (user + system of this process) over `count` calls, after `warmUp` calls. */
+async function cpuPerCall(fn: (i: number) => unknown, count: number, warmUp = count): Promise<number> {
+  for (let i = 0; i < warmUp; i++) await fn(i);
   const before = process.cpuUsage();
-  for (let i = 0; i < ITERATIONS; i++) await fn();
+  for (let i = 0; i < count; i++) await fn(i);
   const used = process.cpuUsage(before);
-  return (used.user + used.system) / ITERATIONS;
+  return (used.user + used.system) / count;
 }
+
+/** A step's price: CPU µs per call over ITERATIONS calls. */
+const priced = (fn: () => unknown) => cpuPerCall(fn, ITERATIONS);
 
 /**
  * The receiver's own steps, each priced alone with the production code (src/api/...), in a process that does
@@ -149,13 +153,7 @@ async function grpcDeadlinePrice(targets: SignalTargets): Promise<Price> {
     client.workflow
       .getHandle(targets.workflowIds[i % targets.workflowIds.length]!)
       .signal(financeApplicationStatusChangedSignal, { financeApplicationId: 'price' });
-  const perSignal = async (one: (i: number) => Promise<unknown>) => {
-    for (let i = 0; i < 200; i++) await one(i);
-    const before = process.cpuUsage();
-    for (let i = 0; i < SIGNALS; i++) await one(i);
-    const used = process.cpuUsage(before);
-    return (used.user + used.system) / SIGNALS;
-  };
+  const perSignal = (one: (i: number) => Promise<unknown>) => cpuPerCall(one, SIGNALS, 200);
   const bare: number[] = [];
   const bounded: number[] = [];
   // The client's deadline only (the receiver's own bookkeeping around it is priced above); each first in turn.
@@ -167,10 +165,6 @@ async function grpcDeadlinePrice(targets: SignalTargets): Promise<Price> {
   }
   await relayLike.connection.close();
   await connection.close();
-  const median = (xs: number[]) => {
-    const sorted = [...xs].sort((a, b) => a - b);
-    return (sorted[2]! + sorted[3]!) / 2;
-  };
   return {
     step: 'the signal call as the API makes it: gRPC deadline, deadline-bound retries',
     us: median(bounded) - median(bare),

@@ -12,7 +12,7 @@ import { TEST_PAYLOAD_ENCRYPTION_KEYS } from '../harness/temporal-fixtures';
 import type { LoadLoopResult, LoadLoopRun, LoadLoopSetup } from './load-loop';
 import { cpuSeconds, freePort } from '../harness/processes';
 import type { Price, SignalTargets } from './receiver-prices';
-import { summarize } from './stats';
+import { median, summarize } from './stats';
 
 const HASH_SECRET = 'bench-webhook-hash-secret-0123456789abcdef';
 const COMMAND = 'npm run bench -- receiver';
@@ -120,7 +120,7 @@ export async function benchReceiver(): Promise<void> {
       relay: ((relay.cpuSeconds() - idleBefore.relay) * 1000) / (IDLE_MS / 1000),
     };
     const rows: Row[] = [];
-    const gaps: { concurrency: number; perSecond: number; apiCpu: number; relayCpu: number }[] = [];
+    const gaps: Gap[] = [];
     for (const [concurrency, count] of [
       [1, 400],
       [16, 1_200],
@@ -174,13 +174,7 @@ export async function benchReceiver(): Promise<void> {
       const apiCpu = (sample.receiver.cpu * 1000) / accepted;
       const vsRelay = perSec(sample.receiver) / perSec(sample.relay);
       const cpuRatio = apiCpu / relayCpu;
-      const paired = await sideBySide(concurrency, count, {
-        api: api,
-        bank: bank,
-        relay: relay,
-        relayBank: relayBank,
-      });
-      countAnswers(paired.answers);
+      const paired = await sideBySide(concurrency, count, { api, bank, relay, relayBank }, countAnswers);
       gaps.push({ concurrency, perSecond: perSec(sample.receiver), apiCpu: paired.apiCpu, relayCpu: paired.relayCpu });
       rows.push(
         [
@@ -288,21 +282,19 @@ async function sideBySide(
   concurrency: number,
   count: number,
   p: { api: ChildStats; bank: LoadLoopProcess; relay: ChildStats; relayBank: LoadLoopProcess },
-): Promise<{ apiCpu: number; relayCpu: number; ratio: number; byRound: number[]; answers: LoadLoopResult }> {
+  countAnswers: (result: LoadLoopResult) => LoadLoopResult,
+): Promise<{ apiCpu: number; relayCpu: number; ratio: number; byRound: number[] }> {
   let apiCpu = 0;
   let relayCpu = 0;
   let accepted = 0;
   const byRound: number[] = [];
-  const answers: LoadLoopResult = { ms: 0, latencies: [], statuses: {} };
   for (let round = 0; round < PAIRED_ROUNDS; round++) {
     await settle();
     const [receiver, relay] = await Promise.all([
-      measured(p.api, () => p.bank.run(concurrency, count)),
+      measured(p.api, async () => countAnswers(await p.bank.run(concurrency, count))),
       measured(p.relay, () => p.relayBank.run(concurrency, count)),
     ]);
     const ok = receiver.result.statuses[202] ?? 0;
-    for (const [status, n] of Object.entries(receiver.result.statuses))
-      answers.statuses[Number(status)] = (answers.statuses[Number(status)] ?? 0) + n;
     apiCpu += receiver.cpu;
     relayCpu += relay.cpu;
     accepted += ok;
@@ -310,7 +302,7 @@ async function sideBySide(
   }
   const api = (apiCpu * 1000) / accepted;
   const rel = (relayCpu * 1000) / (PAIRED_ROUNDS * count);
-  return { apiCpu: api, relayCpu: rel, ratio: api / rel, byRound, answers };
+  return { apiCpu: api, relayCpu: rel, ratio: api / rel, byRound };
 }
 
 /** tools/bench/receiver-prices.ts in a process of its own (nothing else running in it). */
@@ -319,9 +311,14 @@ async function receiverPrices(targets: SignalTargets): Promise<Price[]> {
     env: { PATH: process.env.PATH, RECEIVER_PRICES: JSON.stringify(targets) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  return firstMessage<Price[]>(child, 'receiver prices');
+}
+
+/** A forked child's first IPC message; rejects when it exits before sending one. */
+function firstMessage<T>(child: ChildProcess, what: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`receiver prices exited with ${code}`)));
-    child.once('message', (message) => resolve(message as Price[]));
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
+    child.once('message', (message) => resolve(message as T));
   });
 }
 
@@ -330,17 +327,13 @@ async function receiverPrices(targets: SignalTargets): Promise<Price[]> {
  * measured gap (API − relay CPU per webhook) at each concurrency; what is left is Express (routing, its request and
  * response methods) and the allocation and collection of a bigger request.
  */
-function priceRows(
-  prices: Price[],
-  idle: { api: number; relay: number },
-  gaps: { concurrency: number; perSecond: number; apiCpu: number; relayCpu: number }[],
-): Row[] {
+function priceRows(prices: Price[], idle: { api: number; relay: number }, gaps: Gap[]): Row[] {
   const us = (v: number) => `${v.toFixed(1)} µs`;
   const counted = prices.filter((p) => !p.optional);
   const fixed = counted.reduce((sum, p) => sum + p.us, 0);
   // What each process spends a second with nothing to do (timers, the event-loop lag sampling, gRPC keep-alive),
   // which a measured window carries whatever it measures.
-  const background = (g: (typeof gaps)[number]) => (Math.max(0, idle.api - idle.relay) * 1000) / g.perSecond;
+  const background = (g: Gap) => (Math.max(0, idle.api - idle.relay) * 1000) / g.perSecond;
   return [
     ...prices.map((p): Row => [
       `price: ${p.step}`,
@@ -381,10 +374,7 @@ async function measured(
 
 /** Per-round ratios, their median first: `median 0.84 (0.78 0.84 0.91 …)`. */
 function roundsOf(ratios: number[]): string {
-  const sorted = [...ratios].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return `median ${median.toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
+  return `median ${median(ratios).toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
 }
 
 /** The pause before each path's run (RECEIVER_BENCH_SETTLE_MS; 0 turns it off). */
@@ -394,6 +384,14 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 const IDLE_MS = 20_000;
 
 type Row = [figure: string, value: string, target: string, before: string];
+
+/** One concurrency's CPU per webhook side by side (ms), and the receiver's throughput there. */
+interface Gap {
+  concurrency: number;
+  perSecond: number;
+  apiCpu: number;
+  relayCpu: number;
+}
 
 function printTable(rows: Row[]): void {
   const header: Row = ['figure', 'value', 'target', 'before'];
@@ -491,10 +489,7 @@ async function startRelay(setup: { address: string; namespace: string }): Promis
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`relay exited with ${code}`)));
-    child.once('message', (message) => resolve(message as { port: number }));
-  });
+  const { port } = await firstMessage<{ port: number }>(child, 'relay');
   const pid = child.pid!;
   return {
     pid,

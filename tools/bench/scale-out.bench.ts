@@ -31,6 +31,8 @@ const NAMESPACE = 'default';
 const MERCHANTS = ['alpha', 'beta'] as const;
 /** Script variants the applications are spread over (the sandbox matches a script by scanning its rules). */
 const VARIANTS = 40;
+/** BENCH_SCALE_OUT_APPS's default: the issue's 50,000. */
+const DEFAULT_APPS = 50_000;
 
 const int = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -52,7 +54,7 @@ const int = (name: string, fallback: number) => {
  * defaults it runs for hours; progress is printed every 30 s. Logs in data/bench/scale-out-<time>/.
  */
 export async function benchScaleOut(): Promise<void> {
-  const apps = int('BENCH_SCALE_OUT_APPS', 50_000);
+  const apps = int('BENCH_SCALE_OUT_APPS', DEFAULT_APPS);
   const rate = int('BENCH_SCALE_OUT_RATE', 20);
   const workerCount = int('BENCH_SCALE_OUT_WORKERS', 4);
   const apiCount = int('BENCH_SCALE_OUT_APIS', 2);
@@ -434,11 +436,12 @@ function machineRow(
 ): [string, string, string] {
   const busy = after.busySeconds - before.busySeconds;
   const perApp = busy / apps;
-  const hoursFor50k = (perApp * 50_000) / after.cpus / 3_600;
+  const hoursForDefault = (perApp * DEFAULT_APPS) / after.cpus / 3_600;
   return [
     'machine CPU (every process) per application',
     `${(perApp * 1000).toFixed(0)} ms (${busy.toFixed(0)} s busy of ${((after.cpus * overMs) / 1000).toFixed(0)} s on ` +
-      `${after.cpus} CPUs); 50,000 applications need ≥ ${hoursFor50k.toFixed(1)} h of this machine at full use`,
+      `${after.cpus} CPUs); ${DEFAULT_APPS.toLocaleString('en')} applications need ≥ ` +
+      `${hoursForDefault.toFixed(1)} h of this machine at full use`,
     'no target',
   ];
 }

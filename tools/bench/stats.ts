@@ -5,6 +5,13 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
+/** The middle of `xs` (the mean of the two middle ones for an even count). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  return sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 export function summarize(samplesMs: number[]): {
   n: number;
   mean: number;

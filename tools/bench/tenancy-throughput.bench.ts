@@ -16,7 +16,7 @@ import {
   type Child,
   startSandboxProcess,
 } from '../harness/processes';
-import { report, runPool, summarize } from './stats';
+import { median, report, runPool, summarize } from './stats';
 
 const COMMAND = 'npm run bench -- tenancy-throughput';
 /** Creation and webhook throughput with tenancy and rate limiting on, against the build before it. */
@@ -427,12 +427,6 @@ function printSummary(rounds: RoundFigures[], builds: Record<'A' | 'B', Build>):
   for (const [i, r] of rows.entries()) {
     process.stdout.write(`${r.map((cell, j) => cell.padEnd(widths[j]!)).join('  ')}  ${i ? COMMAND : 'command'}\n`);
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  return sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** `median 251 (240 262)`: the median of the rounds, then each round in run order. */
