@@ -125,11 +125,10 @@ async function main(): Promise<void> {
   process.send!(prices);
 }
 
-/** Where the signals of the gRPC price go: the bench's dev server and its parked workflows. */
+/** Where the signals of the gRPC price go: the bench's dev server. */
 export interface SignalTargets {
   address: string;
   namespace: string;
-  workflowIds: string[];
 }
 
 const SIGNALS = 1_000;
@@ -149,9 +148,18 @@ async function grpcDeadlinePrice(targets: SignalTargets): Promise<Price> {
     { address: targets.address, namespace: targets.namespace, env: {} },
     { dataConverter: testDataConverter },
   );
+  // Runs of their own on a task queue no worker polls: a signal adds an event and wakes no workflow, so the bench's
+  // worker gets no backlog of tasks from here (it would still be working it off when the bench stops).
+  const workflowIds = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const workflowId = `receiver-price-${process.pid}-${i}`;
+      await relayLike.workflow.start('receiverPriceTarget', { taskQueue: `receiver-price-${process.pid}`, workflowId });
+      return workflowId;
+    }),
+  );
   const signal = (client: Client, i: number) =>
     client.workflow
-      .getHandle(targets.workflowIds[i % targets.workflowIds.length]!)
+      .getHandle(workflowIds[i % workflowIds.length]!)
       .signal(financeApplicationStatusChangedSignal, { financeApplicationId: 'price' });
   const perSignal = (one: (i: number) => Promise<unknown>) => cpuPerCall(one, SIGNALS, 200);
   const bare: number[] = [];
@@ -163,6 +171,7 @@ async function grpcDeadlinePrice(targets: SignalTargets): Promise<Price> {
     bare.push(await perSignal((i) => signal(relayLike, i)));
     if (round % 2 === 0) bounded.push(await perSignal(asApi));
   }
+  await Promise.all(workflowIds.map((id) => relayLike.workflow.getHandle(id).terminate('priced')));
   await relayLike.connection.close();
   await connection.close();
   return {

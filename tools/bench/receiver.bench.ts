@@ -234,11 +234,7 @@ export async function benchReceiver(): Promise<void> {
         ],
       );
     }
-    const prices = await receiverPrices({
-      address: env.address,
-      namespace: 'default',
-      workflowIds: targets.map((t) => t.workflowId),
-    });
+    const prices = await receiverPrices({ address: env.address, namespace: 'default' });
     rows.push(...priceRows(prices, idle, gaps));
     const total = [...answers.values()].reduce((sum, v) => sum + v, 0);
     const other = [...answers.entries()].filter(([status]) => status !== 202);
